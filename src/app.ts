@@ -1,0 +1,66 @@
+// buildApp: the Fastify application with every feature registered, and nothing else.
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Config } from './config.ts';
+import type { Keyring } from './crypto.ts';
+import type { Store } from './store/index.ts';
+import { registerErrorHandling } from './http/errors.ts';
+import { healthPlugin } from './http/health.ts';
+import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
+import { startKeyManager, type KeyManager } from './oauth/key-manager.ts';
+import { createProviderHolder, oauthPlugin, type ProviderHolder } from './oauth/plugin.ts';
+import { basicAccounts } from './oauth/provider.ts';
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  keys: Keyring;
+  /** injectable clock (ms) for tests */
+  now?: () => number;
+}
+
+export interface App {
+  app: FastifyInstance;
+  keyManager: KeyManager;
+  verifier: TokenVerifier;
+  provider: ProviderHolder;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config, store, keys } = deps;
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
+    },
+    trustProxy: config.trustProxy,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 500 },
+  });
+
+  registerErrorHandling(app);
+  app.addHook('onSend', async (request, reply, payload) => {
+    reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff');
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    return payload;
+  });
+
+  const keyManager = await startKeyManager(config, store, keys, app.log);
+  app.addHook('onClose', async () => keyManager.stop());
+  const verifier = createTokenVerifier(config.publicUrl, () => ({ keys: keyManager.current().publicJwks as any }), async () => void (await keyManager.refresh()));
+  const provider = createProviderHolder({ config, store, keys, keyManager, accounts: basicAccounts });
+
+  await app.register(healthPlugin(store));
+  await app.register(oauthPlugin(provider, config));
+
+  return { app, keyManager, verifier, provider };
+}

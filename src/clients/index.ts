@@ -1,0 +1,202 @@
+// The client registry: applications and API clients the operator registers.
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Store } from '../store/index.ts';
+import * as repo from '../store/clients.ts';
+import { findOrganization } from '../store/directory.ts';
+import { badRequest, notFound } from '../errors.ts';
+import { hmac, safeEqual, type Keyring } from '../crypto.ts';
+
+export type { ClientRow, GrantKind } from '../store/clients.ts';
+
+/** Attribute groups an operator authorizes per client; each is also a scope of the same name. */
+export const ATTRIBUTE_GROUPS = [
+  'userid-idp',
+  'userid-nin',
+  'userid-edugain',
+  'userid-social',
+  'eidas',
+  'email',
+  'userinfo-name',
+  'userinfo-photo',
+] as const;
+export type AttributeGroup = (typeof ATTRIBUTE_GROUPS)[number];
+
+/** Scopes of the machine-to-machine APIs (client_credentials). */
+export const API_SCOPES = ['passkey.read', 'passkey.delete', 'system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'] as const;
+/** Scopes of sign-in (authorization code). */
+export const OIDC_SCOPES = ['openid', 'profile', 'email', 'offline_access', ...ATTRIBUTE_GROUPS.filter((g) => g !== 'email')] as const;
+export const KNOWN_SCOPES = new Set<string>([...API_SCOPES, ...OIDC_SCOPES]);
+
+export interface Client {
+  clientId: string;
+  name: string;
+  public: boolean;
+  redirectUris: string[];
+  postLogoutRedirectUris: string[];
+  grantTypes: string[];
+  scopes: string[];
+  groups: string[];
+  firstParty: boolean;
+  userinfoSignedResponseAlg: string | null;
+  adminOrgs: number[];
+  checkuserOrgs: number[];
+  createdAt: number;
+}
+
+export interface NewClient {
+  name: string;
+  scopes?: string[];
+  groups?: string[];
+  orgs?: number[];
+  redirectUris?: string[];
+  postLogoutRedirectUris?: string[];
+  firstParty?: boolean;
+  public?: boolean;
+  userinfoSignedResponseAlg?: string;
+}
+
+export function hashSecret(keys: Keyring, secret: string): string {
+  return hmac(keys.clientSecret, secret);
+}
+
+/** Constant-time check of a presented secret against the stored keyed hash. */
+export function secretMatches(keys: Keyring, storedHash: string | null, presented: string): boolean {
+  if (!storedHash || typeof presented !== 'string' || presented.length > 512) return false;
+  return safeEqual(hashSecret(keys, presented), storedHash);
+}
+
+function newSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function parseList(value: string | undefined): string[] {
+  return (value ?? '').split(/[\s,]+/).filter(Boolean);
+}
+
+function checkRedirectUri(uri: string, what: string): string {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw badRequest(`${what} '${uri}' is not an absolute URL`);
+  }
+  if (url.hash) throw badRequest(`${what} '${uri}' must not contain a fragment`);
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (url.protocol === 'http:' && !loopback) throw badRequest(`${what} '${uri}' must use https (http is allowed for localhost only)`);
+  if (url.protocol === 'javascript:' || url.protocol === 'data:') throw badRequest(`${what} '${uri}' uses a forbidden scheme`);
+  return uri;
+}
+
+export function checkScopes(scopes: string[]): string[] {
+  for (const s of scopes) if (!KNOWN_SCOPES.has(s)) throw badRequest(`unknown scope '${s}' (known: ${[...KNOWN_SCOPES].join(' ')})`);
+  return [...new Set(scopes)];
+}
+
+export function checkGroups(groups: string[]): string[] {
+  for (const g of groups) if (!(ATTRIBUTE_GROUPS as readonly string[]).includes(g)) throw badRequest(`unknown attribute group '${g}' (known: ${ATTRIBUTE_GROUPS.join(' ')})`);
+  return [...new Set(groups)];
+}
+
+async function checkOrganizations(store: Store, orgIds: number[]): Promise<number[]> {
+  for (const id of orgIds) {
+    if (!Number.isSafeInteger(id) || id < 1) throw badRequest(`organization id '${id}' is not a positive integer`);
+    if (!(await findOrganization(store.db, id))) throw notFound(`organization ${id} does not exist`);
+  }
+  return [...new Set(orgIds)];
+}
+
+function toClient(row: repo.ClientRow, adminOrgs: number[], checkuserOrgs: number[]): Client {
+  return {
+    clientId: row.client_id,
+    name: row.name,
+    public: row.secret_hash === null,
+    redirectUris: JSON.parse(row.redirect_uris),
+    postLogoutRedirectUris: JSON.parse(row.post_logout_redirect_uris),
+    grantTypes: JSON.parse(row.grant_types),
+    scopes: row.scopes.split(' ').filter(Boolean),
+    groups: row.groups.split(' ').filter(Boolean),
+    firstParty: row.first_party === 1,
+    userinfoSignedResponseAlg: row.userinfo_signed_response_alg,
+    adminOrgs,
+    checkuserOrgs,
+    createdAt: row.created_at,
+  };
+}
+
+export async function getClient(store: Store, clientId: string): Promise<Client> {
+  const row = await repo.findClient(store.db, clientId);
+  if (!row) throw notFound(`client '${clientId}' does not exist`);
+  return toClient(row, await repo.listGrantedOrganizations(store.db, clientId, 'admin'), await repo.listGrantedOrganizations(store.db, clientId, 'checkuser'));
+}
+
+export async function listClients(store: Store): Promise<Client[]> {
+  const rows = await repo.listClients(store.db);
+  return Promise.all(rows.map((r) => getClient(store, r.client_id)));
+}
+
+export async function createClient(store: Store, keys: Keyring, input: NewClient, now = Date.now()): Promise<{ client: Client; secret: string | null }> {
+  const name = input.name.trim();
+  if (!name || name.length > 200) throw badRequest('client name must be 1-200 characters');
+  const scopes = checkScopes(input.scopes ?? []);
+  const groups = checkGroups(input.groups ?? []);
+  const redirectUris = (input.redirectUris ?? []).map((u) => checkRedirectUri(u, 'redirect URI'));
+  const postLogout = (input.postLogoutRedirectUris ?? []).map((u) => checkRedirectUri(u, 'post-logout redirect URI'));
+  const orgs = await checkOrganizations(store, input.orgs ?? []);
+  if (input.public && redirectUris.length === 0) throw badRequest('a public client needs at least one --redirect-uri');
+  if (input.userinfoSignedResponseAlg !== undefined && !['RS256', 'ES256'].includes(input.userinfoSignedResponseAlg)) {
+    throw badRequest('userinfo signing alg must be RS256 or ES256');
+  }
+  const grantTypes = [...(input.public ? [] : ['client_credentials']), ...(redirectUris.length ? ['authorization_code', 'refresh_token'] : [])];
+  const clientId = randomUUID();
+  const secret = input.public ? null : newSecret();
+  await store.db.transaction().execute(async (trx) => {
+    await repo.insertClient(trx, {
+      client_id: clientId,
+      secret_hash: secret === null ? null : hashSecret(keys, secret),
+      name,
+      redirect_uris: JSON.stringify(redirectUris),
+      post_logout_redirect_uris: JSON.stringify(postLogout),
+      grant_types: JSON.stringify(grantTypes),
+      scopes: scopes.join(' '),
+      groups: groups.join(' '),
+      first_party: input.firstParty ? 1 : 0,
+      userinfo_signed_response_alg: input.userinfoSignedResponseAlg ?? null,
+      created_at: now,
+      updated_at: now,
+    });
+    await repo.grantOrganizations(trx, clientId, orgs, 'admin');
+  });
+  return { client: await getClient(store, clientId), secret };
+}
+
+export async function rotateSecret(store: Store, keys: Keyring, clientId: string, now = Date.now()): Promise<string> {
+  const client = await getClient(store, clientId);
+  if (client.public) throw badRequest(`client '${clientId}' is public and has no secret`);
+  const secret = newSecret();
+  await repo.updateClient(store.db, clientId, { secret_hash: hashSecret(keys, secret), updated_at: now });
+  return secret;
+}
+
+export async function setGroups(store: Store, clientId: string, groups: string[], now = Date.now()): Promise<Client> {
+  await getClient(store, clientId);
+  await repo.updateClient(store.db, clientId, { groups: checkGroups(groups).join(' '), updated_at: now });
+  return getClient(store, clientId);
+}
+
+export async function setScopes(store: Store, clientId: string, scopes: string[], now = Date.now()): Promise<Client> {
+  await getClient(store, clientId);
+  await repo.updateClient(store.db, clientId, { scopes: checkScopes(scopes).join(' '), updated_at: now });
+  return getClient(store, clientId);
+}
+
+export async function grantOrganizations(store: Store, clientId: string, orgIds: number[], kind: repo.GrantKind): Promise<Client> {
+  await getClient(store, clientId);
+  await repo.grantOrganizations(store.db, clientId, await checkOrganizations(store, orgIds), kind);
+  return getClient(store, clientId);
+}
+
+export async function revokeOrganizations(store: Store, clientId: string, orgIds: number[], kind: repo.GrantKind): Promise<Client> {
+  await getClient(store, clientId);
+  await repo.revokeOrganizations(store.db, clientId, orgIds, kind);
+  return getClient(store, clientId);
+}

@@ -1,0 +1,164 @@
+// The one typed configuration of the service, read from the environment.
+// Every setting is listed in SETTINGS with its default and meaning; README's table mirrors it.
+
+export interface Config {
+  port: number;
+  host: string;
+  publicUrl: string; // origin only, no trailing slash: the issuer and base of every absolute URL
+  databaseUrl: string; // a SQLite file path, ':memory:', or postgres://...
+  dialect: 'sqlite' | 'postgres';
+  idpSecret: string | undefined; // resolved to a value by loadSecret() before use
+  dataDir: string;
+  logLevel: string;
+  accessTokenTtl: number; // seconds
+  idTokenTtl: number; // seconds
+  paginationTokenTtl: number; // seconds
+  keyRefreshInterval: number; // seconds between checks for rotated signing keys
+  trustProxy: boolean;
+  claimsNamespace: string;
+  idpNamespace: string; // namespace of userid_sec for the directory's own eppn ids
+  sunsetDate: string | undefined; // HTTP-date for Sunset on deprecated endpoints
+  checkuserRateLimit: number; // lookups per client per minute
+  loginRateLimitAccount: number; // failed logins per account per 15 minutes
+  loginRateLimitIp: number; // login attempts per client IP per 15 minutes
+}
+
+export class ConfigError extends Error {
+  readonly variable: string;
+  constructor(variable: string, problem: string) {
+    super(`${variable}: ${problem}`);
+    this.variable = variable;
+  }
+}
+
+export interface Setting {
+  name: string;
+  default: string;
+  meaning: string;
+}
+
+export const SETTINGS: Setting[] = [
+  { name: 'PORT', default: '8080', meaning: 'TCP port to listen on' },
+  { name: 'HOST', default: '127.0.0.1', meaning: 'Address to bind; use 0.0.0.0 (or ::) in a container or behind a load balancer' },
+  { name: 'PUBLIC_URL', default: 'http://localhost:<PORT>', meaning: 'External origin (scheme://host[:port], no path) as clients see it. It is the OIDC issuer and the base of every absolute URL the service emits (discovery, Link headers, photo URLs), whatever Host header a proxy forwards' },
+  { name: 'DATABASE_URL', default: './data/idp.sqlite', meaning: 'A SQLite file path (embedded default) or a postgres:// URL shared by several instances' },
+  { name: 'IDP_SECRET', default: '(generated for SQLite)', meaning: 'Master secret, at least 32 characters. Signing keys are encrypted under it; pagination cursors, cookies and client-secret hashes are keyed from it. With SQLite and none given, one is generated on first start into <DATA_DIR>/idp-secret (mode 0600). Required with PostgreSQL, and must be the same on every instance' },
+  { name: 'DATA_DIR', default: './data', meaning: 'Directory for the SQLite file and the generated secret' },
+  { name: 'LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
+  { name: 'ACCESS_TOKEN_TTL', default: '300', meaning: 'Lifetime in seconds of access tokens (60-86400)' },
+  { name: 'ID_TOKEN_TTL', default: '3600', meaning: 'Lifetime in seconds of ID tokens (60-86400)' },
+  { name: 'PAGINATION_TOKEN_TTL', default: '300', meaning: "Lifetime in seconds of the passkey list 'offset' continuation token (1-3600)" },
+  { name: 'KEY_REFRESH_INTERVAL', default: '60', meaning: 'Seconds between checks for signing keys rotated by another instance or the CLI (1-3600)' },
+  { name: 'TRUST_PROXY', default: 'false', meaning: 'Take the client IP from X-Forwarded-For (set true behind a load balancer); used for rate limits and logs' },
+  { name: 'CLAIMS_NAMESPACE', default: '<PUBLIC_URL>/claims', meaning: 'https URL prefix of the namespaced OIDC claims ({claims_ns}/userid_sec, ...)' },
+  { name: 'IDP_NAMESPACE', default: 'idp', meaning: 'Namespace of the directory\'s own ids in userid_sec (idp:<eppn>)' },
+  { name: 'SUNSET_DATE', default: '(unset)', meaning: 'Date (YYYY-MM-DD) when the deprecated endpoints stop; sent as the Sunset header when set' },
+  { name: 'CHECKUSER_RATE_LIMIT', default: '600', meaning: 'User-existence lookups allowed per client per minute' },
+  { name: 'LOGIN_RATE_LIMIT_ACCOUNT', default: '10', meaning: 'Failed sign-ins allowed per account per 15 minutes' },
+  { name: 'LOGIN_RATE_LIMIT_IP', default: '100', meaning: 'Sign-in attempts allowed per client IP per 15 minutes' },
+];
+
+const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got '${raw}'`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function boolSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(name, `must be true or false, got '${raw}'`);
+}
+
+function originSetting(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be an absolute http(s) URL, got '${raw}'`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(name, `must use http or https, got '${url.protocol}'`);
+  if (url.pathname !== '/' || url.search || url.hash || url.username || url.password) {
+    throw new ConfigError(name, `must be an origin only (scheme://host[:port]), without path, query or credentials, got '${raw}'`);
+  }
+  return url.origin;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = intSetting(env, 'PORT', 8080, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const publicUrl = originSetting('PUBLIC_URL', env.PUBLIC_URL || `http://localhost:${port}`);
+  const dataDir = env.DATA_DIR || './data';
+  const databaseUrl = env.DATABASE_URL || `${dataDir.replace(/\/$/, '')}/idp.sqlite`;
+  let dialect: Config['dialect'] = 'sqlite';
+  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    dialect = 'postgres';
+    try {
+      new URL(databaseUrl);
+    } catch {
+      throw new ConfigError('DATABASE_URL', 'is not a valid postgres:// URL');
+    }
+  } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must be a SQLite file path or a postgres:// URL');
+  }
+
+  const idpSecret = env.IDP_SECRET || undefined;
+  if (idpSecret !== undefined && idpSecret.length < 32) {
+    throw new ConfigError('IDP_SECRET', `must be at least 32 characters, got ${idpSecret.length}`);
+  }
+  if (dialect === 'postgres' && idpSecret === undefined) {
+    throw new ConfigError('IDP_SECRET', 'is required with PostgreSQL (every instance must share the same secret)');
+  }
+
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.has(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${[...LOG_LEVELS].join(', ')}, got '${logLevel}'`);
+
+  const claimsNamespace = (env.CLAIMS_NAMESPACE || `${publicUrl}/claims`).replace(/\/$/, '');
+  try {
+    const u = new URL(claimsNamespace);
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error();
+  } catch {
+    throw new ConfigError('CLAIMS_NAMESPACE', `must be an absolute URL prefix, got '${claimsNamespace}'`);
+  }
+
+  const idpNamespace = env.IDP_NAMESPACE || 'idp';
+  if (!/^[a-z][a-z0-9_-]{0,31}$/.test(idpNamespace)) {
+    throw new ConfigError('IDP_NAMESPACE', `must be lowercase letters, digits, '-' or '_' starting with a letter, got '${idpNamespace}'`);
+  }
+
+  let sunsetDate: string | undefined;
+  if (env.SUNSET_DATE) {
+    const d = /^\d{4}-\d{2}-\d{2}$/.test(env.SUNSET_DATE) ? new Date(`${env.SUNSET_DATE}T00:00:00Z`) : new Date(NaN);
+    if (Number.isNaN(d.getTime())) throw new ConfigError('SUNSET_DATE', `must be a date YYYY-MM-DD, got '${env.SUNSET_DATE}'`);
+    sunsetDate = d.toUTCString();
+  }
+
+  return {
+    port,
+    host,
+    publicUrl,
+    databaseUrl,
+    dialect,
+    idpSecret,
+    dataDir,
+    logLevel,
+    accessTokenTtl: intSetting(env, 'ACCESS_TOKEN_TTL', 300, 60, 86400),
+    idTokenTtl: intSetting(env, 'ID_TOKEN_TTL', 3600, 60, 86400),
+    paginationTokenTtl: intSetting(env, 'PAGINATION_TOKEN_TTL', 300, 1, 3600),
+    keyRefreshInterval: intSetting(env, 'KEY_REFRESH_INTERVAL', 60, 1, 3600),
+    trustProxy: boolSetting(env, 'TRUST_PROXY', false),
+    claimsNamespace,
+    idpNamespace,
+    sunsetDate,
+    checkuserRateLimit: intSetting(env, 'CHECKUSER_RATE_LIMIT', 600, 1, 1_000_000),
+    loginRateLimitAccount: intSetting(env, 'LOGIN_RATE_LIMIT_ACCOUNT', 10, 1, 10_000),
+    loginRateLimitIp: intSetting(env, 'LOGIN_RATE_LIMIT_IP', 100, 1, 1_000_000),
+  };
+}

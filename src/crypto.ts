@@ -1,0 +1,92 @@
+// Keys derived from the master secret, and the small primitives built on them.
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Config } from './config.ts';
+
+export interface Keyring {
+  /** AES-256-GCM key for signing keys at rest */
+  keyEncryption: Buffer;
+  /** AES-256-GCM key for pagination cursors */
+  cursor: Buffer;
+  /** HMAC key for client secrets */
+  clientSecret: Buffer;
+  /** keys for oidc-provider's signed cookies */
+  cookies: string[];
+  /** HMAC key for CSRF tokens */
+  csrf: Buffer;
+}
+
+function derive(secret: string, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), `idp:${purpose}`, 32));
+}
+
+export function keyring(secret: string): Keyring {
+  return {
+    keyEncryption: derive(secret, 'signing-key-encryption'),
+    cursor: derive(secret, 'pagination-cursor'),
+    clientSecret: derive(secret, 'client-secret-hash'),
+    cookies: [derive(secret, 'cookies').toString('base64url')],
+    csrf: derive(secret, 'csrf'),
+  };
+}
+
+export interface SecretSource {
+  secret: string;
+  generated: boolean;
+  path?: string;
+}
+
+/** The configured secret, or (SQLite only) the one stored under DATA_DIR, generated on first start. */
+export function loadSecret(config: Config): SecretSource {
+  if (config.idpSecret) return { secret: config.idpSecret, generated: false };
+  const path = join(config.dataDir, 'idp-secret');
+  if (existsSync(path)) {
+    const secret = readFileSync(path, 'utf8').trim();
+    if (secret.length < 32) throw new Error(`${path}: stored secret is too short; remove it or set IDP_SECRET`);
+    return { secret, generated: false, path };
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(path, 0o600);
+  return { secret, generated: true, path };
+}
+
+/** AES-256-GCM: iv(12) | tag(16) | ciphertext, base64url. aad binds the box to its use. */
+export function seal(key: Buffer, plaintext: Buffer, aad = ''): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(aad));
+  const ct = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), ct]).toString('base64url');
+}
+
+/** Returns undefined for anything that is not an intact box sealed with this key and aad. */
+export function open(key: Buffer, box: string, aad = ''): Buffer | undefined {
+  if (!/^[A-Za-z0-9_-]+$/.test(box)) return undefined;
+  const raw = Buffer.from(box, 'base64url');
+  if (raw.length < 28) return undefined;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+    decipher.setAAD(Buffer.from(aad));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]);
+  } catch {
+    return undefined;
+  }
+}
+
+export function hmac(key: Buffer, value: string): string {
+  return createHmac('sha256', key).update(value).digest('base64url');
+}
+
+export function safeEqual(a: string, b: string): boolean {
+  const ab = Buffer.from(a);
+  const bb = Buffer.from(b);
+  if (ab.length !== bb.length) {
+    timingSafeEqual(ab, ab);
+    return false;
+  }
+  return timingSafeEqual(ab, bb);
+}

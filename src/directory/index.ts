@@ -1,0 +1,112 @@
+// Who exists: organizations and their users.
+import { randomUUID } from 'node:crypto';
+import type { Store } from '../store/index.ts';
+import { isUniqueViolation } from '../store/index.ts';
+import * as dir from '../store/directory.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
+import { hashPassword, validatePassword } from './passwords.ts';
+
+export type { Organization, User } from '../store/directory.ts';
+
+const REALM = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/;
+const LOCAL_PART = /^[a-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}$/;
+
+/** eppn are compared case-insensitively: stored and looked up in lower case. */
+export function normalizeEppn(eppn: string): string {
+  return eppn.trim().toLowerCase();
+}
+
+export function realmOf(eppn: string): string {
+  return eppn.slice(eppn.lastIndexOf('@') + 1);
+}
+
+/** Returns a problem description, or undefined when eppn is well formed (user@realm). */
+export function eppnProblem(eppn: string): string | undefined {
+  if (eppn.length > 320) return 'is too long';
+  const at = eppn.lastIndexOf('@');
+  if (at < 0) return "must contain '@'";
+  if (!LOCAL_PART.test(eppn.slice(0, at))) return 'has an invalid user part';
+  if (!REALM.test(eppn.slice(at + 1))) return 'has an invalid realm';
+  return undefined;
+}
+
+export interface NewOrganization {
+  id: number;
+  realm: string;
+  name: string;
+}
+
+export async function addOrganization(store: Store, input: NewOrganization, now = Date.now()): Promise<dir.Organization> {
+  if (!Number.isSafeInteger(input.id) || input.id < 1) throw badRequest('organization id must be a positive integer');
+  const realm = input.realm.trim().toLowerCase();
+  if (!REALM.test(realm)) throw badRequest(`realm '${input.realm}' is not a valid domain name`);
+  const name = input.name.trim();
+  if (!name || name.length > 200) throw badRequest('organization name must be 1-200 characters');
+  const org = { id: input.id, realm, name, created_at: now };
+  try {
+    await dir.insertOrganization(store.db, org);
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      const byId = await dir.findOrganization(store.db, input.id);
+      throw conflict(byId ? `organization ${input.id} already exists` : `realm '${realm}' already belongs to another organization`);
+    }
+    throw err;
+  }
+  return org;
+}
+
+export interface NewUser {
+  orgId: number;
+  eppn: string;
+  name: string;
+  email?: string;
+  nin?: string;
+  password?: string;
+}
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,253}$/;
+const NIN = /^\d{11}$/;
+
+export async function addUser(store: Store, input: NewUser, now = Date.now()): Promise<dir.User> {
+  const org = await dir.findOrganization(store.db, input.orgId);
+  if (!org) throw notFound(`organization ${input.orgId} does not exist`);
+  const eppn = normalizeEppn(input.eppn);
+  const problem = eppnProblem(eppn);
+  if (problem) throw badRequest(`eppn '${input.eppn}' ${problem}`);
+  if (realmOf(eppn) !== org.realm) throw badRequest(`eppn realm '${realmOf(eppn)}' does not match organization ${org.id} (realm '${org.realm}')`);
+  const name = input.name.trim();
+  if (!name || name.length > 200) throw badRequest('name must be 1-200 characters');
+  if (input.email !== undefined && !EMAIL.test(input.email)) throw badRequest(`email '${input.email}' is not a valid address`);
+  if (input.nin !== undefined && !NIN.test(input.nin)) throw badRequest('national id number must be 11 digits');
+  let passwordHash: string | null = null;
+  if (input.password !== undefined) {
+    const weak = validatePassword(input.password);
+    if (weak) throw badRequest(weak);
+    passwordHash = await hashPassword(input.password);
+  }
+  try {
+    return await dir.insertUser(store.db, {
+      sub: randomUUID(),
+      org_id: org.id,
+      eppn,
+      name,
+      email: input.email ?? null,
+      nin: input.nin ?? null,
+      password_hash: passwordHash,
+      photo_handle: null,
+      created_at: now,
+      updated_at: now,
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict(`user '${eppn}' already exists`);
+    throw err;
+  }
+}
+
+export async function setPassword(store: Store, eppnInput: string, password: string, now = Date.now()): Promise<void> {
+  const weak = validatePassword(password);
+  if (weak) throw badRequest(weak);
+  const eppn = normalizeEppn(eppnInput);
+  const ok = await dir.updateUserPassword(store.db, eppn, await hashPassword(password), now);
+  if (!ok) throw notFound(`user '${eppn}' does not exist`);
+}

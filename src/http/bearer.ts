@@ -1,0 +1,82 @@
+// Bearer JWT verification for the service's own resource APIs (RFC 9068 access tokens).
+import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import type { FastifyRequest } from 'fastify';
+import { AppError, forbidden, unauthorized } from '../errors.ts';
+
+export const ACCEPTED_ALGS = ['ES256', 'RS256'];
+const CLOCK_SKEW_SECONDS = 30;
+
+export interface AccessToken {
+  clientId: string;
+  sub: string;
+  scopes: Set<string>;
+  jti: string;
+  exp: number;
+}
+
+export interface TokenVerifier {
+  verify(token: string, audience: string): Promise<AccessToken>;
+}
+
+/** Reads the bearer token from the Authorization header; undefined when absent. */
+export function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (typeof header !== 'string') return undefined;
+  const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
+  return match ? match[1] : '';
+}
+
+/**
+ * jwks() returns the currently published public keys; refresh() reloads them (called once when a
+ * token names an unknown kid, so a key rotated on another instance is picked up at once).
+ */
+export function createTokenVerifier(issuer: string, jwks: () => JSONWebKeySet, refresh: () => Promise<void>): TokenVerifier {
+  let cached: { set: JSONWebKeySet; keys: ReturnType<typeof createLocalJWKSet> } | undefined;
+  const keySource = () => {
+    const set = jwks();
+    if (cached?.set !== set) cached = { set, keys: createLocalJWKSet(set) };
+    return cached.keys;
+  };
+  const verifyOnce = (token: string, audience: string) =>
+    jwtVerify(token, keySource(), {
+      issuer,
+      audience,
+      algorithms: ACCEPTED_ALGS,
+      typ: 'at+jwt',
+      clockTolerance: CLOCK_SKEW_SECONDS,
+      requiredClaims: ['exp', 'iat', 'jti', 'client_id', 'sub'],
+    });
+  return {
+    async verify(token, audience) {
+      let payload: JWTPayload;
+      try {
+        try {
+          ({ payload } = await verifyOnce(token, audience));
+        } catch (err) {
+          if (!(err instanceof joseErrors.JWKSNoMatchingKey)) throw err;
+          await refresh();
+          ({ payload } = await verifyOnce(token, audience));
+        }
+      } catch (err) {
+        if (err instanceof joseErrors.JOSEError || err instanceof TypeError) throw unauthorized();
+        throw err;
+      }
+      const { client_id: clientId, scope, sub, jti, exp } = payload as JWTPayload & { client_id: unknown; scope?: unknown };
+      if (typeof clientId !== 'string' || typeof sub !== 'string' || typeof jti !== 'string' || typeof exp !== 'number') throw unauthorized();
+      if (scope !== undefined && typeof scope !== 'string') throw unauthorized();
+      return { clientId, sub, jti, exp, scopes: new Set((scope ?? '').split(' ').filter(Boolean)) };
+    },
+  };
+}
+
+export async function authenticate(request: FastifyRequest, verifier: TokenVerifier, audience: string): Promise<AccessToken> {
+  const token = bearerToken(request);
+  if (!token) throw unauthorized();
+  return verifier.verify(token, audience);
+}
+
+export function requireScopes(token: AccessToken, required: string[], message = 'Token must have all required scopes'): void {
+  if (!required.every((s) => token.scopes.has(s))) throw forbidden(message);
+}
+
+export { AppError };

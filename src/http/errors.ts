@@ -1,0 +1,44 @@
+// One error handler: typed errors become { code, message } JSON; anything else is a logged 500
+// whose body says nothing about the cause.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../errors.ts';
+
+export function errorBody(status: number, message: string) {
+  return { code: status, message };
+}
+
+const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
+
+export function sendError(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}) {
+  return reply.code(status).headers(headers).type('application/json; charset=utf-8').send(errorBody(status, message));
+}
+
+export function handleError(err: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) {
+  if (err instanceof AppError) return sendError(reply, err.status, err.message, err.headers);
+  const fe = err as FastifyError;
+  if (fe.validation) {
+    return sendError(reply, 400, `Invalid request: ${fe.validationContext ?? 'input'} ${fe.validation[0]?.instancePath ?? ''} ${fe.validation[0]?.message ?? ''}`.replace(/\s+/g, ' ').trim());
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    // Fastify's own client errors (bad JSON, body too large, unsupported media type)
+    return sendError(reply, fe.statusCode, fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Unsupported Media Type' : fe.message.replace(/^FST_\w+:\s*/, ''));
+  }
+  request.log.error({ err }, 'unhandled error');
+  return sendError(reply, 500, 'Internal Server Error');
+}
+
+export function registerErrorHandling(app: FastifyInstance) {
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((_request, reply) => sendError(reply, 404, 'Not Found'));
+}
+
+/** Answers every method a path does not serve with 405 and an Allow header. */
+export function methodNotAllowed(app: FastifyInstance, url: string, allowed: string[]) {
+  const allow = allowed.includes('GET') && !allowed.includes('HEAD') ? [...allowed, 'HEAD'] : allowed;
+  const others = ALL_METHODS.filter((m) => !allow.includes(m));
+  app.route({
+    method: others as unknown as string[],
+    url,
+    handler: async (_request, reply) => sendError(reply, 405, 'Method Not Allowed', { allow: allow.join(', ') }),
+  });
+}

@@ -1,0 +1,76 @@
+// oidc-provider storage adapter over the store. Clients come from the client registry; every
+// other model is a JSON payload row with an expiry.
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import type { Store } from '../store/index.ts';
+import * as payloads from '../store/oidc.ts';
+import { findClient } from '../store/clients.ts';
+
+/** The registry row as oidc-provider client metadata. client_secret carries the keyed hash;
+ * the provider compares presented secrets through secretMatches() (see provider.ts). */
+export async function clientMetadata(store: Store, clientId: string): Promise<AdapterPayload | undefined> {
+  const row = await findClient(store.db, clientId);
+  if (!row) return undefined;
+  const grantTypes: string[] = JSON.parse(row.grant_types);
+  const isPublic = row.secret_hash === null;
+  const scopes = new Set([...row.scopes.split(' '), ...row.groups.split(' ')].filter(Boolean));
+  if (grantTypes.includes('authorization_code')) scopes.add('openid');
+  return {
+    client_id: row.client_id,
+    ...(isPublic ? {} : { client_secret: row.secret_hash as string }),
+    client_name: row.name,
+    redirect_uris: JSON.parse(row.redirect_uris),
+    post_logout_redirect_uris: JSON.parse(row.post_logout_redirect_uris),
+    grant_types: grantTypes,
+    response_types: grantTypes.includes('authorization_code') ? ['code'] : [],
+    token_endpoint_auth_method: isPublic ? 'none' : 'client_secret_basic',
+    scope: [...scopes].join(' '),
+    ...(row.userinfo_signed_response_alg ? { userinfo_signed_response_alg: row.userinfo_signed_response_alg } : {}),
+  } as AdapterPayload;
+}
+
+function expiresAt(expiresIn: number | undefined): number | null {
+  return expiresIn ? Date.now() + expiresIn * 1000 : null;
+}
+
+function live(row: payloads.PayloadRow | undefined): AdapterPayload | undefined {
+  if (!row) return undefined;
+  if (row.expires_at !== null && row.expires_at <= Date.now()) return undefined;
+  const payload = JSON.parse(row.payload) as AdapterPayload;
+  if (row.consumed_at !== null) payload.consumed = Math.floor(row.consumed_at / 1000);
+  return payload;
+}
+
+export function adapterFactory(store: Store) {
+  return (name: string): Adapter => {
+    if (name === 'Client') {
+      return {
+        upsert: async () => {},
+        find: (id: string) => clientMetadata(store, id),
+        findByUserCode: async () => undefined,
+        findByUid: async () => undefined,
+        consume: async () => {},
+        destroy: async () => {},
+        revokeByGrantId: async () => {},
+      };
+    }
+    return {
+      async upsert(id, payload, expiresIn) {
+        await payloads.upsertPayload(store.db, {
+          type: name,
+          id,
+          payload: JSON.stringify(payload),
+          grant_id: payload.grantId ?? null,
+          user_code: payload.userCode ?? null,
+          uid: payload.uid ?? null,
+          expires_at: expiresAt(expiresIn),
+        });
+      },
+      find: async (id) => live(await payloads.findPayload(store.db, name, 'id', id)),
+      findByUid: async (uid) => live(await payloads.findPayload(store.db, name, 'uid', uid)),
+      findByUserCode: async (code) => live(await payloads.findPayload(store.db, name, 'user_code', code)),
+      consume: (id) => payloads.consumePayload(store.db, name, id, Date.now()),
+      destroy: (id) => payloads.destroyPayload(store.db, name, id),
+      revokeByGrantId: (grantId) => payloads.revokePayloadsByGrant(store.db, grantId),
+    };
+  };
+}

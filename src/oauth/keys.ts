@@ -1,0 +1,102 @@
+// Signing keys: generated on first start, sealed under IDP_SECRET in the database, shared by
+// every instance. A rotated key is published in the JWKS at once but only signs after an
+// activation delay (two refresh intervals), so every instance publishes it before any token
+// carries it; the old key stays published until tokens it signed have expired.
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { sql, type Transaction } from 'kysely';
+import type { DB } from '../store/schema.ts';
+import type { JWK } from 'jose';
+import type { Store } from '../store/index.ts';
+import * as repo from '../store/keys.ts';
+import { open, seal, type Keyring } from '../crypto.ts';
+
+export const SIGNING_ALGS = ['ES256', 'RS256'] as const;
+export type SigningAlg = (typeof SIGNING_ALGS)[number];
+
+export interface KeyTiming {
+  /** delay between `keys rotate` and the new key signing */
+  activationDelayMs: number;
+  /** how long a retired key stays published (longest token lifetime plus skew) */
+  retentionMs: number;
+}
+
+export interface KeySet {
+  /** private JWKs for oidc-provider: the active key of each alg first, then the others (verify only) */
+  providerJwks: JWK[];
+  /** public JWKs of every published key */
+  publicJwks: JWK[];
+  /** active kid per alg */
+  active: Record<SigningAlg, string>;
+  /** changes whenever the set or the active keys change */
+  fingerprint: string;
+}
+
+function generate(alg: SigningAlg, now: number, activatesAt: number, keys: Keyring): repo.SigningKeyRow {
+  const kid = randomUUID();
+  const pair = alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const privateJwk = { ...pair.privateKey.export({ format: 'jwk' }), kid, alg, use: 'sig' };
+  const publicJwk = { ...pair.publicKey.export({ format: 'jwk' }), kid, alg, use: 'sig' };
+  return {
+    kid,
+    alg,
+    private_jwk: seal(keys.keyEncryption, Buffer.from(JSON.stringify(privateJwk)), `signing-key:${kid}`),
+    public_jwk: JSON.stringify(publicJwk),
+    created_at: now,
+    activates_at: activatesAt,
+    retired_at: null,
+  };
+}
+
+async function lockKeys(store: Store, trx: Transaction<DB>): Promise<void> {
+  if (store.dialect === 'postgres') await sql`select pg_advisory_xact_lock(7301001)`.execute(trx);
+}
+
+/** Creates the first key of each algorithm when there is none (safe when instances start at once). */
+export async function ensureSigningKeys(store: Store, keys: Keyring, now = Date.now()): Promise<string[]> {
+  return store.db.transaction().execute(async (trx) => {
+    await lockKeys(store, trx);
+    const existing = await repo.listSigningKeys(trx);
+    const missing = SIGNING_ALGS.filter((alg) => !existing.some((k) => k.alg === alg));
+    const rows = missing.map((alg) => generate(alg, now, now, keys));
+    await repo.insertSigningKeys(trx, rows);
+    return rows.map((r) => r.kid);
+  });
+}
+
+/** Adds a new key per algorithm, active after the delay; the current ones retire then. */
+export async function rotateSigningKeys(store: Store, keys: Keyring, timing: KeyTiming, now = Date.now()): Promise<{ kid: string; alg: string; activatesAt: number }[]> {
+  return store.db.transaction().execute(async (trx) => {
+    await lockKeys(store, trx);
+    const activatesAt = now + timing.activationDelayMs;
+    const rows = SIGNING_ALGS.map((alg) => generate(alg, now, activatesAt, keys));
+    await repo.insertSigningKeys(trx, rows);
+    for (const row of rows) await repo.retireSigningKeys(trx, row.alg, row.kid, activatesAt);
+    await repo.deleteSigningKeysRetiredBefore(trx, now - timing.retentionMs);
+    return rows.map((r) => ({ kid: r.kid, alg: r.alg, activatesAt }));
+  });
+}
+
+export async function loadKeySet(store: Store, keys: Keyring, timing: KeyTiming, now = Date.now()): Promise<KeySet> {
+  const rows = (await repo.listSigningKeys(store.db)).filter((r) => r.retired_at === null || r.retired_at + timing.retentionMs > now);
+  const active = {} as Record<SigningAlg, string>;
+  for (const alg of SIGNING_ALGS) {
+    // newest key that has activated and not yet retired; rows come newest first
+    const current = rows.find((r) => r.alg === alg && r.activates_at <= now && (r.retired_at === null || r.retired_at > now));
+    if (!current) throw new Error(`no active ${alg} signing key`);
+    active[alg] = current.kid;
+  }
+  const activeKids = new Set(Object.values(active));
+  const ordered = [...rows.filter((r) => activeKids.has(r.kid)), ...rows.filter((r) => !activeKids.has(r.kid))];
+  const providerJwks = ordered.map((r) => {
+    const plain = open(keys.keyEncryption, r.private_jwk, `signing-key:${r.kid}`);
+    if (!plain) throw new Error(`signing key ${r.kid} cannot be decrypted: IDP_SECRET differs from the one it was stored under`);
+    const jwk = JSON.parse(plain.toString('utf8')) as JWK;
+    return activeKids.has(r.kid) ? jwk : { ...jwk, key_ops: ['verify'] };
+  });
+  return {
+    providerJwks,
+    publicJwks: ordered.map((r) => JSON.parse(r.public_jwk) as JWK),
+    active,
+    fingerprint: ordered.map((r) => `${r.kid}${activeKids.has(r.kid) ? '*' : ''}`).join(','),
+  };
+}

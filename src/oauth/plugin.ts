@@ -1,0 +1,61 @@
+// Mounts oidc-provider inside Fastify on the Feide-like paths. The provider is rebuilt when the
+// signing keys change, so every instance signs with the key the others publish.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type Provider from 'oidc-provider';
+import type { Config } from '../config.ts';
+import type { Keyring } from '../crypto.ts';
+import type { Store } from '../store/index.ts';
+import type { KeyManager } from './key-manager.ts';
+import { createProvider, type AccountSource } from './provider.ts';
+
+export interface OAuthOptions {
+  config: Config;
+  store: Store;
+  keys: Keyring;
+  keyManager: KeyManager;
+  accounts: AccountSource;
+}
+
+export interface ProviderHolder {
+  current(): Provider;
+}
+
+/** Paths served by oidc-provider. */
+export const PROVIDER_PATHS = ['/.well-known/openid-configuration', '/oauth/*', '/openid/*'];
+
+export function createProviderHolder(opts: OAuthOptions): ProviderHolder {
+  let provider = createProvider(opts.config, opts.store, opts.keys, opts.keyManager.current(), opts.accounts);
+  opts.keyManager.onChange((keySet) => {
+    provider = createProvider(opts.config, opts.store, opts.keys, keySet, opts.accounts);
+  });
+  return { current: () => provider };
+}
+
+export function oauthPlugin(holder: ProviderHolder, config: Config) {
+  const publicUrl = new URL(config.publicUrl);
+  const proto = publicUrl.protocol.replace(':', '');
+  const callbacks = new WeakMap<Provider, ReturnType<Provider['callback']>>();
+
+  return async function oauth(app: FastifyInstance) {
+    // oidc-provider reads request bodies itself: leave them unparsed in this scope.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+    const handler = (request: FastifyRequest, reply: FastifyReply) => {
+      const provider = holder.current();
+      let callback = callbacks.get(provider);
+      if (!callback) {
+        callback = provider.callback();
+        callbacks.set(provider, callback);
+      }
+      const headers = request.raw.headers;
+      // Absolute URLs come from PUBLIC_URL, never from what a client or proxy claims.
+      headers['x-forwarded-proto'] = proto;
+      headers['x-forwarded-host'] = publicUrl.host;
+      headers['x-forwarded-for'] = request.ip;
+      reply.hijack();
+      callback(request.raw, reply.raw);
+    };
+    for (const url of PROVIDER_PATHS) app.all(url, handler);
+  };
+}

@@ -1,0 +1,125 @@
+// The OAuth 2.0 / OpenID Connect authorization server: oidc-provider configured for this service.
+import Provider, { errors, type Configuration, type KoaContextWithOIDC, type Account } from 'oidc-provider';
+import type { Config } from '../config.ts';
+import type { Keyring } from '../crypto.ts';
+import type { Store } from '../store/index.ts';
+import { KNOWN_SCOPES, secretMatches } from '../clients/index.ts';
+import { adapterFactory } from './adapter.ts';
+import type { KeySet } from './keys.ts';
+import { resourceForScopes, resourceServers } from './resources.ts';
+
+export const ROUTES = {
+  authorization: '/oauth/authorization',
+  token: '/oauth/token',
+  jwks: '/openid/jwks',
+  userinfo: '/openid/userinfo',
+  end_session: '/openid/endsession',
+  revocation: '/oauth/revoke',
+  introspection: '/oauth/introspect',
+  pushed_authorization_request: '/oauth/par',
+} as const;
+
+export const INTERACTION_PREFIX = '/interaction';
+
+/** What the sign-in and userinfo features plug into the provider. */
+export interface AccountSource {
+  findAccount(ctx: KoaContextWithOIDC, sub: string): Promise<Account | undefined>;
+  /** claim names each scope may release (oidc-provider's `claims` setting) */
+  claims: Record<string, string[]>;
+  scopes: string[];
+  renderError?: Configuration['renderError'];
+  logoutSource?: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['logoutSource'];
+  postLogoutSuccessSource?: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['postLogoutSuccessSource'];
+}
+
+export const basicAccounts: AccountSource = {
+  findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+  claims: { openid: ['sub'] },
+  scopes: ['openid', 'offline_access'],
+};
+
+export function createProvider(config: Config, store: Store, keys: Keyring, keySet: KeySet, accounts: AccountSource): Provider {
+  const servers = resourceServers(config);
+  const configuration: Configuration = {
+    adapter: adapterFactory(store),
+    jwks: { keys: keySet.providerJwks as any },
+    cookies: { keys: keys.cookies, long: { httpOnly: true, sameSite: 'lax' }, short: { httpOnly: true, sameSite: 'lax' } },
+    routes: ROUTES,
+    findAccount: accounts.findAccount,
+    claims: accounts.claims,
+    scopes: [...new Set([...accounts.scopes, ...KNOWN_SCOPES])],
+    conformIdTokenClaims: true,
+    interactions: { url: (_ctx, interaction) => `${INTERACTION_PREFIX}/${interaction.uid}` },
+    clientDefaults: { id_token_signed_response_alg: 'RS256', grant_types: ['authorization_code'], response_types: ['code'] },
+    enabledJWA: {
+      idTokenSigningAlgValues: ['RS256', 'ES256'],
+      userinfoSigningAlgValues: ['RS256', 'ES256'],
+      clientAuthSigningAlgValues: ['RS256', 'ES256', 'PS256'],
+      requestObjectSigningAlgValues: ['RS256', 'ES256', 'PS256'],
+      introspectionSigningAlgValues: ['RS256', 'ES256'],
+      authorizationSigningAlgValues: ['RS256', 'ES256'],
+    },
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    responseTypes: ['code'],
+    pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
+    ttl: {
+      AccessToken: config.accessTokenTtl,
+      ClientCredentials: config.accessTokenTtl,
+      IdToken: config.idTokenTtl,
+      AuthorizationCode: 60,
+      Interaction: 3600,
+      Session: 8 * 3600,
+      Grant: 14 * 24 * 3600,
+      RefreshToken: 14 * 24 * 3600,
+    },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      revocation: { enabled: true },
+      introspection: { enabled: false },
+      userinfo: { enabled: true },
+      rpInitiatedLogout: {
+        enabled: true,
+        ...(accounts.logoutSource ? { logoutSource: accounts.logoutSource } : {}),
+        ...(accounts.postLogoutSuccessSource ? { postLogoutSuccessSource: accounts.postLogoutSuccessSource } : {}),
+      },
+      resourceIndicators: {
+        enabled: true,
+        // Authorization-code flows get userinfo tokens; client_credentials gets the API its scope names.
+        defaultResource: (ctx) => {
+          if (ctx.oidc.params?.grant_type !== 'client_credentials') return undefined as any;
+          const server = resourceForScopes(config, ctx.oidc.params?.scope as string | undefined);
+          if (!server) throw new errors.InvalidScope('scope must name the API scopes the token is for', String(ctx.oidc.params?.scope ?? ''));
+          return server.id;
+        },
+        useGrantedResource: async () => false,
+        getResourceServerInfo: (ctx, indicator) => {
+          const server = servers.find((s) => s.id === indicator);
+          if (!server || ctx.oidc.params?.grant_type !== 'client_credentials') throw new errors.InvalidTarget();
+          return {
+            scope: server.scopes.join(' '),
+            audience: server.id,
+            accessTokenTTL: config.accessTokenTtl,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'ES256', kid: keySet.active.ES256 } },
+          };
+        },
+      },
+    },
+    extraTokenClaims: async (_ctx, token) => {
+      // RFC 9068: client_credentials tokens name the client as subject.
+      if (token.kind === 'ClientCredentials') return { sub: token.clientId };
+      return undefined;
+    },
+    // Browser-based relying parties may call userinfo from the origins of their redirect URIs.
+    clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => new URL(uri).origin === origin),
+    ...(accounts.renderError ? { renderError: accounts.renderError } : {}),
+  };
+  const provider = new Provider(config.publicUrl, configuration);
+  provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client
+  // Client secrets are stored as keyed hashes; compare in constant time against the hash.
+  provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientSecret?: string }, actual: string) {
+    return secretMatches(keys, this.clientSecret ?? null, actual);
+  };
+  return provider;
+}

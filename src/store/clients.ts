@@ -1,0 +1,55 @@
+// The client registry and the organizations each client is granted.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { ClientsTable, DB } from './schema.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+export type ClientRow = Selectable<ClientsTable>;
+export type GrantKind = 'admin' | 'checkuser';
+
+export async function insertClient(db: Q, client: ClientRow): Promise<void> {
+  await db.insertInto('clients').values(client).execute();
+}
+
+export function findClient(db: Q, clientId: string): Promise<ClientRow | undefined> {
+  return db.selectFrom('clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+}
+
+export function listClients(db: Q): Promise<ClientRow[]> {
+  return db.selectFrom('clients').selectAll().orderBy('created_at').orderBy('client_id').execute();
+}
+
+export async function updateClient(db: Q, clientId: string, changes: Partial<Omit<ClientRow, 'client_id'>>): Promise<boolean> {
+  const r = await db.updateTable('clients').set(changes).where('client_id', '=', clientId).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export async function grantOrganizations(db: Q, clientId: string, orgIds: number[], kind: GrantKind): Promise<void> {
+  if (orgIds.length === 0) return;
+  await db
+    .insertInto('client_orgs')
+    .values(orgIds.map((org_id) => ({ client_id: clientId, org_id, kind })))
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
+export async function revokeOrganizations(db: Q, clientId: string, orgIds: number[], kind: GrantKind): Promise<number> {
+  if (orgIds.length === 0) return 0;
+  const r = await db.deleteFrom('client_orgs').where('client_id', '=', clientId).where('kind', '=', kind).where('org_id', 'in', orgIds).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+export async function listGrantedOrganizations(db: Q, clientId: string, kind: GrantKind): Promise<number[]> {
+  const rows = await db.selectFrom('client_orgs').select('org_id').where('client_id', '=', clientId).where('kind', '=', kind).orderBy('org_id').execute();
+  return rows.map((r) => r.org_id);
+}
+
+export async function isOrganizationGranted(db: Q, clientId: string, orgId: number, kind: GrantKind): Promise<boolean> {
+  const row = await db
+    .selectFrom('client_orgs')
+    .select('org_id')
+    .where('client_id', '=', clientId)
+    .where('org_id', '=', orgId)
+    .where('kind', '=', kind)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,0 +1,70 @@
+// Organizations, users and their namespaced ids.
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { DB, OrganizationsTable, UsersTable } from './schema.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+export type Organization = Selectable<OrganizationsTable>;
+export type User = Selectable<UsersTable>;
+
+export async function insertOrganization(db: Q, org: Organization): Promise<void> {
+  await db.insertInto('organizations').values(org).execute();
+}
+
+export function listOrganizations(db: Q): Promise<Organization[]> {
+  return db.selectFrom('organizations').selectAll().orderBy('id').execute();
+}
+
+export function findOrganization(db: Q, id: number): Promise<Organization | undefined> {
+  return db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function findOrganizationByRealm(db: Q, realm: string): Promise<Organization | undefined> {
+  return db.selectFrom('organizations').selectAll().where('realm', '=', realm).executeTakeFirst();
+}
+
+export async function insertUser(db: Q, user: Omit<User, 'id'>): Promise<User> {
+  return db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
+}
+
+export function findUserByEppn(db: Q, eppn: string): Promise<User | undefined> {
+  return db.selectFrom('users').selectAll().where('eppn', '=', eppn).executeTakeFirst();
+}
+
+export function findUserBySub(db: Q, sub: string): Promise<User | undefined> {
+  return db.selectFrom('users').selectAll().where('sub', '=', sub).executeTakeFirst();
+}
+
+export function findUserById(db: Q, id: number): Promise<User | undefined> {
+  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function listUsersOfOrganization(db: Q, orgId: number): Promise<User[]> {
+  return db.selectFrom('users').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+}
+
+export async function updateUserPassword(db: Q, eppn: string, passwordHash: string, now: number): Promise<boolean> {
+  const r = await db.updateTable('users').set({ password_hash: passwordHash, updated_at: now }).where('eppn', '=', eppn).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export async function updateUserPhoto(db: Q, userId: number, handle: string | null, now: number): Promise<void> {
+  await db.updateTable('users').set({ photo_handle: handle, updated_at: now }).where('id', '=', userId).execute();
+}
+
+export async function insertUserId(db: Q, userId: number, namespace: string, identifier: string): Promise<void> {
+  await db.insertInto('user_ids').values({ user_id: userId, namespace, identifier }).execute();
+}
+
+export function listUserIds(db: Q, userId: number): Promise<{ namespace: string; identifier: string }[]> {
+  return db.selectFrom('user_ids').select(['namespace', 'identifier']).where('user_id', '=', userId).orderBy('namespace').orderBy('identifier').execute();
+}
+
+export function findUserByNamespacedId(db: Q, namespace: string, identifier: string): Promise<User | undefined> {
+  return db
+    .selectFrom('user_ids')
+    .innerJoin('users', 'users.id', 'user_ids.user_id')
+    .selectAll('users')
+    .where('user_ids.namespace', '=', namespace)
+    .where('user_ids.identifier', '=', identifier)
+    .executeTakeFirst();
+}

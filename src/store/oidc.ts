@@ -1,0 +1,51 @@
+// Storage for oidc-provider's artifacts (sessions, codes, grants, interactions, ...).
+import type { Kysely, Transaction } from 'kysely';
+import type { DB } from './schema.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+
+export interface PayloadRow {
+  payload: string;
+  expires_at: number | null;
+  consumed_at: number | null;
+}
+
+export async function upsertPayload(
+  db: Q,
+  row: { type: string; id: string; payload: string; grant_id: string | null; user_code: string | null; uid: string | null; expires_at: number | null },
+): Promise<void> {
+  await db
+    .insertInto('oidc_payloads')
+    .values({ ...row, consumed_at: null })
+    .onConflict((oc) =>
+      oc.columns(['type', 'id']).doUpdateSet({
+        payload: row.payload,
+        grant_id: row.grant_id,
+        user_code: row.user_code,
+        uid: row.uid,
+        expires_at: row.expires_at,
+      }),
+    )
+    .execute();
+}
+
+export function findPayload(db: Q, type: string, column: 'id' | 'uid' | 'user_code', value: string): Promise<PayloadRow | undefined> {
+  return db.selectFrom('oidc_payloads').select(['payload', 'expires_at', 'consumed_at']).where('type', '=', type).where(column, '=', value).executeTakeFirst();
+}
+
+export async function consumePayload(db: Q, type: string, id: string, at: number): Promise<void> {
+  await db.updateTable('oidc_payloads').set({ consumed_at: at }).where('type', '=', type).where('id', '=', id).execute();
+}
+
+export async function destroyPayload(db: Q, type: string, id: string): Promise<void> {
+  await db.deleteFrom('oidc_payloads').where('type', '=', type).where('id', '=', id).execute();
+}
+
+export async function revokePayloadsByGrant(db: Q, grantId: string): Promise<void> {
+  await db.deleteFrom('oidc_payloads').where('grant_id', '=', grantId).execute();
+}
+
+export async function deleteExpiredPayloads(db: Q, now: number): Promise<number> {
+  const r = await db.deleteFrom('oidc_payloads').where('expires_at', '<', now).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}

@@ -1,0 +1,77 @@
+// Passkeys (WebAuthn credentials). Lists are keyset-paginated on id.
+import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { DB, PasskeysTable } from './schema.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+export type PasskeyRow = Selectable<PasskeysTable>;
+export type PasskeyListRow = Pick<PasskeyRow, 'id' | 'label' | 'created_at' | 'last_used_at' | 'mfa_verified' | 'aaguid'> & { eppn: string };
+
+export async function insertPasskeys(db: Q, rows: Insertable<PasskeysTable>[]): Promise<number[]> {
+  if (rows.length === 0) return [];
+  const inserted = await db.insertInto('passkeys').values(rows).returning('id').execute();
+  return inserted.map((r) => r.id);
+}
+
+function listQuery(db: Q) {
+  return db
+    .selectFrom('passkeys')
+    .innerJoin('users', 'users.id', 'passkeys.user_id')
+    .select(['passkeys.id', 'users.eppn', 'passkeys.label', 'passkeys.created_at', 'passkeys.last_used_at', 'passkeys.mfa_verified', 'passkeys.aaguid']);
+}
+
+/** Passkeys of an organization with id > afterId, ascending, at most limit. */
+export function listOrganizationPasskeys(db: Q, orgId: number, afterId: number, limit: number): Promise<PasskeyListRow[]> {
+  return listQuery(db).where('passkeys.org_id', '=', orgId).where('passkeys.id', '>', afterId).orderBy('passkeys.id').limit(limit).execute();
+}
+
+/** Passkeys of one user with id > afterId, ascending, at most limit. */
+export function listUserPasskeys(db: Q, userId: number, afterId: number, limit: number): Promise<PasskeyListRow[]> {
+  return listQuery(db).where('passkeys.user_id', '=', userId).where('passkeys.id', '>', afterId).orderBy('passkeys.id').limit(limit).execute();
+}
+
+export function listUserCredentials(db: Q, userId: number): Promise<PasskeyRow[]> {
+  return db.selectFrom('passkeys').selectAll().where('user_id', '=', userId).orderBy('id').execute();
+}
+
+export function findPasskeyByCredentialId(db: Q, credentialId: Uint8Array): Promise<PasskeyRow | undefined> {
+  return db.selectFrom('passkeys').selectAll().where('credential_id', '=', credentialId).executeTakeFirst();
+}
+
+export function findPasskey(db: Q, id: number): Promise<PasskeyRow | undefined> {
+  return db.selectFrom('passkeys').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Deletes every passkey of a user; returns the deleted ids. */
+export async function deleteUserPasskeys(db: Q, userId: number): Promise<number[]> {
+  const rows = await db.deleteFrom('passkeys').where('user_id', '=', userId).returning('id').execute();
+  return rows.map((r) => r.id).sort((a, b) => a - b);
+}
+
+/** Deletes one passkey if it belongs to the organization; returns its owner's eppn, or undefined. */
+export async function deleteOrganizationPasskey(db: Q, orgId: number, id: number): Promise<{ eppn: string } | undefined> {
+  const row = await db
+    .selectFrom('passkeys')
+    .innerJoin('users', 'users.id', 'passkeys.user_id')
+    .select(['passkeys.id', 'users.eppn'])
+    .where('passkeys.id', '=', id)
+    .where('passkeys.org_id', '=', orgId)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const r = await db.deleteFrom('passkeys').where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1 ? { eppn: row.eppn } : undefined;
+}
+
+export async function deleteUserPasskey(db: Q, userId: number, id: number): Promise<boolean> {
+  const r = await db.deleteFrom('passkeys').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}
+
+export async function renameUserPasskey(db: Q, userId: number, id: number, label: string): Promise<boolean> {
+  const r = await db.updateTable('passkeys').set({ label }).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Records a successful assertion: new counter, backup state and last use. */
+export async function recordPasskeyUse(db: Q, id: number, signCount: number, backupState: boolean, now: number): Promise<void> {
+  await db.updateTable('passkeys').set({ sign_count: signCount, backup_state: backupState ? 1 : 0, last_used_at: now }).where('id', '=', id).execute();
+}

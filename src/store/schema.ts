@@ -1,0 +1,138 @@
+// Kysely table types. Timestamps are epoch milliseconds (UTC) in both dialects; booleans are 0/1.
+import type { Generated } from 'kysely';
+
+export interface OrganizationsTable {
+  id: number;
+  realm: string;
+  name: string;
+  created_at: number;
+}
+
+export interface UsersTable {
+  id: Generated<number>;
+  sub: string;
+  org_id: number;
+  eppn: string;
+  name: string;
+  email: string | null;
+  nin: string | null;
+  password_hash: string | null;
+  photo_handle: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface UserIdsTable {
+  user_id: number;
+  namespace: string;
+  identifier: string;
+}
+
+export interface ClientsTable {
+  client_id: string;
+  secret_hash: string | null;
+  name: string;
+  redirect_uris: string; // JSON array
+  post_logout_redirect_uris: string; // JSON array
+  grant_types: string; // JSON array
+  scopes: string; // space separated
+  groups: string; // space separated attribute groups
+  first_party: number;
+  userinfo_signed_response_alg: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ClientOrgsTable {
+  client_id: string;
+  org_id: number;
+  kind: string; // 'admin' (passkey API) | 'checkuser'
+}
+
+export interface PasskeysTable {
+  id: Generated<number>;
+  user_id: number;
+  org_id: number;
+  credential_id: Uint8Array;
+  public_key: Uint8Array;
+  sign_count: number;
+  transports: string; // JSON array
+  label: string;
+  aaguid: string;
+  backup_eligible: number;
+  backup_state: number;
+  mfa_verified: number;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+export interface PhotosTable {
+  handle: string;
+  user_id: number;
+  bytes: Uint8Array;
+  etag: string;
+  width: number;
+  height: number;
+  updated_at: number;
+}
+
+export interface OidcPayloadsTable {
+  id: string;
+  type: string;
+  payload: string;
+  grant_id: string | null;
+  user_code: string | null;
+  uid: string | null;
+  expires_at: number | null;
+  consumed_at: number | null;
+}
+
+export interface SigningKeysTable {
+  kid: string;
+  alg: string;
+  private_jwk: string; // sealed under the key-encryption key
+  public_jwk: string;
+  created_at: number;
+  activates_at: number;
+  retired_at: number | null;
+}
+
+export interface AuditEventsTable {
+  id: Generated<number>;
+  at: number;
+  kind: string;
+  client_id: string | null;
+  org_id: number | null;
+  eppn: string | null;
+  passkey_ids: string; // JSON array of numbers
+  request_id: string | null;
+  details: string; // JSON object
+}
+
+export interface ConsentsTable {
+  user_id: number;
+  client_id: string;
+  scopes: string;
+  created_at: number;
+}
+
+export interface RateLimitsTable {
+  key: string;
+  window_start: number;
+  count: number;
+}
+
+export interface DB {
+  organizations: OrganizationsTable;
+  users: UsersTable;
+  user_ids: UserIdsTable;
+  clients: ClientsTable;
+  client_orgs: ClientOrgsTable;
+  passkeys: PasskeysTable;
+  photos: PhotosTable;
+  oidc_payloads: OidcPayloadsTable;
+  signing_keys: SigningKeysTable;
+  audit_events: AuditEventsTable;
+  consents: ConsentsTable;
+  rate_limits: RateLimitsTable;
+}

@@ -1,0 +1,45 @@
+// Kysely's SqliteDialect over the built-in node:sqlite driver (no native addon to compile).
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+
+function bind(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
+  return parameters.map((p) => {
+    if (typeof p === 'boolean') return p ? 1 : 0;
+    if (p === undefined) return null;
+    return p as SQLInputValue;
+  });
+}
+
+export function openSqlite(path: string): DatabaseSync {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new DatabaseSync(path, { timeout: 5000 });
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA foreign_keys = ON');
+  db.exec('PRAGMA synchronous = NORMAL');
+  db.exec('PRAGMA busy_timeout = 5000');
+  return db;
+}
+
+function adapt(db: DatabaseSync): SqliteDatabase {
+  return {
+    close: () => db.close(),
+    prepare(sql: string): SqliteStatement {
+      const stmt = db.prepare(sql);
+      return {
+        reader: stmt.columns().length > 0,
+        all: (parameters) => stmt.all(...bind(parameters)),
+        run: (parameters) => {
+          const r = stmt.run(...bind(parameters));
+          return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
+        },
+        iterate: (parameters) => stmt.iterate(...bind(parameters)),
+      };
+    },
+  };
+}
+
+export function sqliteDialect(path: string): SqliteDialect {
+  return new SqliteDialect({ database: adapt(openSqlite(path)) });
+}
