@@ -59,6 +59,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const verifier = createTokenVerifier(config.publicUrl, () => ({ keys: keyManager.current().publicJwks as any }), async () => void (await keyManager.refresh()));
   const provider = createProviderHolder({ config, store, keys, keyManager, accounts: basicAccounts });
 
+  const now = deps.now ?? Date.now;
+  void now;
+
+  // Features, each a plugin with its dependencies passed in.
   await app.register(healthPlugin(store));
   await app.register(oauthPlugin(provider, config));
 

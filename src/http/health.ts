@@ -1,13 +1,15 @@
-// Liveness and readiness probes for load balancers and orchestrators.
+// Liveness and readiness probes for load balancers, and Prometheus metrics.
 import type { FastifyInstance } from 'fastify';
 import type { Store } from '../store/index.ts';
+import { metrics } from './metrics.ts';
 
 export function healthPlugin(store: Store) {
   return async function health(app: FastifyInstance) {
-    app.get('/healthz', { schema: { hide: true } as object }, async () => ({ status: 'ok' }));
-    app.get('/readyz', { schema: { hide: true } as object }, async (_request, reply) => {
+    app.get('/healthz', async () => ({ status: 'ok' }));
+    app.get('/readyz', async (_request, reply) => {
       if (await store.ping()) return { status: 'ready' };
       return reply.code(503).send({ code: 503, message: 'Database unreachable' });
     });
+    app.get('/metrics', async (_request, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
   };
 }
