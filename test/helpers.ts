@@ -112,3 +112,76 @@ export async function clientToken(ctx: App, clientId: string, secret: string, sc
   if (res.statusCode !== 200) throw new Error(`token request failed: ${res.statusCode} ${res.body}`);
   return res.json().access_token;
 }
+
+/** A COSE-encoded EC2 P-256 public key, as a WebAuthn authenticator would give it. */
+export async function coseP256PublicKey(): Promise<Buffer> {
+  const { generateKeyPairSync } = await import('node:crypto');
+  const { isoCBOR } = await import('@simplewebauthn/server/helpers');
+  const jwk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
+  const map = new Map<number, number | Uint8Array>([
+    [1, 2],
+    [3, -7],
+    [-1, 1],
+    [-2, new Uint8Array(Buffer.from(jwk.x!, 'base64url'))],
+    [-3, new Uint8Array(Buffer.from(jwk.y!, 'base64url'))],
+  ]);
+  return Buffer.from(isoCBOR.encode(map as any));
+}
+
+/** Runs the admin CLI in-process against a database; returns exit code and output. */
+export async function cli(databaseUrl: string, args: string[], stdin = ''): Promise<{ code: number; out: string; err: string }> {
+  const { runCli } = await import('../src/cli/index.ts');
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(args, { out: (l) => out.push(l), err: (l) => err.push(l), readStdin: async () => stdin }, {
+    DATABASE_URL: databaseUrl,
+    IDP_SECRET: TEST_SECRET,
+    PUBLIC_URL,
+    LOG_LEVEL: 'silent',
+  });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+export interface ServiceProcess {
+  url: string;
+  stderr(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** The real service (`node src/main.ts serve`) in a child process on a free port. */
+export async function spawnService(env: Record<string, string>, port?: number): Promise<ServiceProcess> {
+  const { spawn } = await import('node:child_process');
+  const { createServer } = await import('node:net');
+  const freePort =
+    port ??
+    (await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    }));
+  const url = `http://127.0.0.1:${freePort}`;
+  const child = spawn(process.execPath, ['src/main.ts', 'serve'], {
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(freePort), PUBLIC_URL: url, IDP_SECRET: TEST_SECRET, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  child.stderr!.on('data', (d) => (err += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`service exited: ${err}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) break;
+    } catch {}
+    if (i > 300) throw new Error(`service did not become ready: ${err}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    stderr: () => err,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}

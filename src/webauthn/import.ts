@@ -38,10 +38,12 @@ function coseKey(entry: number, bytes: Buffer): void {
   } catch {
     fail(entry, 'public_key is not a CBOR-encoded COSE key');
   }
+  if (!(key instanceof Map)) fail(entry, 'public_key is not a CBOR-encoded COSE key');
   const kty = key.get(1);
   const alg = key.get(3);
   if (![1, 2, 3].includes(kty as number) || typeof alg !== 'number') fail(entry, 'public_key is not a COSE key of type EC2, RSA or OKP with an alg');
-  const needs = kty === 3 ? [-1, -2] : kty === 2 ? [-1, -2, -3] : [-1, -2];
+  // EC2: crv(-1) x(-2) y(-3); RSA: n(-1) e(-2); OKP: crv(-1) x(-2)
+  const needs = kty === 3 ? [-1, -2] : kty === 2 ? [-2, -3] : [-2];
   for (const p of needs) if (!(key.get(p) instanceof Uint8Array)) fail(entry, 'public_key is missing key parameters');
 }
 

@@ -1,0 +1,246 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { dialects, freshDatabase, cli, coseP256PublicKey, TEST_SECRET, type TestDatabase } from '../helpers.ts';
+import { openStore, type Store } from '../../src/store/index.ts';
+import { listOrganizationPasskeys } from '../../src/store/passkeys.ts';
+import { keyring } from '../../src/crypto.ts';
+import { secretMatches } from '../../src/clients/index.ts';
+import { findClient } from '../../src/store/clients.ts';
+
+const tmp = mkdtempSync(join(tmpdir(), 'idp-cli-'));
+function file(name: string, content: unknown): string {
+  const path = join(tmp, name);
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+for (const dialect of dialects()) {
+  describe(`admin CLI (${dialect})`, () => {
+    let db: TestDatabase;
+    let store: Store;
+    const run = (args: string[], stdin?: string) => cli(db.url, args, stdin);
+    const count = async (table: 'organizations' | 'users' | 'clients' | 'passkeys') =>
+      Number((await store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+
+    before(async () => {
+      db = await freshDatabase(dialect);
+      store = await openStore(db.url);
+    });
+    after(async () => {
+      await store.close();
+      await db.drop();
+    });
+
+    it('adds and lists organizations', async () => {
+      assert.deepEqual(await run(['org', 'add', '--id', '1', '--realm', 'Example.org', '--name', 'Example University']), { code: 0, out: 'organization 1 (example.org) added', err: '' });
+      assert.equal((await run(['org', 'add', '--id', '2', '--realm', 'other.org', '--name', 'Other'])).code, 0);
+      const list = await run(['org', 'list', '--json']);
+      assert.equal(list.code, 0);
+      assert.deepEqual(JSON.parse(list.out).map((o: { id: number; realm: string }) => [o.id, o.realm]), [[1, 'example.org'], [2, 'other.org']]);
+      assert.match((await run(['org', 'list'])).out, /^id\s+realm\s+name/);
+    });
+
+    const orgErrors: [string[], RegExp][] = [
+      [['org', 'add', '--id', '1', '--realm', 'again.org', '--name', 'Dup'], /organization 1 already exists/],
+      [['org', 'add', '--id', '3', '--realm', 'example.org', '--name', 'Dup realm'], /realm 'example.org' already belongs/],
+      [['org', 'add', '--id', 'x', '--realm', 'x.org', '--name', 'X'], /--id must be a positive integer/],
+      [['org', 'add', '--id', '4', '--realm', 'not a realm', '--name', 'X'], /not a valid domain name/],
+      [['org', 'add', '--id', '4', '--realm', 'x.org'], /--name is required/],
+      [['org', 'add', '--id', '4', '--realm', 'x.org', '--name', 'X', '--colour', 'red'], /Unknown option '--colour'/],
+    ];
+    for (const [args, message] of orgErrors) {
+      it(`refuses: ${args.join(' ')}`, async () => {
+        const before = await count('organizations');
+        const r = await run(args);
+        assert.notEqual(r.code, 0);
+        assert.equal(r.out, '');
+        assert.equal(r.err.split('\n').length, 1);
+        assert.match(r.err, message);
+        assert.equal(await count('organizations'), before);
+      });
+    }
+
+    it('adds users, with a password from stdin, and lists them', async () => {
+      const r = await run(['user', 'add', '--org', '1', '--eppn', 'Alice@Example.org', '--name', 'Alice Example', '--email', 'alice@example.org', '--nin', '01019012345', '--password-stdin', '--json'], 'correct horse battery\n');
+      assert.equal(r.code, 0, r.err);
+      const user = JSON.parse(r.out);
+      assert.equal(user.eppn, 'alice@example.org');
+      assert.equal(user.has_password, true);
+      assert.match(user.sub, /^[0-9a-f-]{36}$/);
+      assert.equal((await run(['user', 'add', '--org', '1', '--eppn', 'bob@example.org', '--name', 'Bob'])).code, 0);
+      const list = JSON.parse((await run(['user', 'list', '--org', '1', '--json'])).out);
+      assert.deepEqual(list.map((u: { eppn: string; password: string }) => [u.eppn, u.password]), [['alice@example.org', 'yes'], ['bob@example.org', 'no']]);
+    });
+
+    const userErrors: [string[], RegExp, string?][] = [
+      [['user', 'add', '--org', '99', '--eppn', 'x@example.org', '--name', 'X'], /organization 99 does not exist/],
+      [['user', 'add', '--org', '1', '--eppn', 'alice@example.org', '--name', 'Dup'], /user 'alice@example.org' already exists/],
+      [['user', 'add', '--org', '1', '--eppn', 'carol@other.org', '--name', 'Carol'], /eppn realm 'other.org' does not match organization 1/],
+      [['user', 'add', '--org', '1', '--eppn', 'carol', '--name', 'Carol'], /must contain '@'/],
+      [['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--email', 'nope'], /not a valid address/],
+      [['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--nin', '123'], /11 digits/],
+      [['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--password-stdin'], /at least 8 characters/, 'short\n'],
+      [['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--password-stdin'], /no password on standard input/, ''],
+    ];
+    for (const [args, message, stdin] of userErrors) {
+      it(`refuses: ${args.slice(2).join(' ')}`, async () => {
+        const before = await count('users');
+        const r = await run(args, stdin);
+        assert.notEqual(r.code, 0);
+        assert.equal(r.err.split('\n').length, 1);
+        assert.match(r.err, message);
+        assert.equal(await count('users'), before);
+      });
+    }
+
+    it('sets a password from stdin only', async () => {
+      assert.equal((await run(['user', 'set-password', '--eppn', 'bob@example.org', '--password-stdin'], 'a long enough password')).code, 0);
+      const r = await run(['user', 'set-password', '--eppn', 'nobody@example.org', '--password-stdin'], 'a long enough password');
+      assert.equal(r.code, 1);
+      assert.match(r.err, /user 'nobody@example.org' does not exist/);
+      assert.match((await run(['user', 'set-password', '--eppn', 'bob@example.org'])).err, /--password-stdin is required/);
+    });
+
+    let clientId = '';
+    it('adds a client, printing the secret once; show and list never print it', async () => {
+      const r = await run(['client', 'add', '--name', 'Helpdesk', '--scopes', 'passkey.read passkey.delete', '--orgs', '1', '--json']);
+      assert.equal(r.code, 0, r.err);
+      const c = JSON.parse(r.out);
+      clientId = c.client_id;
+      assert.equal(typeof c.client_secret, 'string');
+      assert.ok(c.client_secret.length >= 43);
+      assert.deepEqual(c.scopes, ['passkey.read', 'passkey.delete']);
+      assert.deepEqual(c.organizations, [1]);
+      const row = await findClient(store.db, clientId);
+      assert.notEqual(row!.secret_hash, c.client_secret, 'the secret is stored hashed');
+      assert.ok(secretMatches(keyring(TEST_SECRET), row!.secret_hash, c.client_secret));
+      const shown = await run(['client', 'show', clientId]);
+      assert.doesNotMatch(shown.out, new RegExp(c.client_secret));
+      assert.match(shown.out, /Helpdesk/);
+      assert.doesNotMatch((await run(['client', 'list'])).out, new RegExp(c.client_secret));
+      const human = await run(['client', 'add', '--name', 'Web app', '--redirect-uri', 'https://app.example.org/cb', '--groups', 'userinfo-name']);
+      assert.match(human.out, /shown only now/);
+    });
+
+    it('rotates a secret: the old one stops matching', async () => {
+      const before = (await findClient(store.db, clientId))!.secret_hash;
+      const r = await run(['client', 'rotate-secret', clientId, '--json']);
+      assert.equal(r.code, 0);
+      const { client_secret } = JSON.parse(r.out);
+      const after = (await findClient(store.db, clientId))!.secret_hash;
+      assert.notEqual(before, after);
+      assert.ok(secretMatches(keyring(TEST_SECRET), after, client_secret));
+    });
+
+    const clientErrors: [string[], RegExp][] = [
+      [['client', 'add', '--name', 'X', '--scopes', 'passkey.write'], /unknown scope 'passkey.write'/],
+      [['client', 'add', '--name', 'X', '--groups', 'everything'], /unknown attribute group 'everything'/],
+      [['client', 'add', '--name', 'X', '--orgs', '42'], /organization 42 does not exist/],
+      [['client', 'add', '--name', 'X', '--redirect-uri', 'http://app.example.org/cb'], /must use https/],
+      [['client', 'add', '--name', 'X', '--redirect-uri', 'not-a-url'], /not an absolute URL/],
+      [['client', 'add', '--name', 'X', '--public'], /public client needs at least one --redirect-uri/],
+      [['client', 'show', 'no-such-client'], /client 'no-such-client' does not exist/],
+      [['client', 'rotate-secret', 'no-such-client'], /does not exist/],
+    ];
+    for (const [args, message] of clientErrors) {
+      it(`refuses: ${args.join(' ')}`, async () => {
+        const before = await count('clients');
+        const r = await run(args);
+        assert.notEqual(r.code, 0);
+        assert.equal(r.err.split('\n').length, 1);
+        assert.match(r.err, message);
+        assert.equal(await count('clients'), before);
+      });
+    }
+
+    it('imports passkeys all or nothing, naming the bad entry', async () => {
+      const key = (await coseP256PublicKey()).toString('base64url');
+      const entry = (n: number, extra: Record<string, unknown> = {}) => ({
+        eppn: 'alice@example.org',
+        label: `Key ${n}`,
+        credential_id: Buffer.alloc(32, n).toString('base64url'),
+        public_key: key,
+        aaguid: 'ADCE0002-35BC-C60A-648B-0B25F1F05503',
+        sign_count: 7,
+        transports: ['internal', 'hybrid'],
+        created_at: '2024-01-15T10:30:00+00:00',
+        last_used_at: null,
+        mfa_verified: true,
+        ...extra,
+      });
+      const cases: [unknown, RegExp][] = [
+        [[entry(1), entry(2, { eppn: 'ghost@example.org' })], /entry 2: user 'ghost@example.org' does not exist/],
+        [[entry(1), entry(2), entry(3, { public_key: 'AAAA' })], /entry 3: public_key/],
+        [[entry(1), entry(2, { credential_id: entry(1).credential_id })], /entry 2: credential_id appears twice/],
+        [[entry(1, { created_at: 'yesterday' })], /entry 1: created_at/],
+        [[entry(1, { aaguid: 'nope' })], /entry 1: aaguid/],
+        [[entry(1, { sign_count: -1 })], /entry 1: sign_count/],
+        [[entry(1, { transports: ['carrier-pigeon'] })], /entry 1: transports/],
+        [[entry(1, { mfa_verified: 'yes' })], /entry 1: mfa_verified/],
+        [[entry(1, { colour: 'red' })], /entry 1: unknown field 'colour'/],
+        [{ not: 'an array' }, /JSON array/],
+        ['{ broken json', /not valid JSON/],
+      ];
+      for (const [content, message] of cases) {
+        const r = await run(['passkey', 'import', '--file', file('bad.json', content)]);
+        assert.equal(r.code, 1, JSON.stringify(content));
+        assert.match(r.err, message);
+        assert.equal(await count('passkeys'), 0);
+      }
+      assert.match((await run(['passkey', 'import', '--file', join(tmp, 'missing.json')])).err, /no such file/);
+      const ok = await run(['passkey', 'import', '--file', file('good.json', [entry(1), entry(2, { aaguid: null, last_used_at: '2024-02-01T08:00:00Z' })]), '--json']);
+      assert.equal(ok.code, 0, ok.err);
+      assert.equal(JSON.parse(ok.out).imported, 2);
+      const again = await run(['passkey', 'import', '--file', file('again.json', [entry(3), entry(1)])]);
+      assert.match(again.err, /already registered; nothing was imported/);
+      assert.equal(await count('passkeys'), 2);
+      const rows = await listOrganizationPasskeys(store.db, 1, 0, 10);
+      assert.equal(rows[0]!.aaguid, 'adce0002-35bc-c60a-648b-0b25f1f05503');
+      assert.equal(rows[1]!.aaguid, '00000000-0000-0000-0000-000000000000');
+    });
+
+    it('lists passkeys of an organization and of one user', async () => {
+      const all = JSON.parse((await run(['passkey', 'list', '--org', '1', '--json'])).out);
+      assert.equal(all.length, 2);
+      assert.deepEqual(Object.keys(all[0]).sort(), ['aaguid', 'created_at', 'eppn', 'id', 'label', 'last_used_at', 'mfa_verified']);
+      assert.equal(all[0].created_at, '2024-01-15T10:30:00+00:00');
+      assert.equal(all[1].last_used_at, '2024-02-01T08:00:00+00:00');
+      assert.equal(JSON.parse((await run(['passkey', 'list', '--org', '1', '--eppn', 'bob@example.org', '--json'])).out).length, 0);
+      assert.match((await run(['passkey', 'list', '--org', '1', '--eppn', 'x@other.org'])).err, /does not exist in organization 1/);
+    });
+
+    it('rotates signing keys: new keys activate later, old ones stay published', async () => {
+      const r = await run(['keys', 'rotate', '--json']);
+      assert.equal(r.code, 0, r.err);
+      const added = JSON.parse(r.out);
+      assert.deepEqual(added.map((k: { alg: string }) => k.alg).sort(), ['ES256', 'RS256']);
+      const rows = await store.db.selectFrom('signing_keys').selectAll().execute();
+      assert.equal(rows.length, 4);
+      assert.equal(rows.filter((k) => k.retired_at !== null).length, 2);
+    });
+
+    it('unknown commands and help', async () => {
+      const r = await run(['frobnicate']);
+      assert.equal(r.code, 2);
+      assert.match(r.err, /unknown command/);
+      assert.match((await run(['help'])).out, /org add --id <n>/);
+    });
+  });
+}
+
+describe('admin CLI as a process', () => {
+  it('npm run idp prints one error line and exits non-zero', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'idp-cli-proc-'));
+    const env = { ...process.env, DATABASE_URL: join(dir, 'idp.sqlite'), IDP_SECRET: TEST_SECRET };
+    const ok = spawnSync(process.execPath, ['src/main.ts', 'org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example'], { env, encoding: 'utf8' });
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.equal(ok.stdout.trim(), 'organization 1 (example.org) added');
+    const dup = spawnSync(process.execPath, ['src/main.ts', 'org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example'], { env, encoding: 'utf8' });
+    assert.equal(dup.status, 1);
+    assert.equal(dup.stderr.trim(), 'error: organization 1 already exists');
+  });
+});

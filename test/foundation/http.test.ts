@@ -1,0 +1,106 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { importJWK, SignJWT, type JWK } from 'jose';
+import { dialects, startTestApp, seedOrg, seedClient, clientToken, PUBLIC_URL, type TestContext } from '../helpers.ts';
+
+for (const dialect of dialects()) {
+  describe(`shared HTTP pieces (${dialect})`, () => {
+    let ctx: TestContext;
+    let token: string;
+    const AUD = `${PUBLIC_URL}/2/passkey`;
+    before(async () => {
+      ctx = await startTestApp(dialect);
+      await seedOrg(ctx);
+      const c = await seedClient(ctx, { scopes: ['passkey.read'] });
+      token = await clientToken(ctx, c.clientId, c.secret, 'passkey.read');
+    });
+    after(() => ctx.close());
+
+    it('unknown paths get a JSON 404 body', async () => {
+      const res = await ctx.app.inject({ method: 'GET', url: '/no/such/path' });
+      assert.equal(res.statusCode, 404);
+      assert.deepEqual(res.json(), { code: 404, message: 'Not Found' });
+      assert.match(String(res.headers['content-type']), /^application\/json/);
+    });
+
+    it('every response carries a request id; a sane incoming X-Request-Id is kept', async () => {
+      const res = await ctx.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'lb-1234' } });
+      assert.equal(res.headers['x-request-id'], 'lb-1234');
+      const res2 = await ctx.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'bad id with spaces' } });
+      assert.match(String(res2.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    });
+
+    it('healthz and readyz answer; readyz is 503 once the database is gone', async () => {
+      assert.equal((await ctx.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+      assert.deepEqual((await ctx.app.inject({ method: 'GET', url: '/readyz' })).json(), { status: 'ready' });
+      const other = await startTestApp(dialect);
+      await other.store.close();
+      const res = await other.app.inject({ method: 'GET', url: '/readyz' });
+      assert.equal(res.statusCode, 503);
+      assert.deepEqual(res.json(), { code: 503, message: 'Database unreachable' });
+      await other.app.close();
+    });
+
+    describe('bearer JWT verification', () => {
+      const activeKey = (alg: 'ES256' | 'RS256') => ctx.keyManager.current().providerJwks.find((k) => k.kid === ctx.keyManager.current().active[alg]) as JWK;
+      const sign = async (claims: Record<string, unknown>, opts: { alg?: string; typ?: string; key?: JWK; kid?: string } = {}) => {
+        const alg = opts.alg ?? 'ES256';
+        const jwk = opts.key ?? activeKey(alg as 'ES256');
+        const { key_ops: _ignored, ...usable } = jwk as JWK & { key_ops?: unknown };
+        const now = Math.floor(Date.now() / 1000);
+        const payload = { iss: PUBLIC_URL, aud: AUD, sub: 'c1', iat: now, exp: now + 300, client_id: 'c1', scope: 'passkey.read', jti: randomUUID(), ...claims };
+        return new SignJWT(payload)
+          .setProtectedHeader({ alg, typ: opts.typ ?? 'at+jwt', kid: opts.kid ?? jwk.kid })
+          .sign(await importJWK(usable, alg));
+      };
+
+      it('accepts a token from the token endpoint', async () => {
+        const t = await ctx.verifier.verify(token, AUD);
+        assert.ok(t.scopes.has('passkey.read'));
+      });
+
+      it('accepts a well-formed token signed with our RS256 key too', async () => {
+        await ctx.verifier.verify(await sign({}, { alg: 'RS256', key: activeKey('RS256') }), AUD);
+      });
+
+      const rejects = async (t: string, audience = AUD) => {
+        await assert.rejects(ctx.verifier.verify(t, audience), (e: { status?: number }) => e.status === 401);
+      };
+
+      it('rejects a wrong audience', async () => rejects(token, `${PUBLIC_URL}/userinfo/v1/exists`));
+      it('rejects a tampered payload', async () => {
+        const [h, p, s] = token.split('.');
+        const payload = JSON.parse(Buffer.from(p!, 'base64url').toString());
+        payload.scope = 'passkey.read passkey.delete';
+        await rejects(`${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${s}`);
+      });
+      it('rejects a signature by a key that is not ours', async () => {
+        const foreign = { ...generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' }), kid: activeKey('ES256').kid, alg: 'ES256' } as JWK;
+        await rejects(await sign({}, { key: foreign }));
+      });
+      it('rejects an expired token', async () => rejects(await sign({ exp: Math.floor(Date.now() / 1000) - 120 })));
+      it('rejects a token not yet valid', async () => rejects(await sign({ nbf: Math.floor(Date.now() / 1000) + 600 })));
+      it('rejects another issuer', async () => rejects(await sign({ iss: 'https://evil.example' })));
+      it('rejects a token that is not an access token (typ JWT)', async () => rejects(await sign({}, { typ: 'JWT' })));
+      it('rejects alg none', async () => {
+        const h = Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt' })).toString('base64url');
+        await rejects(`${h}.${token.split('.')[1]}.`);
+      });
+      it('rejects HS256 keyed with our public key (alg confusion)', async () => {
+        const pub = ctx.keyManager.current().publicJwks.find((k) => k.alg === 'ES256')!;
+        const secret = new TextEncoder().encode(JSON.stringify(pub));
+        const forged = await new SignJWT({ client_id: 'c1', scope: 'passkey.read', jti: 'x' })
+          .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt', kid: pub.kid })
+          .setIssuer(PUBLIC_URL).setAudience(AUD).setSubject('c1').setIssuedAt().setExpirationTime('5m')
+          .sign(secret);
+        await rejects(forged);
+      });
+      it('rejects a token without client_id', async () => rejects(await sign({ client_id: undefined })));
+      it('rejects an opaque token and garbage', async () => {
+        await rejects('moJW0PaIvv8sD9tnkkkrcDaDLADwlebRBTHTNWtRG1x');
+        await rejects('a.b.c');
+      });
+    });
+  });
+}
