@@ -55,6 +55,14 @@ function orgList(value: unknown): number[] {
   return clients.parseList(String(value)).map((v) => intOption(v, 'orgs'));
 }
 
+/** At least one id, each an existing organization: a typo must fail, not silently grant or revoke nothing. */
+async function existingOrgs(ctx: Ctx, value: string): Promise<number[]> {
+  const ids = orgList(value);
+  if (ids.length === 0) throw badRequest('--orgs needs at least one organization id');
+  for (const id of ids) if (!(await dir.findOrganization(ctx.store.db, id))) throw badRequest(`organization ${id} does not exist`);
+  return ids;
+}
+
 function table(rows: Record<string, unknown>[], columns: string[]): string {
   if (rows.length === 0) return '(none)';
   const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))));
@@ -239,6 +247,22 @@ const commands: Record<string, Command> = {
     async run(ctx, v, [id]) {
       if (!id) throw badRequest('client id is required');
       return showClient(ctx, await clients.revokeOrganizations(ctx.store, id, orgList(required(v, 'orgs')), 'admin'));
+    },
+  },
+  'client grant-checkuser': {
+    usage: 'client grant-checkuser <client_id> --orgs <id,...>',
+    options: { orgs: { type: 'string' } },
+    async run(ctx, v, [id]) {
+      if (!id) throw badRequest('client id is required');
+      return showClient(ctx, await clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'checkuser'));
+    },
+  },
+  'client revoke-checkuser': {
+    usage: 'client revoke-checkuser <client_id> --orgs <id,...>',
+    options: { orgs: { type: 'string' } },
+    async run(ctx, v, [id]) {
+      if (!id) throw badRequest('client id is required');
+      return showClient(ctx, await clients.revokeOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'checkuser'));
     },
   },
   'passkey import': {

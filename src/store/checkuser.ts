@@ -1,0 +1,64 @@
+// Queries behind the user-existence checks. Each lookup is a single query whose shape does not
+// depend on whether the user exists, so "exists" and "does not exist" cost the same.
+import type { Kysely, Transaction } from 'kysely';
+import type { DB } from './schema.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+
+/**
+ * The id of the organization owning realm, when clientId is configured to check it. An unknown
+ * realm and a realm the client may not check give the same undefined, from the same query.
+ */
+export async function checkableOrganizationByRealm(db: Q, clientId: string, realm: string): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('organizations')
+    .innerJoin('client_orgs', 'client_orgs.org_id', 'organizations.id')
+    .select('organizations.id')
+    .where('organizations.realm', '=', realm)
+    .where('client_orgs.client_id', '=', clientId)
+    .where('client_orgs.kind', '=', 'checkuser')
+    .executeTakeFirst();
+  return row?.id;
+}
+
+export async function eppnExists(db: Q, orgIds: number[], eppn: string): Promise<boolean> {
+  if (orgIds.length === 0) return false;
+  const row = await db.selectFrom('users').select('id').where('eppn', '=', eppn).where('org_id', 'in', orgIds).limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function ninExists(db: Q, orgIds: number[], nin: string): Promise<boolean> {
+  if (orgIds.length === 0) return false;
+  const row = await db.selectFrom('users').select('id').where('nin', '=', nin).where('org_id', 'in', orgIds).limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function namespacedIdExists(db: Q, orgIds: number[], namespace: string, identifier: string): Promise<boolean> {
+  if (orgIds.length === 0) return false;
+  const row = await db
+    .selectFrom('user_ids')
+    .innerJoin('users', 'users.id', 'user_ids.user_id')
+    .select('users.id')
+    .where('user_ids.namespace', '=', namespace)
+    .where('user_ids.identifier', '=', identifier)
+    .where('users.org_id', 'in', orgIds)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Mail addresses are stored as the operator entered them; people type them in any case, so the
+ * comparison folds case (lower() folds ASCII letters alike on SQLite and PostgreSQL).
+ */
+export async function emailExists(db: Q, orgIds: number[], email: string): Promise<boolean> {
+  if (orgIds.length === 0) return false;
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where((eb) => eb(eb.fn('lower', ['email']), '=', email.toLowerCase()))
+    .where('org_id', 'in', orgIds)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
