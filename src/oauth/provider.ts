@@ -21,6 +21,10 @@ export const ROUTES = {
 
 export const INTERACTION_PREFIX = '/interaction';
 
+/** Lifetime (seconds) of a signed-in session, and the options of its cookie. */
+export const SESSION_TTL = 8 * 3600;
+export const SESSION_COOKIE = { httpOnly: true, sameSite: 'lax' } as const;
+
 /** What the sign-in and userinfo features plug into the provider. */
 export interface AccountSource {
   findAccount(ctx: KoaContextWithOIDC, sub: string): Promise<Account | undefined>;
@@ -43,7 +47,7 @@ export function createProvider(config: Config, store: Store, keys: Keyring, keyS
   const configuration: Configuration = {
     adapter: adapterFactory(store),
     jwks: { keys: keySet.providerJwks as any },
-    cookies: { keys: keys.cookies, long: { httpOnly: true, sameSite: 'lax' }, short: { httpOnly: true, sameSite: 'lax' } },
+    cookies: { keys: keys.cookies, long: { ...SESSION_COOKIE }, short: { httpOnly: true, sameSite: 'lax' } },
     routes: ROUTES,
     findAccount: accounts.findAccount,
     claims: accounts.claims,
@@ -68,7 +72,7 @@ export function createProvider(config: Config, store: Store, keys: Keyring, keyS
       IdToken: config.idTokenTtl,
       AuthorizationCode: 60,
       Interaction: 3600,
-      Session: 8 * 3600,
+      Session: SESSION_TTL,
       Grant: 14 * 24 * 3600,
       RefreshToken: 14 * 24 * 3600,
     },
