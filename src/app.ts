@@ -10,6 +10,7 @@ import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
 import { startKeyManager, type KeyManager } from './oauth/key-manager.ts';
 import { createProviderHolder, oauthPlugin, type ProviderHolder } from './oauth/plugin.ts';
 import { basicAccounts } from './oauth/provider.ts';
+import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { passkeyAdminPlugin } from './passkey-admin/routes.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
@@ -60,7 +61,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const keyManager = await startKeyManager(config, store, keys, app.log);
   app.addHook('onClose', async () => keyManager.stop());
   const verifier = createTokenVerifier(config.publicUrl, () => ({ keys: keyManager.current().publicJwks as any }), async () => void (await keyManager.refresh()));
-  const provider = createProviderHolder({ config, store, keys, keyManager, accounts: basicAccounts });
+  const provider = createProviderHolder({ config, store, keys, keyManager, accounts: { ...basicAccounts, ...userinfoAccounts({ config, store }) } });
 
   const now = deps.now ?? Date.now;
   void now;
@@ -71,6 +72,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Features, each a plugin with its dependencies passed in.
   await app.register(healthPlugin(store));
   await app.register(oauthPlugin(provider, config));
+  await app.register(userinfoPlugin({ config, store, provider }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
 

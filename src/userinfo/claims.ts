@@ -1,0 +1,168 @@
+// Claim release: the one place that decides which user data a client receives. Every endpoint
+// that releases user data (OIDC userinfo, the ID token, legacy userinfo, photo fetch) asks here.
+//
+// A group's data is released when the operator authorized the group for the client AND the
+// authorization request was granted a scope that maps onto the group.
+import type { Config } from '../config.ts';
+import { ATTRIBUTE_GROUPS, type AttributeGroup } from '../clients/index.ts';
+import type { User } from '../store/directory.ts';
+
+/**
+ * Scopes and the groups they map onto. Every group is also a scope of the same name. `openid`
+ * alone releases only `sub`; `profile` is the standard bundle of name and picture.
+ */
+export const SCOPE_GROUPS: Readonly<Record<string, readonly AttributeGroup[]>> = {
+  openid: [],
+  profile: ['userinfo-name', 'userinfo-photo'],
+  ...Object.fromEntries(ATTRIBUTE_GROUPS.map((g) => [g, [g]])),
+};
+
+/**
+ * Namespaces of the secondary ids in user_ids and the group that releases each. The directory's
+ * own ids (`<IDP_NAMESPACE>:<eppn>` and `nin:<number>`) come from the user record itself; a
+ * namespace not listed here is never released.
+ */
+export const NAMESPACE_GROUPS: Readonly<Record<string, AttributeGroup>> = {
+  edugain: 'userid-edugain',
+  eidas: 'eidas',
+  apple: 'userid-social',
+  facebook: 'userid-social',
+  github: 'userid-social',
+  google: 'userid-social',
+  linkedin: 'userid-social',
+  microsoft: 'userid-social',
+  twitter: 'userid-social',
+  windowslive: 'userid-social',
+};
+
+export const NIN_NAMESPACE = 'nin';
+
+export interface ClaimNames {
+  useridSec: string;
+  eppn: string;
+  nin: string;
+}
+
+export const USERID_SEC_ALIASES = ['idp-userid_sec', 'connect-userid_sec'] as const;
+
+export function claimNames(config: Pick<Config, 'claimsNamespace'>): ClaimNames {
+  return {
+    useridSec: `${config.claimsNamespace}/userid_sec`,
+    eppn: `${config.claimsNamespace}/eduPersonPrincipalName`,
+    nin: `${config.claimsNamespace}/nin`,
+  };
+}
+
+/** Claim names each group may release. */
+function groupClaims(config: Pick<Config, 'claimsNamespace'>): Record<AttributeGroup, string[]> {
+  const n = claimNames(config);
+  const sec = [n.useridSec, ...USERID_SEC_ALIASES];
+  return {
+    'userid-idp': [...sec, n.eppn],
+    'userid-nin': [...sec, n.nin],
+    'userid-edugain': sec,
+    'userid-social': sec,
+    eidas: sec,
+    email: ['email', 'email_verified'],
+    'userinfo-name': ['name'],
+    'userinfo-photo': ['picture'],
+  };
+}
+
+/**
+ * oidc-provider's `claims` setting (scope -> claim names). The provider masks the released claims
+ * with it; the group authorization of the client is applied on top by releasedGroups().
+ */
+export function providerClaims(config: Pick<Config, 'claimsNamespace'>): Record<string, string[]> {
+  const byGroup = groupClaims(config);
+  return Object.fromEntries(
+    Object.entries(SCOPE_GROUPS).map(([scope, groups]) => [scope, scope === 'openid' ? ['sub'] : [...new Set(groups.flatMap((g) => byGroup[g]))]]),
+  );
+}
+
+export const RELEASE_SCOPES = Object.keys(SCOPE_GROUPS);
+
+/** The groups whose data may be released: authorized for the client and covered by a granted scope. */
+export function releasedGroups(authorized: Iterable<string>, granted: Iterable<string>): Set<AttributeGroup> {
+  const allowed = new Set(authorized);
+  const released = new Set<AttributeGroup>();
+  for (const scope of granted) {
+    for (const group of SCOPE_GROUPS[scope] ?? []) if (allowed.has(group)) released.add(group);
+  }
+  return released;
+}
+
+/** Splits a space-separated scope or group list. */
+export function words(value: string | undefined | null): string[] {
+  return (value ?? '').split(' ').filter(Boolean);
+}
+
+export interface SecondaryId {
+  namespace: string;
+  identifier: string;
+}
+
+/** True when the released groups need the user's secondary ids (saves a query otherwise). */
+export function needsSecondaryIds(groups: Set<AttributeGroup>): boolean {
+  return groups.has('userid-edugain') || groups.has('userid-social') || groups.has('eidas');
+}
+
+/** `<namespace>:<identifier>` ids of the user that the released groups allow, in a stable order. */
+export function useridSec(config: Pick<Config, 'idpNamespace'>, user: User, secondary: SecondaryId[], groups: Set<AttributeGroup>): string[] {
+  const ids: string[] = [];
+  if (groups.has('userid-idp')) ids.push(`${config.idpNamespace}:${user.eppn}`);
+  if (groups.has('userid-nin') && user.nin) ids.push(`${NIN_NAMESPACE}:${user.nin}`);
+  for (const { namespace, identifier } of secondary) {
+    const group = NAMESPACE_GROUPS[namespace];
+    if (group && groups.has(group)) ids.push(`${namespace}:${identifier}`);
+  }
+  return [...new Set(ids)];
+}
+
+export function photoUrl(config: Pick<Config, 'publicUrl'>, handle: string): string {
+  return `${config.publicUrl}/userinfo/v1/user/media/${encodeURIComponent(handle)}`;
+}
+
+type ClaimConfig = Pick<Config, 'claimsNamespace' | 'idpNamespace' | 'publicUrl'>;
+
+/** The OIDC claims (contract 2.5) the released groups allow. A claim without a value is left out. */
+export function oidcClaims(config: ClaimConfig, user: User, secondary: SecondaryId[], groups: Set<AttributeGroup>): Record<string, unknown> {
+  const n = claimNames(config);
+  const claims: Record<string, unknown> = { sub: user.sub };
+  const sec = useridSec(config, user, secondary, groups);
+  if (sec.length) {
+    claims[n.useridSec] = sec;
+    for (const alias of USERID_SEC_ALIASES) claims[alias] = sec;
+  }
+  if (groups.has('userid-idp')) claims[n.eppn] = user.eppn;
+  if (groups.has('userid-nin') && user.nin) claims[n.nin] = user.nin;
+  if (groups.has('email') && user.email) {
+    claims.email = user.email;
+    claims.email_verified = false;
+  }
+  if (groups.has('userinfo-name')) claims.name = user.name;
+  if (groups.has('userinfo-photo') && user.photo_handle) claims.picture = photoUrl(config, user.photo_handle);
+  return claims;
+}
+
+export interface LegacyUser {
+  userid: string;
+  userid_sec?: string[];
+  name?: string;
+  email?: string;
+  profilephoto?: string;
+}
+
+/**
+ * The legacy `user` object (contract 2.6). `userid` is the same opaque id as `sub` and, like it,
+ * always present; the other properties follow the same groups as their OIDC counterparts.
+ */
+export function legacyUser(config: ClaimConfig, user: User, secondary: SecondaryId[], groups: Set<AttributeGroup>): LegacyUser {
+  const out: LegacyUser = { userid: user.sub };
+  const sec = useridSec(config, user, secondary, groups);
+  if (sec.length) out.userid_sec = sec;
+  if (groups.has('userinfo-name')) out.name = user.name;
+  if (groups.has('email') && user.email) out.email = user.email;
+  if (groups.has('userinfo-photo') && user.photo_handle) out.profilephoto = user.photo_handle;
+  return out;
+}

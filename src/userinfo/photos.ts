@@ -1,0 +1,178 @@
+// Profile photos: upload processing (CLI and /account) and the legacy-handle fetch
+// GET /userinfo/v1/user/media/<handle>.
+import { createHash, randomUUID } from 'node:crypto';
+import sharp, { type Metadata } from 'sharp';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Store } from '../store/index.ts';
+import { bytes as asBuffer } from '../store/index.ts';
+import { findUserByEppn, type User } from '../store/directory.ts';
+import * as photos from '../store/photos.ts';
+import { normalizeEppn } from '../directory/index.ts';
+import { badRequest, notFound } from '../errors.ts';
+import { insufficientScope, resolveUserToken, type TokenDeps, type UserToken } from './tokens.ts';
+
+/** Every stored photo has this many pixels on its longest edge (contract 4.9). */
+export const PHOTO_EDGE = 128;
+
+export const PHOTO_LIMITS = {
+  /** largest accepted upload */
+  maxBytes: 10 * 1024 * 1024,
+  /** largest accepted width x height; larger images are refused before they are decoded */
+  maxPixels: 40_000_000,
+} as const;
+
+const ACCEPTED_FORMATS = new Map([
+  ['jpeg', 'JPEG'],
+  ['png', 'PNG'],
+  ['webp', 'WebP'],
+  ['gif', 'GIF'],
+  ['heif', 'AVIF'],
+]);
+const FORMAT_LIST = [...ACCEPTED_FORMATS.values()].join(', ');
+
+export const HANDLE = /^p:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+// A handle never changes content (a new photo gets a new handle), but a removed photo must stop
+// being shown, so caches keep it an hour and revalidate with the ETag after that.
+const CACHE_CONTROL = 'private, max-age=3600';
+
+export interface ProcessedPhoto {
+  bytes: Buffer;
+  width: number;
+  height: number;
+}
+
+/** Target size: longest edge PHOTO_EDGE, aspect kept. Smaller images are enlarged, so every photo
+ * has the geometry the contract promises. */
+export function targetSize(width: number, height: number): { width: number; height: number } {
+  const scale = PHOTO_EDGE / Math.max(width, height);
+  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
+}
+
+/** Validates and resizes an uploaded image to a JPEG; throws a 400 with a clear message otherwise. */
+export async function processPhoto(input: Buffer): Promise<ProcessedPhoto> {
+  if (input.length === 0) throw badRequest('The file is empty');
+  if (input.length > PHOTO_LIMITS.maxBytes) throw badRequest(`The file is larger than ${PHOTO_LIMITS.maxBytes / 1024 / 1024} MiB`);
+
+  // Header only: cheap, and lets a decompression bomb be refused before any pixel is decoded.
+  let meta: Metadata;
+  try {
+    meta = await sharp(input, { limitInputPixels: false }).metadata();
+  } catch {
+    throw badRequest(`The file is not an image in a supported format (${FORMAT_LIST})`);
+  }
+  if (!meta.format || !ACCEPTED_FORMATS.has(meta.format)) throw badRequest(`The file is not an image in a supported format (${FORMAT_LIST})`);
+  if (meta.format === 'heif' && meta.compression !== 'av1') throw badRequest(`The file is not an image in a supported format (${FORMAT_LIST})`);
+  const { width, height } = meta;
+  if (!width || !height) throw badRequest('The image has no dimensions');
+  if (width * height > PHOTO_LIMITS.maxPixels) {
+    throw badRequest(`The image is ${width} x ${height} pixels; at most ${PHOTO_LIMITS.maxPixels / 1_000_000} megapixels are accepted`);
+  }
+
+  // EXIF orientations 5-8 turn the image a quarter: the displayed width is the stored height.
+  const turned = (meta.orientation ?? 1) >= 5;
+  const target = targetSize(turned ? height : width, turned ? width : height);
+  try {
+    const { data, info } = await sharp(input, { limitInputPixels: PHOTO_LIMITS.maxPixels, failOn: 'warning', pages: 1 })
+      .rotate()
+      .resize(target.width, target.height, { fit: 'fill' })
+      .flatten({ background: '#ffffff' })
+      .jpeg({ quality: 85, mozjpeg: true })
+      .toBuffer({ resolveWithObject: true });
+    // Output carries no metadata (EXIF, GPS, ICC comments): sharp strips it unless asked to keep it.
+    return { bytes: data, width: info.width, height: info.height };
+  } catch {
+    throw badRequest('The image is corrupt or truncated and cannot be decoded');
+  }
+}
+
+export function etagOf(data: Buffer): string {
+  return createHash('sha256').update(data).digest('base64url').slice(0, 32);
+}
+
+export interface StoredPhoto {
+  handle: string;
+  width: number;
+  height: number;
+  replaced: string | null;
+}
+
+async function userByEppn(store: Store, eppn: string): Promise<User> {
+  const user = await findUserByEppn(store.db, normalizeEppn(eppn));
+  if (!user) throw notFound(`user '${normalizeEppn(eppn)}' does not exist`);
+  return user;
+}
+
+/** Stores a new photo for the user under a new handle; the previous photo goes in the same transaction. */
+export async function setPhoto(store: Store, user: Pick<User, 'id' | 'photo_handle'>, input: Buffer, now = Date.now()): Promise<StoredPhoto> {
+  const photo = await processPhoto(input);
+  const handle = `p:${randomUUID()}`;
+  await store.db.transaction().execute(async (trx) => {
+    // The user row first: it serializes concurrent uploads for one user on PostgreSQL.
+    if (!(await photos.setUserPhotoHandle(trx, user.id, handle, now))) throw notFound('user does not exist');
+    await photos.deletePhotosOfUser(trx, user.id, handle);
+    await photos.insertPhoto(trx, { handle, user_id: user.id, bytes: photo.bytes, etag: etagOf(photo.bytes), width: photo.width, height: photo.height, updated_at: now });
+  });
+  return { handle, width: photo.width, height: photo.height, replaced: user.photo_handle };
+}
+
+export async function setPhotoByEppn(store: Store, eppn: string, input: Buffer, now = Date.now()): Promise<StoredPhoto & { eppn: string }> {
+  const user = await userByEppn(store, eppn);
+  return { eppn: user.eppn, ...(await setPhoto(store, user, input, now)) };
+}
+
+export async function removePhotoByEppn(store: Store, eppn: string, now = Date.now()): Promise<{ eppn: string; removed: string | null }> {
+  const user = await userByEppn(store, eppn);
+  await store.db.transaction().execute(async (trx) => {
+    await photos.setUserPhotoHandle(trx, user.id, null, now);
+    await photos.deletePhotosOfUser(trx, user.id, null);
+  });
+  return { eppn: user.eppn, removed: user.photo_handle };
+}
+
+function matchesEtag(header: string, etag: string): boolean {
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === `"${etag}"`);
+}
+
+/** RFC 9110 13.2.2: If-None-Match wins; If-Modified-Since only counts without it. */
+function notModified(request: FastifyRequest, etag: string, updatedAt: number): boolean {
+  const inm = request.headers['if-none-match'];
+  if (typeof inm === 'string') return matchesEtag(inm, etag);
+  const ims = request.headers['if-modified-since'];
+  if (typeof ims !== 'string') return false;
+  const since = Date.parse(ims);
+  return !Number.isNaN(since) && Math.floor(updatedAt / 1000) <= Math.floor(since / 1000);
+}
+
+export function photoHandler(deps: TokenDeps) {
+  const authenticate = (request: FastifyRequest) => resolveUserToken(deps, request);
+
+  const requirePhotoGroup = (token: UserToken) => {
+    if (!token.client.groups.split(' ').includes('userinfo-photo')) {
+      throw insufficientScope(deps.config, 'Client is not authorized for the userinfo-photo attribute group');
+    }
+  };
+
+  const parseHandle = (raw: string): string => {
+    const handle = raw.toLowerCase();
+    if (!HANDLE.test(handle)) throw badRequest("Invalid photo handle: expected 'p:' followed by a UUID");
+    return handle;
+  };
+
+  const loadPhoto = async (handle: string) => {
+    const photo = await photos.findPhoto(deps.store.db, handle);
+    if (!photo) throw notFound('Photo does not exist');
+    return photo;
+  };
+
+  return async function fetchPhoto(request: FastifyRequest<{ Params: { handle: string } }>, reply: FastifyReply) {
+    requirePhotoGroup(await authenticate(request));
+    const photo = await loadPhoto(parseHandle(request.params.handle));
+    reply.header('etag', `"${photo.etag}"`);
+    reply.header('last-modified', new Date(photo.updated_at).toUTCString());
+    reply.header('cache-control', CACHE_CONTROL);
+    if (notModified(request, photo.etag, photo.updated_at)) return reply.code(304).send();
+    return reply.type('image/jpeg').send(asBuffer(photo.bytes));
+  };
+}
