@@ -39,6 +39,7 @@ export function methodNotAllowed(app: FastifyInstance, url: string, allowed: str
   app.route({
     method: others as unknown as string[],
     url,
+    schema: { hide: true },
     handler: async (_request, reply) => sendError(reply, 405, 'Method Not Allowed', { allow: allow.join(', ') }),
   });
 }

@@ -1,0 +1,209 @@
+// The passkey administration API: /2/passkey/<org_id>. Each endpoint is a pipeline of small
+// named steps; the order of the steps is the order of the checks documented in docs/passkey-api.md.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Keyring } from '../crypto.ts';
+import type { Store } from '../store/index.ts';
+import { authenticate, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
+import { methodNotAllowed } from '../http/errors.ts';
+import { badRequest, forbidden, notFound } from '../errors.ts';
+import { eppnProblem, normalizeEppn, realmOf, type Organization } from '../directory/index.ts';
+import { findOrganization, findUserByEppn } from '../store/directory.ts';
+import { isOrganizationGranted } from '../store/clients.ts';
+import { deleteOrganizationPasskey, deleteUserPasskeys, listOrganizationPasskeys, listUserPasskeys, type PasskeyListRow } from '../store/passkeys.ts';
+import { insertAuditEvent } from '../store/audit.ts';
+import { iso } from '../time.ts';
+import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
+import { deleteOneSchema, deleteUserSchema, listSchema } from './schemas.ts';
+
+export interface PasskeyAdminDeps {
+  config: Config;
+  store: Store;
+  keys: Keyring;
+  verifier: TokenVerifier;
+  now: () => number;
+}
+
+export const MAX_PER_PAGE = 1000;
+const READ = 'passkey.read';
+const DELETE = 'passkey.delete';
+export const AUDIT_DELETE_USER = 'passkey.delete_user';
+export const AUDIT_DELETE_ONE = 'passkey.delete';
+
+type QueryName = 'eppn' | 'per_page' | 'offset';
+type Query = Partial<Record<QueryName, string>>;
+
+// ---- steps -------------------------------------------------------------------------------
+
+/** The raw query string, split by hand: unknown and repeated parameters are errors, not guesses. */
+function parseQuery(request: FastifyRequest, allowed: readonly QueryName[]): Query {
+  const at = request.url.indexOf('?');
+  const query: Query = {};
+  if (at < 0) return query;
+  for (const [name, value] of new URLSearchParams(request.url.slice(at + 1))) {
+    if (!(allowed as readonly string[]).includes(name)) throw badRequest(`Unknown query parameter '${name.slice(0, 40)}'`);
+    if (query[name as QueryName] !== undefined) throw badRequest(`Invalid '${name}' query parameter -- given more than once`);
+    query[name as QueryName] = value;
+  }
+  return query;
+}
+
+function checkEppn(raw: string): string {
+  const eppn = normalizeEppn(raw);
+  const problem = eppnProblem(eppn);
+  if (problem) throw badRequest(`Invalid 'eppn' query parameter -- ${problem}`);
+  return eppn;
+}
+
+function requireEppn(query: Query): string {
+  if (query.eppn === undefined) throw badRequest("Missing 'eppn' query parameter -- passkeys are deleted one user at a time");
+  return checkEppn(query.eppn);
+}
+
+function checkPerPage(raw: string | undefined): number {
+  if (raw === undefined) return MAX_PER_PAGE;
+  const n = /^[0-9]{1,4}$/.test(raw) ? Number(raw) : 0;
+  if (n < 1 || n > MAX_PER_PAGE) throw badRequest(`Invalid 'per_page' query parameter -- must be an integer from 1 to ${MAX_PER_PAGE}`);
+  return n;
+}
+
+/** A path segment that is not a positive integer names nothing: the same 404 as an unknown id. */
+function positiveId(raw: string): number | undefined {
+  if (!/^[0-9]{1,15}$/.test(raw)) return undefined;
+  const n = Number(raw);
+  return n > 0 ? n : undefined;
+}
+
+async function loadOrganization(store: Store, rawOrgId: string): Promise<Organization> {
+  const id = positiveId(rawOrgId);
+  const org = id === undefined ? undefined : await findOrganization(store.db, id);
+  if (!org) throw notFound('Organization does not exist');
+  return org;
+}
+
+async function checkClientGrant(store: Store, token: AccessToken, org: Organization): Promise<void> {
+  if (!(await isOrganizationGranted(store.db, token.clientId, org.id, 'admin'))) throw forbidden('Client not authorized for organization');
+}
+
+function checkRealm(eppn: string | null, org: Organization): void {
+  if (eppn !== null && realmOf(eppn) !== org.realm) throw forbidden(`eppn realm '${realmOf(eppn)}' does not match organization`);
+}
+
+/** The user's id in this organization, or undefined when no such user exists there. */
+async function findMember(store: Store, org: Organization, eppn: string): Promise<number | undefined> {
+  const user = await findUserByEppn(store.db, eppn);
+  return user && user.org_id === org.id ? user.id : undefined;
+}
+
+function startAfter(deps: PasskeyAdminDeps, offset: string | undefined, list: ListRequest): number {
+  if (offset === undefined) return 0;
+  const result = readOffset(deps.keys.cursor, offset, list, deps.now());
+  if (!result.ok) throw badRequest(`Invalid 'offset' query parameter -- ${result.reason}`);
+  return result.lastId;
+}
+
+/** The next page's URL: PUBLIC_URL, the canonical path, the query as the client sent it, a new offset. */
+function nextPageUrl(config: Config, request: FastifyRequest, orgId: number, offset: string): string {
+  const at = request.url.indexOf('?');
+  const kept = at < 0 ? [] : request.url.slice(at + 1).split('&').filter((part) => part !== '' && new URLSearchParams(part).keys().next().value !== 'offset');
+  return `${config.publicUrl}/2/passkey/${orgId}?${[...kept, `offset=${offset}`].join('&')}`;
+}
+
+function toPasskey(row: PasskeyListRow) {
+  return {
+    id: row.id,
+    eppn: row.eppn,
+    label: row.label,
+    created_at: iso(row.created_at),
+    last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
+    mfa_verified: row.mfa_verified === 1,
+    aaguid: row.aaguid.toLowerCase(),
+  };
+}
+
+// ---- endpoints -----------------------------------------------------------------------------
+
+export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
+  const { config, store, verifier } = deps;
+  const audience = `${config.publicUrl}/2/passkey`;
+
+  async function list(request: FastifyRequest<{ Params: { org_id: string } }>, reply: FastifyReply) {
+    const token = await authenticate(request, verifier, audience);
+    requireScopes(token, [READ]);
+    const query = parseQuery(request, ['eppn', 'per_page', 'offset']);
+    const eppn = query.eppn === undefined ? null : checkEppn(query.eppn);
+    const perPage = checkPerPage(query.per_page);
+    const org = await loadOrganization(store, request.params.org_id);
+    await checkClientGrant(store, token, org);
+    checkRealm(eppn, org);
+    const listRequest: ListRequest = { path: eppn === null ? 'organization' : 'user', orgId: org.id, eppn, perPage };
+    const after = startAfter(deps, query.offset, listRequest);
+
+    // One row more than the page tells whether a next page exists, so the last page has no Link.
+    let rows: PasskeyListRow[];
+    if (eppn === null) {
+      rows = await listOrganizationPasskeys(store.db, org.id, after, perPage + 1);
+    } else {
+      const userId = await findMember(store, org, eppn);
+      rows = userId === undefined ? [] : await listUserPasskeys(store.db, userId, after, perPage + 1);
+    }
+    if (rows.length > perPage) {
+      rows.length = perPage;
+      const offset = mintOffset(deps.keys.cursor, listRequest, rows[perPage - 1]!.id, deps.now() + config.paginationTokenTtl * 1000);
+      reply.header('link', `<${nextPageUrl(config, request, org.id, offset)}>; rel="next"`);
+    }
+    const body = new Array(rows.length);
+    for (let i = 0; i < rows.length; i++) body[i] = toPasskey(rows[i]!);
+    return body;
+  }
+
+  async function deleteUser(request: FastifyRequest<{ Params: { org_id: string } }>) {
+    const token = await authenticate(request, verifier, audience);
+    requireScopes(token, [DELETE]);
+    const eppn = requireEppn(parseQuery(request, ['eppn']));
+    const org = await loadOrganization(store, request.params.org_id);
+    await checkClientGrant(store, token, org);
+    checkRealm(eppn, org);
+
+    const ids = await store.db.transaction().execute(async (trx) => {
+      const user = await findUserByEppn(trx, eppn);
+      const deleted = user && user.org_id === org.id ? await deleteUserPasskeys(trx, user.id) : [];
+      await insertAuditEvent(trx, { at: deps.now(), kind: AUDIT_DELETE_USER, clientId: token.clientId, orgId: org.id, eppn, passkeyIds: deleted, requestId: request.id });
+      return deleted;
+    });
+    request.log.info({ client_id: token.clientId, org_id: org.id, eppn, passkey_ids: ids, deleted_count: ids.length }, 'passkeys deleted');
+    return { deleted_count: ids.length, eppn };
+  }
+
+  async function deleteOne(request: FastifyRequest<{ Params: { org_id: string; id: string } }>) {
+    const token = await authenticate(request, verifier, audience);
+    requireScopes(token, [DELETE]);
+    parseQuery(request, []);
+    const org = await loadOrganization(store, request.params.org_id);
+    await checkClientGrant(store, token, org);
+    const id = positiveId(request.params.id);
+    if (id === undefined) throw notFound('Passkey does not exist');
+
+    const owner = await store.db.transaction().execute(async (trx) => {
+      const deleted = await deleteOrganizationPasskey(trx, org.id, id);
+      // Another organization's passkey is "not found" too: its existence is not this client's business.
+      if (!deleted) throw notFound('Passkey does not exist');
+      await insertAuditEvent(trx, { at: deps.now(), kind: AUDIT_DELETE_ONE, clientId: token.clientId, orgId: org.id, eppn: deleted.eppn, passkeyIds: [id], requestId: request.id });
+      return deleted.eppn;
+    });
+    request.log.info({ client_id: token.clientId, org_id: org.id, eppn: owner, passkey_ids: [id], deleted_count: 1 }, 'passkeys deleted');
+    return { deleted: true, id };
+  }
+
+  // Schemas document the routes and serialize responses; the steps above do the validation, so
+  // that each rejection has its documented status, message and place in the order of checks.
+  const noSchemaValidation = () => () => true;
+
+  return async function passkeyAdmin(app: FastifyInstance) {
+    app.get('/2/passkey/:org_id', { schema: listSchema, validatorCompiler: noSchemaValidation }, list);
+    app.delete('/2/passkey/:org_id', { schema: deleteUserSchema, validatorCompiler: noSchemaValidation }, deleteUser);
+    app.delete('/2/passkey/:org_id/:id', { schema: deleteOneSchema, validatorCompiler: noSchemaValidation }, deleteOne);
+    methodNotAllowed(app, '/2/passkey/:org_id', ['GET', 'DELETE']);
+    methodNotAllowed(app, '/2/passkey/:org_id/:id', ['DELETE']);
+  };
+}

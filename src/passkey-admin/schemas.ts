@@ -1,0 +1,123 @@
+// JSON schemas of the /2/passkey routes. They document the API (OpenAPI) and drive the fast
+// response serializer; input is checked by the route's own steps so that every rejection carries
+// the documented status and message in the documented order (see docs/passkey-api.md).
+
+const errorBody = {
+  type: 'object',
+  required: ['code', 'message'],
+  properties: {
+    code: { type: 'integer', description: 'The HTTP status' },
+    message: { type: 'string' },
+  },
+} as const;
+
+const passkey = {
+  type: 'object',
+  required: ['id', 'eppn', 'label', 'created_at', 'last_used_at', 'mfa_verified', 'aaguid'],
+  properties: {
+    id: { type: 'integer', description: 'Internal unique identifier; the id of the single-passkey delete' },
+    eppn: { type: 'string', description: 'eduPersonPrincipalName of the owning user' },
+    label: { type: 'string', description: 'User-supplied name; need not reflect the authenticator model' },
+    created_at: { type: 'string', format: 'date-time', description: 'Registration time, e.g. 2024-01-15T10:30:00+00:00' },
+    last_used_at: { type: ['string', 'null'], format: 'date-time', description: 'Most recent authentication; null if never used' },
+    mfa_verified: { type: 'boolean', description: 'Whether the passkey is verified as a multi-factor credential' },
+    aaguid: {
+      type: 'string',
+      format: 'uuid',
+      description: 'Authenticator Attestation GUID (lowercase); 00000000-0000-0000-0000-000000000000 when the authenticator gave none',
+    },
+  },
+} as const;
+
+const orgIdParam = {
+  type: 'string',
+  pattern: '^[0-9]+$',
+  description: 'Numeric organization id; anything else names no organization (404)',
+} as const;
+
+const eppnQuery = {
+  type: 'string',
+  description: "eduPersonPrincipalName (user@realm), URL-encoded; the realm must be the organization's",
+} as const;
+
+const listQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    eppn: { ...eppnQuery, description: `${eppnQuery.description}. Without it the whole organization is listed` },
+    per_page: { type: 'integer', minimum: 1, maximum: 1000, default: 1000, description: 'Entries per page, 1-1000' },
+    offset: {
+      type: 'string',
+      description: 'Opaque continuation token from the Link header; valid for PAGINATION_TOKEN_TTL seconds (default 300) and only for the request it continues',
+    },
+  },
+} as const;
+
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, { ...errorBody, description: ERROR_MEANING[s] }]));
+
+const ERROR_MEANING: Record<number, string> = {
+  400: 'Invalid query parameter (eppn without @, eppn missing on DELETE, per_page outside 1-1000, malformed, altered, expired or misused offset, unknown or repeated parameter)',
+  401: 'Token missing or invalid',
+  403: 'Token lacks a required scope; client not authorized for the organization; eppn realm differs from the organization',
+  404: 'Organization or passkey does not exist',
+};
+
+const readSecurity = [{ bearer: ['passkey.read'] }];
+const deleteSecurity = [{ bearer: ['passkey.delete'] }];
+const tags = ['passkey'];
+
+export const listSchema = {
+  tags,
+  security: readSecurity,
+  summary: 'List passkeys of a user (with eppn) or of the whole organization',
+  description: 'Scope passkey.read. Paginated by keyset on id: when more entries exist, the Link header carries the next page URL (rel="next"); the last page has none.',
+  params: { type: 'object', required: ['org_id'], properties: { org_id: orgIdParam } },
+  querystring: listQuery,
+  response: {
+    200: {
+      description: 'Passkeys in ascending id order. Header Link: <next page URL>; rel="next" when more entries exist',
+      type: 'array',
+      items: passkey,
+    },
+    ...errors(400, 401, 403, 404),
+  },
+} as const;
+
+export const deleteUserSchema = {
+  tags,
+  security: deleteSecurity,
+  summary: "Delete all of a user's passkeys",
+  description: 'Scope passkey.delete. eppn is required: an organization-wide delete does not exist. One transaction, with its audit event.',
+  params: { type: 'object', required: ['org_id'], properties: { org_id: orgIdParam } },
+  querystring: { type: 'object', additionalProperties: false, required: ['eppn'], properties: { eppn: eppnQuery } },
+  response: {
+    200: {
+      description: 'The number of passkeys deleted (0 when the user has none or does not exist)',
+      type: 'object',
+      required: ['deleted_count', 'eppn'],
+      properties: { deleted_count: { type: 'integer' }, eppn: { type: 'string' } },
+    },
+    ...errors(400, 401, 403, 404),
+  },
+} as const;
+
+export const deleteOneSchema = {
+  tags,
+  security: deleteSecurity,
+  summary: 'Delete a single passkey',
+  description: 'Scope passkey.delete. A passkey of another organization is reported as not existing.',
+  params: {
+    type: 'object',
+    required: ['org_id', 'id'],
+    properties: { org_id: orgIdParam, id: { type: 'string', pattern: '^[0-9]+$', description: 'The id field from the list endpoints' } },
+  },
+  response: {
+    200: {
+      description: 'The passkey was deleted',
+      type: 'object',
+      required: ['deleted', 'id'],
+      properties: { deleted: { type: 'boolean' }, id: { type: 'integer' } },
+    },
+    ...errors(400, 401, 403, 404),
+  },
+} as const;
