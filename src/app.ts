@@ -10,8 +10,6 @@ import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
 import { startKeyManager, type KeyManager } from './oauth/key-manager.ts';
 import { createProviderHolder, oauthPlugin, type ProviderHolder } from './oauth/plugin.ts';
 import { basicAccounts } from './oauth/provider.ts';
-import { registerOpenApi } from './http/openapi.ts';
-import { passkeyAdminPlugin } from './passkey-admin/routes.ts';
 import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { passkeyAdminPlugin } from './passkey-admin/routes.ts';
@@ -71,13 +69,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Before the features, so the OpenAPI document sees every route they add.
   await registerOpenApi(app, config);
 
-  // Before the features, so the OpenAPI document sees every route they add.
-  await registerOpenApi(app, config);
-
   // Features, each a plugin with its dependencies passed in.
   await app.register(healthPlugin(store));
   await app.register(oauthPlugin(provider, config));
-  await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now }));
   await app.register(userinfoPlugin({ config, store, provider }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
