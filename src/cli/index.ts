@@ -15,6 +15,7 @@ import { listAuditEvents } from '../store/audit.ts';
 import { rotateSigningKeys, ensureSigningKeys } from '../oauth/keys.ts';
 import { keyTiming } from '../oauth/key-manager.ts';
 import { iso } from '../time.ts';
+import { removePhotoCommand, setPhotoCommand } from '../userinfo/cli.ts';
 
 export interface Io {
   out(line: string): void;
@@ -157,6 +158,8 @@ const commands: Record<string, Command> = {
       return ctx.json ? { eppn: normalizeEppn(eppn), password_set: true } : `password set for ${normalizeEppn(eppn)}`;
     },
   },
+  'user set-photo': setPhotoCommand,
+  'user remove-photo': removePhotoCommand,
   'client add': {
     usage:
       'client add --name <name> [--scopes "..."] [--groups "..."] [--orgs <id,...>] [--redirect-uri <uri> ...] [--post-logout-redirect-uri <uri> ...] [--first-party] [--public] [--userinfo-signed-alg RS256|ES256]',
