@@ -22,12 +22,22 @@ export function openSqlite(path: string): DatabaseSync {
   return db;
 }
 
+// Kysely prepares every query anew; preparing is a large share of a small query's cost, so
+// statements are kept per SQL text (bounded: query shapes are few, values are parameters).
+const STATEMENT_CACHE_SIZE = 500;
+
 function adapt(db: DatabaseSync): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>();
   return {
-    close: () => db.close(),
+    close: () => {
+      cache.clear();
+      db.close();
+    },
     prepare(sql: string): SqliteStatement {
+      const cached = cache.get(sql);
+      if (cached) return cached;
       const stmt = db.prepare(sql);
-      return {
+      const adapted: SqliteStatement = {
         reader: stmt.columns().length > 0,
         all: (parameters) => stmt.all(...bind(parameters)),
         run: (parameters) => {
@@ -36,6 +46,9 @@ function adapt(db: DatabaseSync): SqliteDatabase {
         },
         iterate: (parameters) => stmt.iterate(...bind(parameters)),
       };
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+      cache.set(sql, adapted);
+      return adapted;
     },
   };
 }
