@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import type { Keyring } from './crypto.ts';
 import type { Store } from './store/index.ts';
 import { registerErrorHandling } from './http/errors.ts';
+import { startHousekeeping } from './store/housekeeping.ts';
 import { healthPlugin } from './http/health.ts';
 import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
 import { startKeyManager, type KeyManager } from './oauth/key-manager.ts';
@@ -64,7 +65,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const provider = createProviderHolder({ config, store, keys, keyManager, accounts: { ...basicAccounts, ...userinfoAccounts({ config, store }) } });
 
   const now = deps.now ?? Date.now;
-  void now;
+  const stopHousekeeping = startHousekeeping(store, app.log);
+  app.addHook('onClose', async () => stopHousekeeping());
 
   // Before the features, so the OpenAPI document sees every route they add.
   await registerOpenApi(app, config);

@@ -104,3 +104,23 @@ for (const dialect of dialects()) {
     });
   });
 }
+
+describe('housekeeping', () => {
+  for (const dialect of dialects()) {
+    it(`removes expired authorization artifacts and keeps live ones (${dialect})`, async () => {
+      const { sweepExpired } = await import('../../src/store/housekeeping.ts');
+      const { upsertPayload, findPayload } = await import('../../src/store/oidc.ts');
+      const ctx = await startTestApp(dialect);
+      try {
+        const row = (id: string, expires_at: number) => ({ type: 'Session', id, payload: '{}', grant_id: null, user_code: null, uid: null, expires_at });
+        await upsertPayload(ctx.store.db, row('old', Date.now() - 1000));
+        await upsertPayload(ctx.store.db, row('live', Date.now() + 60_000));
+        assert.equal((await sweepExpired(ctx.store)).payloads, 1);
+        assert.equal(await findPayload(ctx.store.db, 'Session', 'id', 'old'), undefined);
+        assert.ok(await findPayload(ctx.store.db, 'Session', 'id', 'live'));
+      } finally {
+        await ctx.close();
+      }
+    });
+  }
+});
