@@ -119,8 +119,9 @@ export function useridSec(config: Pick<Config, 'idpNamespace'>, user: User, seco
   return [...new Set(ids)];
 }
 
+/** The handle is the URL's last segment as is: `p:<uuid>` needs no escaping in a path (RFC 3986 pchar). */
 export function photoUrl(config: Pick<Config, 'publicUrl'>, handle: string): string {
-  return `${config.publicUrl}/userinfo/v1/user/media/${encodeURIComponent(handle)}`;
+  return `${config.publicUrl}/userinfo/v1/user/media/${handle}`;
 }
 
 type ClaimConfig = Pick<Config, 'claimsNamespace' | 'idpNamespace' | 'publicUrl'>;
