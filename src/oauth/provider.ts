@@ -82,6 +82,8 @@ export function createProvider(config: Config, store: Store, keys: Keyring, keyS
       revocation: { enabled: true },
       introspection: { enabled: false },
       userinfo: { enabled: true },
+      // clients registered with userinfo_signed_response_alg get application/jwt userinfo
+      jwtUserinfo: { enabled: true },
       rpInitiatedLogout: {
         enabled: true,
         ...(accounts.logoutSource ? { logoutSource: accounts.logoutSource } : {}),
