@@ -15,6 +15,7 @@ import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { passkeyAdminPlugin } from './passkey-admin/routes.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
+import { createWeb, providerViews } from './web/index.ts';
 
 export interface AppDeps {
   config: Config;
@@ -62,7 +63,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const keyManager = await startKeyManager(config, store, keys, app.log);
   app.addHook('onClose', async () => keyManager.stop());
   const verifier = createTokenVerifier(config.publicUrl, () => ({ keys: keyManager.current().publicJwks as any }), async () => void (await keyManager.refresh()));
-  const provider = createProviderHolder({ config, store, keys, keyManager, accounts: { ...basicAccounts, ...userinfoAccounts({ config, store }) } });
+  const provider = createProviderHolder({ config, store, keys, keyManager, accounts: { ...basicAccounts, ...userinfoAccounts({ config, store }), ...providerViews } });
 
   const now = deps.now ?? Date.now;
   const stopHousekeeping = startHousekeeping(store, app.log);
@@ -77,6 +78,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(userinfoPlugin({ config, store, provider }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
+  const web = createWeb({ config, store, keys, provider, now });
+  await app.register(web.plugin);
 
   return { app, keyManager, verifier, provider };
 }

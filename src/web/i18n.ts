@@ -1,0 +1,210 @@
+// Page texts in English and Norwegian Bokmål. The locale comes from ui_locales when the
+// relying party sent one, otherwise from Accept-Language; English is the fallback.
+export type Locale = 'en' | 'nb';
+
+const en = {
+  'signin.title': 'Sign in',
+  'signin.to': 'to continue to {client}',
+  'signin.account': 'to manage your account',
+  'signin.passkey': 'Sign in with a passkey',
+  'signin.or': 'or use your password',
+  'signin.username': 'Username',
+  'signin.username_hint': 'For example name@university.example',
+  'signin.password': 'Password',
+  'signin.submit': 'Sign in',
+  'signin.cancel': 'Cancel',
+  'signin.no_webauthn': 'This browser cannot use passkeys. Sign in with your password.',
+  'error.credentials': 'The username or password is wrong.',
+  'error.passkey': 'Signing in with that passkey did not work. Try again, or use your password.',
+  'error.rate_limited': 'Too many sign-in attempts. Wait a few minutes and try again.',
+  'error.csrf': 'This form has expired or was sent from another page. Please try again.',
+  'error.expired': 'This sign-in request has expired or was already used. Go back to the application and start again.',
+  'error.title': 'Something went wrong',
+  'error.generic': 'The request could not be completed.',
+  'error.not_found': 'This page does not exist.',
+  'error.back_home': 'Go to your account',
+  'consent.title': 'Share information',
+  'consent.intro': '{client} wants to use your account ({user}).',
+  'consent.receives': 'It will receive:',
+  'consent.allow': 'Allow',
+  'consent.deny': 'Deny',
+  'consent.remembered': 'Your answer is remembered; you will not be asked again for this service.',
+  'group.sub': 'A pseudonymous identifier for you',
+  'group.userid-idp': 'Your username (eduPersonPrincipalName)',
+  'group.userid-nin': 'Your national identity number',
+  'group.userid-edugain': 'Your eduGAIN identifier',
+  'group.userid-social': 'Identifiers of your linked accounts',
+  'group.eidas': 'Your eIDAS identifier',
+  'group.email': 'Your email address',
+  'group.userinfo-name': 'Your name',
+  'group.userinfo-photo': 'Your profile photo',
+  'group.offline_access': 'Access while you are not signed in',
+  'account.title': 'Your account',
+  'account.signed_in_as': 'Signed in as {user}',
+  'account.sign_out': 'Sign out',
+  'account.passkeys': 'Passkeys',
+  'account.passkeys_intro': 'A passkey lets you sign in with your fingerprint, face, screen lock or security key instead of a password.',
+  'account.no_passkeys': 'You have no passkeys yet.',
+  'account.add_passkey': 'Add a passkey',
+  'account.label': 'Name',
+  'account.authenticator': 'Authenticator',
+  'account.created': 'Created',
+  'account.last_used': 'Last used',
+  'account.never': 'Never',
+  'account.rename': 'Rename',
+  'account.delete': 'Delete',
+  'account.password': 'Password',
+  'account.password_works': 'Your password works: you can sign in with it, with or without passkeys.',
+  'account.no_password': 'Your account has no password. Sign in with a passkey.',
+  'account.unknown_authenticator': 'Unknown authenticator',
+  'account.added': 'The passkey was added.',
+  'account.renamed': 'The passkey was renamed.',
+  'account.deleted': 'The passkey was deleted.',
+  'account.add_failed': 'The passkey could not be added. Try again.',
+  'account.already_registered': 'This passkey is already registered.',
+  'account.bad_label': 'A name must be 1 to 100 characters.',
+  'account.passkey_missing': 'That passkey does not exist.',
+  'account.confirm_title': 'Delete your last passkey?',
+  'account.confirm_text': '"{label}" is your only passkey. After deleting it you sign in with your password.',
+  'account.confirm_text_no_password': '"{label}" is your only passkey and your account has no password: you will not be able to sign in until your organization helps you.',
+  'account.confirm_yes': 'Delete the passkey',
+  'account.confirm_no': 'Keep it',
+  'logout.title': 'Sign out',
+  'logout.question': 'Do you want to sign out?',
+  'logout.yes': 'Sign out',
+  'logout.no': 'Stay signed in',
+  'logout.done_title': 'Signed out',
+  'logout.done': 'You are signed out.',
+  'logout.sign_in_again': 'Sign in again',
+  'js.working': 'Waiting for your passkey…',
+  'js.cancelled': 'The passkey request was cancelled or timed out.',
+} as const;
+
+export type MessageKey = keyof typeof en;
+
+const nb: Record<MessageKey, string> = {
+  'signin.title': 'Logg inn',
+  'signin.to': 'for å fortsette til {client}',
+  'signin.account': 'for å administrere kontoen din',
+  'signin.passkey': 'Logg inn med passnøkkel',
+  'signin.or': 'eller bruk passordet ditt',
+  'signin.username': 'Brukernavn',
+  'signin.username_hint': 'For eksempel navn@universitet.example',
+  'signin.password': 'Passord',
+  'signin.submit': 'Logg inn',
+  'signin.cancel': 'Avbryt',
+  'signin.no_webauthn': 'Denne nettleseren kan ikke bruke passnøkler. Logg inn med passordet ditt.',
+  'error.credentials': 'Brukernavnet eller passordet er feil.',
+  'error.passkey': 'Innloggingen med passnøkkelen virket ikke. Prøv igjen, eller bruk passordet ditt.',
+  'error.rate_limited': 'For mange innloggingsforsøk. Vent noen minutter og prøv igjen.',
+  'error.csrf': 'Skjemaet er utløpt eller ble sendt fra en annen side. Prøv igjen.',
+  'error.expired': 'Innloggingsforespørselen er utløpt eller allerede brukt. Gå tilbake til tjenesten og start på nytt.',
+  'error.title': 'Noe gikk galt',
+  'error.generic': 'Forespørselen kunne ikke fullføres.',
+  'error.not_found': 'Denne siden finnes ikke.',
+  'error.back_home': 'Gå til kontoen din',
+  'consent.title': 'Del informasjon',
+  'consent.intro': '{client} ønsker å bruke kontoen din ({user}).',
+  'consent.receives': 'Tjenesten får:',
+  'consent.allow': 'Tillat',
+  'consent.deny': 'Avslå',
+  'consent.remembered': 'Svaret ditt huskes; du blir ikke spurt igjen for denne tjenesten.',
+  'group.sub': 'En pseudonym identifikator for deg',
+  'group.userid-idp': 'Brukernavnet ditt (eduPersonPrincipalName)',
+  'group.userid-nin': 'Fødselsnummeret ditt',
+  'group.userid-edugain': 'eduGAIN-identifikatoren din',
+  'group.userid-social': 'Identifikatorer for tilknyttede kontoer',
+  'group.eidas': 'eIDAS-identifikatoren din',
+  'group.email': 'E-postadressen din',
+  'group.userinfo-name': 'Navnet ditt',
+  'group.userinfo-photo': 'Profilbildet ditt',
+  'group.offline_access': 'Tilgang mens du ikke er logget inn',
+  'account.title': 'Kontoen din',
+  'account.signed_in_as': 'Logget inn som {user}',
+  'account.sign_out': 'Logg ut',
+  'account.passkeys': 'Passnøkler',
+  'account.passkeys_intro': 'Med en passnøkkel logger du inn med fingeravtrykk, ansikt, skjermlås eller sikkerhetsnøkkel i stedet for passord.',
+  'account.no_passkeys': 'Du har ingen passnøkler ennå.',
+  'account.add_passkey': 'Legg til passnøkkel',
+  'account.label': 'Navn',
+  'account.authenticator': 'Autentisator',
+  'account.created': 'Opprettet',
+  'account.last_used': 'Sist brukt',
+  'account.never': 'Aldri',
+  'account.rename': 'Gi nytt navn',
+  'account.delete': 'Slett',
+  'account.password': 'Passord',
+  'account.password_works': 'Passordet ditt virker: du kan logge inn med det, med eller uten passnøkler.',
+  'account.no_password': 'Kontoen din har ikke passord. Logg inn med en passnøkkel.',
+  'account.unknown_authenticator': 'Ukjent autentisator',
+  'account.added': 'Passnøkkelen ble lagt til.',
+  'account.renamed': 'Passnøkkelen fikk nytt navn.',
+  'account.deleted': 'Passnøkkelen ble slettet.',
+  'account.add_failed': 'Passnøkkelen kunne ikke legges til. Prøv igjen.',
+  'account.already_registered': 'Denne passnøkkelen er allerede registrert.',
+  'account.bad_label': 'Navnet må ha 1 til 100 tegn.',
+  'account.passkey_missing': 'Den passnøkkelen finnes ikke.',
+  'account.confirm_title': 'Slette den siste passnøkkelen?',
+  'account.confirm_text': '«{label}» er den eneste passnøkkelen din. Etter slettingen logger du inn med passordet ditt.',
+  'account.confirm_text_no_password': '«{label}» er den eneste passnøkkelen din, og kontoen har ikke passord: du kan ikke logge inn før organisasjonen din hjelper deg.',
+  'account.confirm_yes': 'Slett passnøkkelen',
+  'account.confirm_no': 'Behold den',
+  'logout.title': 'Logg ut',
+  'logout.question': 'Vil du logge ut?',
+  'logout.yes': 'Logg ut',
+  'logout.no': 'Forbli innlogget',
+  'logout.done_title': 'Logget ut',
+  'logout.done': 'Du er logget ut.',
+  'logout.sign_in_again': 'Logg inn igjen',
+  'js.working': 'Venter på passnøkkelen…',
+  'js.cancelled': 'Passnøkkelforespørselen ble avbrutt eller tidsavbrutt.',
+};
+
+const TABLES: Record<Locale, Record<MessageKey, string>> = { en, nb };
+
+export type Translate = (key: MessageKey, vars?: Record<string, string>) => string;
+
+export function translator(locale: Locale): Translate {
+  const table = TABLES[locale];
+  return (key, vars = {}) => table[key].replace(/\{(\w+)\}/g, (_, name: string) => vars[name] ?? '');
+}
+
+function supported(tag: string): Locale | undefined {
+  const primary = tag.trim().toLowerCase().split('-')[0];
+  if (primary === 'en') return 'en';
+  if (primary === 'nb' || primary === 'no' || primary === 'nn') return 'nb';
+  return undefined;
+}
+
+/** ui_locales (space-separated, in preference order) wins over Accept-Language (q-weighted). */
+export function pickLocale(uiLocales: unknown, acceptLanguage: unknown): Locale {
+  if (typeof uiLocales === 'string') {
+    for (const tag of uiLocales.split(' ')) {
+      const l = supported(tag);
+      if (l) return l;
+    }
+  }
+  if (typeof acceptLanguage === 'string') {
+    const ranked = acceptLanguage
+      .split(',')
+      .slice(0, 20)
+      .map((part, index) => {
+        const [tag, ...params] = part.split(';');
+        const q = params.map((p) => /^\s*q=([0-9.]+)\s*$/.exec(p)?.[1]).find(Boolean);
+        return { tag: tag ?? '', q: q === undefined ? 1 : Number(q), index };
+      })
+      .filter((e) => e.q > 0)
+      .sort((a, b) => b.q - a.q || a.index - b.index);
+    for (const e of ranked) {
+      const l = supported(e.tag);
+      if (l) return l;
+    }
+  }
+  return 'en';
+}
+
+export function formatTime(ms: number | null, locale: Locale): string | undefined {
+  if (ms === null) return undefined;
+  const f = new Intl.DateTimeFormat(locale === 'nb' ? 'nb-NO' : 'en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
+  return `${f.format(new Date(ms))} UTC`;
+}

@@ -1,0 +1,45 @@
+// The sign-in web feature: interaction pages, the account page and their static assets.
+import type { FastifyInstance } from 'fastify';
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import { createKit, frameFor, sendMessage, type WebDeps } from './kit.ts';
+import { interactionRoutes } from './interactions.ts';
+import { createAccount, type Account } from './account.ts';
+import { staticPlugin } from './static.ts';
+
+export { providerViews } from './provider-views.ts';
+export type { Account, AccountSection, AccountView } from './account.ts';
+export { html, raw, escapeHtml, type Html } from './html.ts';
+export type { WebDeps } from './kit.ts';
+
+export interface Web {
+  /** hooks for other features that add to the account page */
+  account: Account;
+  plugin: (app: FastifyInstance) => Promise<void>;
+}
+
+export function createWeb(deps: WebDeps): Web {
+  const kit = createKit(deps);
+  const { account, plugin: accountRoutes } = createAccount(kit);
+  return {
+    account,
+    async plugin(app: FastifyInstance) {
+      // Pages are not part of the API document.
+      app.addHook('onRoute', (route) => {
+        route.schema = { ...(route.schema ?? {}), hide: true } as typeof route.schema;
+      });
+      await app.register(cookie);
+      await app.register(formbody, { bodyLimit: 256 * 1024 });
+      // Pages answer with pages: an unexpected failure is logged and shown as a plain error page.
+      app.setErrorHandler((err, request, reply) => {
+        const status = (err as { statusCode?: number }).statusCode;
+        if (typeof status === 'number' && status >= 400 && status < 500) return sendMessage(reply, frameFor(request), status, 'error.generic');
+        request.log.error({ err }, 'unhandled error');
+        return sendMessage(reply, frameFor(request), 500, 'error.generic');
+      });
+      await app.register(staticPlugin());
+      await app.register(interactionRoutes(kit));
+      await app.register(accountRoutes);
+    },
+  };
+}

@@ -1,0 +1,119 @@
+// What the sign-in pages share: CSRF, sessions, WebAuthn, rate limits and page rendering.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Keyring } from '../crypto.ts';
+import type { Store } from '../store/index.ts';
+import type { ProviderHolder } from '../oauth/plugin.ts';
+import { rateLimit, type RateLimit } from '../http/rate-limit.ts';
+import { AppError } from '../errors.ts';
+import { normalizeEppn } from '../directory/index.ts';
+import { verifyPassword } from '../directory/passwords.ts';
+import { findUserByEppn, type User } from '../store/directory.ts';
+import { createWebAuthn, type WebAuthn } from '../webauthn/ceremonies.ts';
+import { createCsrf, type Csrf } from './csrf.ts';
+import { createSessions, type Sessions } from './session.ts';
+import { pageHeaders, type Csp } from './html.ts';
+import { messagePage, type Frame } from './pages.ts';
+import { pickLocale, translator, type MessageKey } from './i18n.ts';
+
+export const LOGIN_WINDOW_MS = 15 * 60 * 1000;
+
+export interface WebDeps {
+  config: Config;
+  store: Store;
+  keys: Keyring;
+  provider: ProviderHolder;
+  now?: () => number;
+}
+
+export interface Kit {
+  config: Config;
+  store: Store;
+  provider: ProviderHolder;
+  csrf: Csrf;
+  sessions: Sessions;
+  webauthn: WebAuthn;
+  limits: { ip: RateLimit; account: RateLimit; ceremonies: RateLimit };
+  now: () => number;
+}
+
+export function createKit(deps: WebDeps): Kit {
+  const now = deps.now ?? Date.now;
+  return {
+    config: deps.config,
+    store: deps.store,
+    provider: deps.provider,
+    csrf: createCsrf(deps.config, deps.keys),
+    sessions: createSessions(deps.provider, deps.config),
+    webauthn: createWebAuthn(deps.config, deps.store, now),
+    limits: {
+      ip: rateLimit(deps.store, 'login-ip', deps.config.loginRateLimitIp, LOGIN_WINDOW_MS, now),
+      account: rateLimit(deps.store, 'login-account', deps.config.loginRateLimitAccount, LOGIN_WINDOW_MS, now),
+      // Every sign-in page asks for a challenge; allow well above the attempt budget.
+      ceremonies: rateLimit(deps.store, 'webauthn-options', deps.config.loginRateLimitIp * 10, LOGIN_WINDOW_MS, now),
+    },
+    now,
+  };
+}
+
+export function frameFor(request: FastifyRequest, uiLocales?: unknown): Frame {
+  const locale = pickLocale(uiLocales, request.headers['accept-language']);
+  return { locale, t: translator(locale) };
+}
+
+export function sendPage(reply: FastifyReply, status: number, body: string, csp: Csp = {}, headers: Record<string, string> = {}) {
+  return reply.code(status).headers({ ...pageHeaders(csp), ...headers }).send(body);
+}
+
+export function sendMessage(reply: FastifyReply, frame: Frame, status: number, message: MessageKey, headers: Record<string, string> = {}) {
+  const title = status >= 400 ? frame.t('error.title') : '';
+  return sendPage(reply, status, messagePage(frame, { title, message: frame.t(message), link: { href: '/account', text: frame.t('error.back_home') } }), {}, headers);
+}
+
+/** Counts one event; returns the Retry-After seconds when the limit is reached. */
+export async function overLimit(limit: RateLimit, key: string): Promise<string | undefined> {
+  try {
+    await limit.consume(key);
+    return undefined;
+  } catch (err) {
+    if (err instanceof AppError && err.status === 429) return err.headers['retry-after'] ?? '900';
+    throw err;
+  }
+}
+
+export type PasswordResult = { ok: true; user: User } | { ok: false; status: number; error: MessageKey; username: string; retryAfter?: string };
+
+function field(body: unknown, name: string, max: number): string | undefined {
+  const value = (body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' && value.length <= max ? value : undefined;
+}
+
+/**
+ * Password sign-in as a pipeline: limit the client IP, read the form, refuse an account that had
+ * too many failures, verify (one scrypt whether or not the account exists), count a failure.
+ * Unknown user and wrong password give the same answer.
+ */
+export async function passwordSignIn(kit: Kit, request: FastifyRequest): Promise<PasswordResult> {
+  const ipRetry = await overLimit(kit.limits.ip, request.ip);
+  const rawUsername = field(request.body, 'username', 320) ?? '';
+  if (ipRetry) return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: ipRetry };
+  const password = field(request.body, 'password', 1024);
+  const eppn = normalizeEppn(rawUsername);
+  if (!eppn || !password) return { ok: false, status: 400, error: 'error.credentials', username: rawUsername };
+  if (await kit.limits.account.exceeded(eppn)) {
+    return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: String(Math.ceil(LOGIN_WINDOW_MS / 1000)) };
+  }
+  const user = await findUserByEppn(kit.store.db, eppn);
+  const valid = await verifyPassword(password, user?.password_hash);
+  if (!valid || !user) {
+    await overLimit(kit.limits.account, eppn);
+    request.log.info({ event: 'login.failed', method: 'password' }, 'password sign-in refused');
+    return { ok: false, status: 401, error: 'error.credentials', username: rawUsername };
+  }
+  await kit.limits.account.reset(eppn);
+  return { ok: true, user };
+}
+
+export function amrForPasskey(userVerified: boolean): string[] {
+  return userVerified ? ['hwk', 'user', 'mfa'] : ['hwk'];
+}

@@ -1,0 +1,61 @@
+// The signed-in session is oidc-provider's own session: one cookie for relying parties and the
+// account page alike, so signing out at /openid/endsession also signs the account page out.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import type { ProviderHolder } from '../oauth/plugin.ts';
+import { SESSION_COOKIE, SESSION_TTL } from '../oauth/provider.ts';
+
+export interface SignedIn {
+  accountId: string;
+  /** stable id of this session (not the cookie value) */
+  uid: string;
+}
+
+export interface Sessions {
+  current(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined>;
+  /** signs the browser in outside an authorization request (the account page) */
+  signIn(request: FastifyRequest, reply: FastifyReply, login: { accountId: string; amr: string[] }): Promise<void>;
+  /** oidc-provider's Koa context for this request, for interactionDetails and friends */
+  prepare(request: FastifyRequest): void;
+}
+
+/** Cookies oidc-provider wrote straight to the raw response, handed to Fastify so they are not
+ * overwritten by cookies the page itself sets. */
+export function adoptRawCookies(reply: FastifyReply): void {
+  const raw = reply.raw.getHeader('set-cookie');
+  if (raw === undefined) return;
+  reply.raw.removeHeader('set-cookie');
+  for (const value of Array.isArray(raw) ? raw : [String(raw)]) reply.header('set-cookie', value);
+}
+
+export function createSessions(holder: ProviderHolder, config: Config): Sessions {
+  const publicUrl = new URL(config.publicUrl);
+  const prepare = (request: FastifyRequest) => {
+    // Cookie security follows PUBLIC_URL, exactly as on the provider's own routes.
+    request.raw.headers['x-forwarded-proto'] = publicUrl.protocol.replace(':', '');
+    request.raw.headers['x-forwarded-host'] = publicUrl.host;
+  };
+  return {
+    prepare,
+    async current(request, reply) {
+      prepare(request);
+      const provider = holder.current();
+      const session = await provider.Session.get(provider.createContext(request.raw, reply.raw));
+      adoptRawCookies(reply);
+      return session.accountId ? { accountId: session.accountId, uid: session.uid } : undefined;
+    },
+    async signIn(request, reply, login) {
+      prepare(request);
+      const provider = holder.current();
+      const ctx = provider.createContext(request.raw, reply.raw);
+      const session = await provider.Session.get(ctx);
+      // A fresh identifier on every sign-in, so a planted cookie never becomes a signed-in one.
+      if (!(session as { new?: boolean }).new) session.resetIdentifier();
+      if (session.accountId !== login.accountId) session.authorizations = {};
+      session.loginAccount({ accountId: login.accountId, amr: login.amr });
+      await session.save(SESSION_TTL);
+      ctx.cookies.set(provider.cookieName('session'), session.jti, { ...SESSION_COOKIE, expires: new Date(session.exp * 1000) });
+      adoptRawCookies(reply);
+    },
+  };
+}

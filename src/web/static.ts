@@ -1,0 +1,41 @@
+// Static assets: the pages' CSS and scripts, and @simplewebauthn/browser from node_modules.
+// Read once at start-up; no directory is exposed.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { FastifyInstance } from 'fastify';
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+function asset(path: string, type: string): Asset {
+  const body = readFileSync(path);
+  return { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` };
+}
+
+export function staticAssets(): Record<string, Asset> {
+  const here = new URL('./static/', import.meta.url);
+  const browserBundle = createRequire(import.meta.url).resolve('@simplewebauthn/browser').replace(/script[\\/]index\.js$/, 'dist/bundle/index.umd.min.js');
+  return {
+    'style.css': asset(new URL('style.css', here).pathname, 'text/css; charset=utf-8'),
+    'sign-in.js': asset(new URL('sign-in.js', here).pathname, 'text/javascript; charset=utf-8'),
+    'account.js': asset(new URL('account.js', here).pathname, 'text/javascript; charset=utf-8'),
+    'webauthn-browser.js': asset(browserBundle, 'text/javascript; charset=utf-8'),
+  };
+}
+
+export function staticPlugin() {
+  const assets = staticAssets();
+  return async function staticFiles(app: FastifyInstance) {
+    app.get<{ Params: { name: string } }>('/static/:name', async (request, reply) => {
+      const a = Object.hasOwn(assets, request.params.name) ? assets[request.params.name] : undefined;
+      if (!a) return reply.code(404).type('text/plain; charset=utf-8').send('Not Found');
+      reply.header('etag', a.etag).header('cache-control', 'public, max-age=300').header('cross-origin-resource-policy', 'same-origin');
+      if (request.headers['if-none-match'] === a.etag) return reply.code(304).send();
+      return reply.type(a.type).send(a.body);
+    });
+  };
+}

@@ -1,0 +1,34 @@
+// Passkey registration on the account page: fetch options, create the credential, post it.
+(function () {
+  'use strict';
+  var form = document.getElementById('register-form');
+  var lib = window.SimpleWebAuthnBrowser;
+  if (!form || !lib) return;
+  var button = document.getElementById('register-button');
+  var status = document.getElementById('register-status');
+  if (!lib.browserSupportsWebAuthn()) {
+    status.textContent = form.dataset.msgUnsupported;
+    return;
+  }
+  button.hidden = false;
+  button.addEventListener('click', function () {
+    button.disabled = true;
+    status.textContent = form.dataset.msgWorking;
+    fetch(form.dataset.options, { method: 'POST', credentials: 'same-origin', headers: { 'x-csrf-token': form.dataset.csrf } })
+      .then(function (res) {
+        if (!res.ok) throw new Error('options ' + res.status);
+        return res.json();
+      })
+      .then(function (optionsJSON) {
+        return lib.startRegistration({ optionsJSON: optionsJSON });
+      })
+      .then(function (result) {
+        form.elements.response.value = JSON.stringify(result);
+        form.submit();
+      })
+      .catch(function () {
+        status.textContent = form.dataset.msgCancelled;
+        button.disabled = false;
+      });
+  });
+})();

@@ -1,0 +1,168 @@
+// Browser and relying-party fixtures: a real listening server, headless Chromium with a WebAuthn
+// virtual authenticator, and an openid-client relying party with its own callback server.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
+import * as oidc from 'openid-client';
+import { keyring } from '../../src/crypto.ts';
+import { openStore, type Dialect, type Store } from '../../src/store/index.ts';
+import { buildApp, type App } from '../../src/app.ts';
+import type { Config } from '../../src/config.ts';
+import type { Keyring } from '../../src/crypto.ts';
+import { freshDatabase, seedClient, testConfig, TEST_SECRET } from '../helpers.ts';
+import type { NewClient } from '../../src/clients/index.ts';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface E2EServer extends App {
+  /** PUBLIC_URL: http://localhost:<port> */
+  url: string;
+  config: Config;
+  store: Store;
+  keys: Keyring;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+/** The whole service listening on 127.0.0.1 with PUBLIC_URL http://localhost:<port>. */
+export async function startServer(dialect: Dialect, env: Record<string, string> = {}): Promise<E2EServer> {
+  const port = await freePort();
+  const url = `http://localhost:${port}`;
+  const database = await freshDatabase(dialect);
+  const config = testConfig(database.url, { PUBLIC_URL: url, PORT: String(port), ...env });
+  const store = await openStore(config.databaseUrl);
+  const keys = keyring(TEST_SECRET);
+  const built = await buildApp({ config, store, keys });
+  await built.app.listen({ port, host: '127.0.0.1' });
+  return {
+    ...built,
+    url,
+    config,
+    store,
+    keys,
+    dialect,
+    async close() {
+      await built.app.close();
+      await store.close();
+      await database.drop();
+    },
+  };
+}
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}
+
+export interface VirtualAuthenticator {
+  cdp: CDPSession;
+  authenticatorId: string;
+  credentials(): Promise<{ credentialId: string; rpId: string; privateKey: string; signCount: number; userHandle?: string; isResidentCredential: boolean }[]>;
+}
+
+/** A platform authenticator with user verification and resident keys, answering at once. */
+export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthenticator> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('WebAuthn.enable', { enableUI: false });
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+  return {
+    cdp,
+    authenticatorId,
+    credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials as any,
+  };
+}
+
+export interface RelyingParty {
+  clientId: string;
+  secret: string;
+  redirectUri: string;
+  postLogoutRedirectUri: string;
+  config: oidc.Configuration;
+  /** an authorization URL with PKCE, state and nonce, and what finishing it needs */
+  begin(params?: Record<string, string>): Promise<Begun>;
+  /** exchanges the code in callbackUrl; openid-client validates the ID token */
+  finish(callbackUrl: string, begun: Begun): Promise<oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers>;
+  close(): Promise<void>;
+}
+
+export interface Begun {
+  url: string;
+  codeVerifier: string;
+  state: string;
+  nonce: string;
+}
+
+/** Registers a confidential authorization-code client and serves its redirect URIs. */
+export async function startRelyingParty(server: E2EServer, client: Partial<NewClient> = {}): Promise<RelyingParty> {
+  const callback: Server = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(`<!doctype html><title>Relying party</title><p id="rp">${req.url?.startsWith('/callback') ? 'callback' : 'signed out'}</p>`);
+  });
+  await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(callback.address() as AddressInfo).port}`;
+  const redirectUri = `${base}/callback`;
+  const postLogoutRedirectUri = `${base}/signed-out`;
+  const { clientId, secret } = await seedClient(server, { name: 'Example Relying Party', redirectUris: [redirectUri], postLogoutRedirectUris: [postLogoutRedirectUri], ...client });
+  const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(secret), { execute: [oidc.allowInsecureRequests] });
+  return {
+    clientId,
+    secret,
+    redirectUri,
+    postLogoutRedirectUri,
+    config,
+    async begin(params = {}) {
+      const codeVerifier = oidc.randomPKCECodeVerifier();
+      const state = oidc.randomState();
+      const nonce = oidc.randomNonce();
+      const url = oidc.buildAuthorizationUrl(config, {
+        redirect_uri: redirectUri,
+        scope: 'openid',
+        code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
+        code_challenge_method: 'S256',
+        state,
+        nonce,
+        ...params,
+      });
+      return { url: url.href, codeVerifier, state, nonce };
+    },
+    finish(callbackUrl, begun) {
+      return oidc.authorizationCodeGrant(config, new URL(callbackUrl), { pkceCodeVerifier: begun.codeVerifier, expectedState: begun.state, expectedNonce: begun.nonce, idTokenExpected: true });
+    },
+    close: () => new Promise<void>((resolve) => callback.close(() => resolve())),
+  };
+}
+
+/** Fills and submits the password form of the sign-in page the browser is on. */
+export async function submitPassword(page: Page, username: string, password: string): Promise<void> {
+  await page.fill('#username', username);
+  await page.fill('#password', password);
+  await Promise.all([page.waitForLoadState('load'), page.click('#password-form button[type=submit]')]);
+}
+
+/**
+ * The relying party's authorization request, a password sign-in (and consent, when asked) in the
+ * browser, and the code exchange: resolves with the validated token response.
+ */
+export async function passwordSignInThroughRelyingParty(page: Page, rp: RelyingParty, username: string, password: string, params: Record<string, string> = {}) {
+  const begun = await rp.begin(params);
+  await page.goto(begun.url);
+  await submitPassword(page, username, password);
+  if (page.url().includes('/interaction/') && (await page.locator('button[name=decision][value=allow]').count())) {
+    await Promise.all([page.waitForURL((u) => u.href.startsWith(rp.redirectUri)), page.click('button[name=decision][value=allow]')]);
+  }
+  await page.waitForURL((u) => u.href.startsWith(rp.redirectUri));
+  return rp.finish(page.url(), begun);
+}
