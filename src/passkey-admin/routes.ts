@@ -15,6 +15,7 @@ import { insertAuditEvent } from '../store/audit.ts';
 import { iso } from '../time.ts';
 import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
 import { deleteOneSchema, deleteUserSchema, listSchema } from './schemas.ts';
+import { cachingVerifier } from './token-cache.ts';
 
 export interface PasskeyAdminDeps {
   config: Config;
@@ -124,7 +125,8 @@ function toPasskey(row: PasskeyListRow) {
 // ---- endpoints -----------------------------------------------------------------------------
 
 export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
-  const { config, store, verifier } = deps;
+  const { config, store } = deps;
+  const verifier = cachingVerifier(deps.verifier);
   const audience = `${config.publicUrl}/2/passkey`;
 
   async function list(request: FastifyRequest<{ Params: { org_id: string } }>, reply: FastifyReply) {
