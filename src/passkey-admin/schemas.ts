@@ -75,7 +75,10 @@ export const listSchema = {
   querystring: listQuery,
   response: {
     200: {
-      description: 'Passkeys in ascending id order. Header Link: <next page URL>; rel="next" when more entries exist',
+      description: 'Passkeys in ascending id order',
+      headers: {
+        link: { type: 'string', description: 'When more entries exist: <absolute URL of the next page>; rel="next". Absent on the last page' },
+      },
       type: 'array',
       items: passkey,
     },

@@ -1,0 +1,124 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, TEST_SECRET, type TestContext } from '../helpers.ts';
+import { runCli } from '../../src/cli/index.ts';
+import { seedPasskeys } from './fixtures.ts';
+
+async function cli(ctx: TestContext, argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(argv, { out: (l) => out.push(l), err: (l) => err.push(l), readStdin: async () => '' }, { DATABASE_URL: ctx.config.databaseUrl, IDP_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+for (const dialect of dialects()) {
+  describe(`passkey deletions in the audit log (${dialect})`, () => {
+    let ctx: TestContext;
+    let clientId: string;
+    let aliceKeys: number[];
+    let bobKeys: number[];
+    let otherKeys: number[];
+
+    before(async () => {
+      ctx = await startTestApp(dialect);
+      await seedOrg(ctx, 1, 'example.org');
+      await seedOrg(ctx, 2, 'other.org', 'Other');
+      const alice = await seedUser(ctx, 1, 'alice@example.org');
+      const bob = await seedUser(ctx, 1, 'bob@example.org');
+      const carol = await seedUser(ctx, 2, 'carol@other.org');
+      aliceKeys = await seedPasskeys(ctx.store, 1, [alice.id], 3);
+      bobKeys = await seedPasskeys(ctx.store, 1, [bob.id], 2);
+      otherKeys = await seedPasskeys(ctx.store, 2, [carol.id], 1);
+      const c = await seedClient(ctx, { scopes: ['passkey.delete'], orgs: [1, 2] });
+      clientId = c.clientId;
+      const token = await clientToken(ctx, c.clientId, c.secret, 'passkey.delete');
+      const del = (url: string, rid: string) => ctx.app.inject({ method: 'DELETE', url, headers: { authorization: `Bearer ${token}`, 'x-request-id': rid } });
+      assert.equal((await del('/2/passkey/1?eppn=alice%40example.org', 'rid-alice')).statusCode, 200);
+      assert.equal((await del(`/2/passkey/1/${bobKeys[0]}`, 'rid-bob')).statusCode, 200);
+      assert.equal((await del(`/2/passkey/2/${otherKeys[0]}`, 'rid-carol')).statusCode, 200);
+      assert.equal((await del(`/2/passkey/1/${otherKeys[0]}`, 'rid-missing')).statusCode, 404);
+    });
+    after(() => ctx.close());
+
+    it('audit list --json shows every delete with time, client, organization, eppn, passkey ids and request id', async () => {
+      const r = await cli(ctx, ['audit', 'list', '--json']);
+      assert.equal(r.code, 0, r.err);
+      const events = JSON.parse(r.out);
+      const byRid = Object.fromEntries(events.map((e: { request_id: string }) => [e.request_id, e]));
+      assert.deepEqual(Object.keys(byRid).sort(), ['rid-alice', 'rid-bob', 'rid-carol']);
+      assert.deepEqual(
+        { ...byRid['rid-alice'], id: 0, at: 0 },
+        { id: 0, at: 0, kind: 'passkey.delete_user', client_id: clientId, org_id: 1, eppn: 'alice@example.org', passkey_ids: aliceKeys, request_id: 'rid-alice', details: {} },
+      );
+      assert.deepEqual(byRid['rid-bob'].passkey_ids, [bobKeys[0]]);
+      assert.equal(byRid['rid-bob'].kind, 'passkey.delete');
+      assert.equal(byRid['rid-bob'].eppn, 'bob@example.org');
+      assert.match(byRid['rid-alice'].at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/);
+    });
+
+    it('audit list --org filters by organization', async () => {
+      const r = await cli(ctx, ['audit', 'list', '--org', '2', '--json']);
+      assert.equal(r.code, 0, r.err);
+      const events = JSON.parse(r.out);
+      assert.deepEqual(events.map((e: { request_id: string }) => e.request_id), ['rid-carol']);
+      assert.deepEqual(events[0].passkey_ids, otherKeys);
+    });
+
+    it('audit list --since filters by time', async () => {
+      const future = await cli(ctx, ['audit', 'list', '--since', new Date(Date.now() + 3_600_000).toISOString(), '--json']);
+      assert.equal(future.code, 0, future.err);
+      assert.deepEqual(JSON.parse(future.out), []);
+      const past = await cli(ctx, ['audit', 'list', '--since', '2020-01-01', '--org', '1', '--json']);
+      assert.equal(JSON.parse(past.out).length, 2);
+      const bad = await cli(ctx, ['audit', 'list', '--since', 'yesterday']);
+      assert.equal(bad.code, 1);
+      assert.match(bad.err, /--since/);
+    });
+
+    it('audit list prints a table for people', async () => {
+      const r = await cli(ctx, ['audit', 'list', '--org', '1']);
+      assert.equal(r.code, 0, r.err);
+      const lines = r.out.split('\n');
+      assert.match(lines[0]!, /^id\s+at\s+kind\s+client_id\s+org_id\s+eppn\s+passkey_ids\s+request_id$/);
+      assert.ok(lines.some((l) => l.includes('rid-alice') && l.includes(aliceKeys.join(',')) && l.includes('passkey.delete_user')));
+    });
+  });
+
+  describe(`OpenAPI document (${dialect})`, () => {
+    let ctx: TestContext;
+    before(async () => {
+      ctx = await startTestApp(dialect);
+    });
+    after(() => ctx.close());
+
+    it('is OpenAPI 3.1 and describes the passkey endpoints with their parameters, bodies and errors', async () => {
+      const res = await ctx.app.inject({ method: 'GET', url: '/openapi.json' });
+      assert.equal(res.statusCode, 200);
+      assert.match(String(res.headers['content-type']), /^application\/json/);
+      const doc = res.json();
+      assert.equal(doc.openapi, '3.1.0');
+      assert.deepEqual(doc.servers, [{ url: ctx.config.publicUrl }]);
+      assert.equal(doc.components.securitySchemes.bearer.scheme, 'bearer');
+      const list = doc.paths['/2/passkey/{org_id}'];
+      const one = doc.paths['/2/passkey/{org_id}/{id}'];
+      assert.deepEqual(Object.keys(list).sort(), ['delete', 'get']);
+      assert.deepEqual(Object.keys(one), ['delete']);
+      assert.deepEqual(list.get.parameters.map((p: { in: string; name: string }) => `${p.in}:${p.name}`).sort(), ['path:org_id', 'query:eppn', 'query:offset', 'query:per_page']);
+      assert.deepEqual(list.get.security, [{ bearer: ['passkey.read'] }]);
+      assert.deepEqual(one.delete.security, [{ bearer: ['passkey.delete'] }]);
+      const item = list.get.responses['200'].content['application/json'].schema.items;
+      assert.deepEqual(Object.keys(item.properties).sort(), ['aaguid', 'created_at', 'eppn', 'id', 'label', 'last_used_at', 'mfa_verified']);
+      assert.deepEqual(item.properties.last_used_at.type, ['string', 'null']);
+      assert.ok(list.get.responses['200'].headers.link, 'the Link header is documented');
+      for (const status of ['400', '401', '403', '404']) {
+        assert.deepEqual(list.get.responses[status].content['application/json'].schema.required, ['code', 'message'], status);
+        assert.ok(one.delete.responses[status], status);
+      }
+      assert.deepEqual(Object.keys(one.delete.responses['200'].content['application/json'].schema.properties).sort(), ['deleted', 'id']);
+      assert.deepEqual(Object.keys(list.delete.responses['200'].content['application/json'].schema.properties).sort(), ['deleted_count', 'eppn']);
+      // oidc-provider's catch-all mounts and the 405 answers are not API operations
+      assert.ok(!Object.keys(doc.paths).some((p) => p.startsWith('/oauth') || p.startsWith('/openid/')));
+      assert.equal(list.put, undefined);
+    });
+  });
+}
