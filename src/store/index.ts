@@ -23,12 +23,23 @@ export interface StoreOptions {
   migrate?: boolean;
 }
 
+/**
+ * The server may close an idle pooled connection at any time (restart, failover, pg_terminate_backend,
+ * DROP DATABASE ... WITH (FORCE)). pg.Pool then emits 'error', which without a listener is an uncaught
+ * exception that ends the process; the pool has already discarded the connection and opens a new one
+ * when needed, so there is nothing else to do.
+ */
+function withIdleErrorsHandled(pool: pg.Pool): pg.Pool {
+  pool.on('error', () => {});
+  return pool;
+}
+
 export async function openStore(databaseUrl: string, options: StoreOptions = {}): Promise<Store> {
   const dialect: Dialect = /^postgres(ql)?:\/\//.test(databaseUrl) ? 'postgres' : 'sqlite';
   const db = new Kysely<DB>({
     dialect:
       dialect === 'postgres'
-        ? new PostgresDialect({ pool: new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }) })
+        ? new PostgresDialect({ pool: withIdleErrorsHandled(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 })) })
         : sqliteDialect(databaseUrl),
   });
   try {
