@@ -26,6 +26,10 @@ for (const dialect of dialects()) {
         assert.deepEqual((await answer(exists('idp:bob@other.org'))).body, { exists: true });
       });
 
+      it('accepts : and @ unencoded', async () => {
+        assert.deepEqual((await answer('/userinfo/v1/exists/idp:alice@example.org')).body, { exists: true });
+      });
+
       it('compares the eppn and the namespace case-insensitively', async () => {
         assert.deepEqual((await answer(exists('IDP:Alice@EXAMPLE.org'))).body, { exists: true });
       });

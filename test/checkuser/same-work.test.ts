@@ -27,8 +27,13 @@ for (const dialect of dialects()) {
       database = await freshDatabase(dialect);
       migrated = await openStore(database.url);
       const log = (event: { level: string; query: { sql: string } }) => void statements.push(event.query.sql);
+      const pgPool = () => {
+        const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+        pool.on('error', () => {}); // as openStore does: the database is dropped with (force) at the end
+        return pool;
+      };
       const db = new Kysely<DB>({
-        dialect: dialect === 'postgres' ? new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 2 }) }) : sqliteDialect(database.url),
+        dialect: dialect === 'postgres' ? new PostgresDialect({ pool: pgPool() }) : sqliteDialect(database.url),
         log,
       });
       store = { db, dialect, ping: async () => true, close: () => db.destroy() };
