@@ -11,6 +11,7 @@ const errorBody = {
 
 const existsBody = {
   type: 'object',
+  description: 'Whether the user exists',
   required: ['exists'],
   properties: {
     exists: { type: 'boolean', description: 'true if the user exists. Organizations do not guarantee deletion of unused accounts, so it does not prove an active account' },
