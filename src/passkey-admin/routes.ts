@@ -7,10 +7,10 @@ import type { Store } from '../store/index.ts';
 import { authenticate, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
 import { methodNotAllowed } from '../http/errors.ts';
 import { badRequest, forbidden, notFound } from '../errors.ts';
-import { eppnProblem, normalizeEppn, realmOf, type Organization } from '../directory/index.ts';
-import { findOrganization, findUserByEppn } from '../store/directory.ts';
-import { isOrganizationGranted } from '../store/clients.ts';
-import { deleteOrganizationPasskey, deleteUserPasskeys, listOrganizationPasskeys, listUserPasskeys, type PasskeyListRow } from '../store/passkeys.ts';
+import { eppnProblem, normalizeEppn, realmOf } from '../directory/index.ts';
+import { findUserByEppn } from '../store/directory.ts';
+import { findOrganizationWithGrant } from '../store/clients.ts';
+import { deleteOrganizationPasskey, deleteUserPasskeys, listOrganizationPasskeys, listPasskeysByEppn, type PasskeyListRow } from '../store/passkeys.ts';
 import { insertAuditEvent } from '../store/audit.ts';
 import { iso } from '../time.ts';
 import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
@@ -75,25 +75,27 @@ function positiveId(raw: string): number | undefined {
   return n > 0 ? n : undefined;
 }
 
-async function loadOrganization(store: Store, rawOrgId: string): Promise<Organization> {
+interface Organization {
+  id: number;
+  realm: string;
+  /** whether the calling client may administer it */
+  granted: boolean;
+}
+
+/** Loads the organization together with the caller's grant (one query), checked in the next step. */
+async function loadOrganization(store: Store, token: AccessToken, rawOrgId: string): Promise<Organization> {
   const id = positiveId(rawOrgId);
-  const org = id === undefined ? undefined : await findOrganization(store.db, id);
+  const org = id === undefined ? undefined : await findOrganizationWithGrant(store.db, id, token.clientId, 'admin');
   if (!org) throw notFound('Organization does not exist');
   return org;
 }
 
-async function checkClientGrant(store: Store, token: AccessToken, org: Organization): Promise<void> {
-  if (!(await isOrganizationGranted(store.db, token.clientId, org.id, 'admin'))) throw forbidden('Client not authorized for organization');
+function checkClientGrant(org: Organization): void {
+  if (!org.granted) throw forbidden('Client not authorized for organization');
 }
 
 function checkRealm(eppn: string | null, org: Organization): void {
   if (eppn !== null && realmOf(eppn) !== org.realm) throw forbidden(`eppn realm '${realmOf(eppn)}' does not match organization`);
-}
-
-/** The user's id in this organization, or undefined when no such user exists there. */
-async function findMember(store: Store, org: Organization, eppn: string): Promise<number | undefined> {
-  const user = await findUserByEppn(store.db, eppn);
-  return user && user.org_id === org.id ? user.id : undefined;
 }
 
 function startAfter(deps: PasskeyAdminDeps, offset: string | undefined, list: ListRequest): number {
@@ -135,20 +137,18 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     const query = parseQuery(request, ['eppn', 'per_page', 'offset']);
     const eppn = query.eppn === undefined ? null : checkEppn(query.eppn);
     const perPage = checkPerPage(query.per_page);
-    const org = await loadOrganization(store, request.params.org_id);
-    await checkClientGrant(store, token, org);
+    const org = await loadOrganization(store, token, request.params.org_id);
+    checkClientGrant(org);
     checkRealm(eppn, org);
     const listRequest: ListRequest = { path: eppn === null ? 'organization' : 'user', orgId: org.id, eppn, perPage };
     const after = startAfter(deps, query.offset, listRequest);
 
     // One row more than the page tells whether a next page exists, so the last page has no Link.
-    let rows: PasskeyListRow[];
-    if (eppn === null) {
-      rows = await listOrganizationPasskeys(store.db, org.id, after, perPage + 1);
-    } else {
-      const userId = await findMember(store, org, eppn);
-      rows = userId === undefined ? [] : await listUserPasskeys(store.db, userId, after, perPage + 1);
-    }
+    // An eppn nobody has in this organization simply lists nothing.
+    const rows =
+      eppn === null
+        ? await listOrganizationPasskeys(store.db, org.id, after, perPage + 1)
+        : await listPasskeysByEppn(store.db, org.id, eppn, after, perPage + 1);
     if (rows.length > perPage) {
       rows.length = perPage;
       const offset = mintOffset(deps.keys.cursor, listRequest, rows[perPage - 1]!.id, deps.now() + config.paginationTokenTtl * 1000);
@@ -163,8 +163,8 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     const token = await authenticate(request, verifier, audience);
     requireScopes(token, [DELETE]);
     const eppn = requireEppn(parseQuery(request, ['eppn']));
-    const org = await loadOrganization(store, request.params.org_id);
-    await checkClientGrant(store, token, org);
+    const org = await loadOrganization(store, token, request.params.org_id);
+    checkClientGrant(org);
     checkRealm(eppn, org);
 
     const ids = await store.db.transaction().execute(async (trx) => {
@@ -181,8 +181,8 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     const token = await authenticate(request, verifier, audience);
     requireScopes(token, [DELETE]);
     parseQuery(request, []);
-    const org = await loadOrganization(store, request.params.org_id);
-    await checkClientGrant(store, token, org);
+    const org = await loadOrganization(store, token, request.params.org_id);
+    checkClientGrant(org);
     const id = positiveId(request.params.id);
     if (id === undefined) throw notFound('Passkey does not exist');
 

@@ -53,3 +53,19 @@ export async function isOrganizationGranted(db: Q, clientId: string, orgId: numb
     .executeTakeFirst();
   return row !== undefined;
 }
+
+/** The organization and whether the client holds a grant of this kind for it, in one round trip. */
+export async function findOrganizationWithGrant(db: Q, orgId: number, clientId: string, kind: GrantKind): Promise<{ id: number; realm: string; granted: boolean } | undefined> {
+  const row = await db
+    .selectFrom('organizations')
+    .select(['organizations.id', 'organizations.realm'])
+    .select((eb) =>
+      eb
+        .exists(eb.selectFrom('client_orgs').select('client_orgs.org_id').where('client_orgs.client_id', '=', clientId).where('client_orgs.org_id', '=', eb.ref('organizations.id')).where('client_orgs.kind', '=', kind))
+        .as('granted'),
+    )
+    .where('organizations.id', '=', orgId)
+    .executeTakeFirst();
+  // exists() is a boolean on PostgreSQL and 0/1 on SQLite
+  return row && { id: row.id, realm: row.realm, granted: Boolean(row.granted) };
+}

@@ -29,6 +29,17 @@ export function listUserPasskeys(db: Q, userId: number, afterId: number, limit: 
   return listQuery(db).where('passkeys.user_id', '=', userId).where('passkeys.id', '>', afterId).orderBy('passkeys.id').limit(limit).execute();
 }
 
+/** Passkeys in an organization of the user with this (normalized) eppn, id > afterId, ascending; one round trip. */
+export function listPasskeysByEppn(db: Q, orgId: number, eppn: string, afterId: number, limit: number): Promise<PasskeyListRow[]> {
+  return listQuery(db)
+    .where('users.eppn', '=', eppn)
+    .where('passkeys.org_id', '=', orgId)
+    .where('passkeys.id', '>', afterId)
+    .orderBy('passkeys.id')
+    .limit(limit)
+    .execute();
+}
+
 export function listUserCredentials(db: Q, userId: number): Promise<PasskeyRow[]> {
   return db.selectFrom('passkeys').selectAll().where('user_id', '=', userId).orderBy('id').execute();
 }

@@ -107,10 +107,11 @@ for (const dialect of dialects()) {
       const pages: number[][] = [];
       let next: string | undefined = '/2/passkey/1?per_page=100';
       while (next) {
-        const [res] = await Promise.all([get(next), churn()]);
+        const [res]: [Awaited<ReturnType<typeof get>>, void] = await Promise.all([get(next), churn()]);
+        const body: { id: number }[] = res.json();
         assert.equal(res.statusCode, 200, res.body);
-        pages.push(res.json().map((p: { id: number }) => p.id));
-        next = nextLink(res.headers.link, PUBLIC_URL);
+        pages.push(body.map((p) => p.id));
+        next = nextLink(res.headers.link as string | undefined, PUBLIC_URL);
         if (next) await churn();
       }
       const seen = pages.flat();
