@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
-import { AppError, forbidden, unauthorized } from '../errors.ts';
+import { AppError, forbidden } from '../errors.ts';
 import { authenticate, bearerToken, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
 import { methodNotAllowed } from '../http/errors.ts';
 import { rateLimit } from '../http/rate-limit.ts';
