@@ -14,8 +14,6 @@ export async function clientMetadata(store: Store, clientId: string): Promise<Ad
   const isPublic = row.secret_hash === null;
   const scopes = new Set([...row.scopes.split(' '), ...row.groups.split(' ')].filter(Boolean));
   if (grantTypes.includes('authorization_code')) scopes.add('openid');
-  // `profile` is the standard bundle of the name and photo groups: requestable with either.
-  if (scopes.has('userinfo-name') || scopes.has('userinfo-photo')) scopes.add('profile');
   return {
     client_id: row.client_id,
     ...(isPublic ? {} : { client_secret: row.secret_hash as string }),
