@@ -1,10 +1,10 @@
 // buildApp: the Fastify application with every feature registered, and nothing else.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.ts';
 import type { Keyring } from './crypto.ts';
 import type { Store } from './store/index.ts';
-import { registerErrorHandling } from './http/errors.ts';
+import { registerErrorHandling, sendError } from './http/errors.ts';
 import { startHousekeeping } from './store/housekeeping.ts';
 import { healthPlugin } from './http/health.ts';
 import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
@@ -49,7 +49,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    routerOptions: { maxParamLength: 500 },
+    // Long identifiers reach the routes, which answer 400 with a message instead of the router's 414.
+    routerOptions: { maxParamLength: 2048 },
+    // Malformed URLs (bad percent-encoding) get the same JSON error body as everything else.
+    frameworkErrors: (_error, _request, reply) => {
+      sendError(reply as unknown as FastifyReply, 400, 'Malformed request URL');
+    },
   });
 
   registerErrorHandling(app);

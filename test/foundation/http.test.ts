@@ -124,3 +124,16 @@ describe('housekeeping', () => {
     });
   }
 });
+
+describe('malformed URLs', () => {
+  it('bad percent-encoding gets the JSON error body', async () => {
+    const ctx = await startTestApp('sqlite');
+    try {
+      const res = await ctx.app.inject({ method: 'GET', url: '/check_single/%E0%A4%A' });
+      assert.equal(res.statusCode, 400);
+      assert.deepEqual(res.json(), { code: 400, message: 'Malformed request URL' });
+    } finally {
+      await ctx.close();
+    }
+  });
+});
