@@ -2,7 +2,7 @@
 // virtual authenticator, and an openid-client relying party with its own callback server.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import * as oidc from 'openid-client';
 import { keyring } from '../../src/crypto.ts';
 import { openStore, type Dialect, type Store } from '../../src/store/index.ts';
@@ -83,6 +83,22 @@ export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthen
     authenticatorId,
     credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials as any,
   };
+}
+
+/** Copies a credential into another authenticator (another browser context, another device). */
+export async function copyCredential(from: VirtualAuthenticator, to: VirtualAuthenticator): Promise<void> {
+  for (const credential of await from.credentials()) await to.cdp.send('WebAuthn.addCredential', { authenticatorId: to.authenticatorId, credential });
+}
+
+/**
+ * Chromium's virtual authenticator answers a conditional (autofill) request at once, where a
+ * person would pick the passkey from the username field's suggestions. Pages of a context given
+ * this script see no autofill support, so only the "Sign in with a passkey" button starts one.
+ */
+export async function withoutPasskeyAutofill(context: BrowserContext): Promise<void> {
+  await context.addInitScript(() => {
+    if (typeof PublicKeyCredential !== 'undefined') Object.defineProperty(PublicKeyCredential, 'isConditionalMediationAvailable', { value: async () => false });
+  });
 }
 
 export interface RelyingParty {
