@@ -1,0 +1,113 @@
+// OIDC userinfo: GET /openid/userinfo with a valid user access token, 100 connections, beside the
+// Fastify constant-JSON floor, on SQLite and PostgreSQL. Goal: >= 0.5 of the floor's requests/s
+// and p99 <= 25 ms on SQLite.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { loadConfig } from '../src/config.ts';
+import { keyring } from '../src/crypto.ts';
+import { openStore } from '../src/store/index.ts';
+import { buildApp } from '../src/app.ts';
+import { addOrganization, addUser } from '../src/directory/index.ts';
+import { createClient, ATTRIBUTE_GROUPS } from '../src/clients/index.ts';
+import { insertUserId } from '../src/store/directory.ts';
+import { load, machine, printLoad, startFloor, startService, type LoadResult } from './lib.ts';
+
+const SECRET = 'bench-secret-0123456789-abcdefghijklmnop';
+const ADMIN_PG = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const CONNECTIONS = 100;
+const SCOPE = ['openid', 'profile', ...ATTRIBUTE_GROUPS].join(' ');
+
+/**
+ * Seeds a user and a client holding every group, and mints a user access token exactly as the
+ * authorization code flow stores it, with the app running in this process against the database.
+ */
+async function mintToken(databaseUrl: string, publicUrl: string): Promise<string> {
+  const config = loadConfig({ DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, PUBLIC_URL: publicUrl, LOG_LEVEL: 'silent', ACCESS_TOKEN_TTL: '3600' });
+  const store = await openStore(databaseUrl);
+  const { app, provider } = await buildApp({ config, store, keys: keyring(SECRET) });
+  try {
+    await addOrganization(store, { id: 1, realm: 'example.org', name: 'Example' });
+    const user = await addUser(store, { orgId: 1, eppn: 'ada@example.org', name: 'Ada Lovelace', email: 'ada@example.org', nin: '01017012345' });
+    await insertUserId(store.db, user.id, 'github', 'ada');
+    const { client } = await createClient(store, keyring(SECRET), { name: 'bench', groups: [...ATTRIBUTE_GROUPS], scopes: ['profile'], redirectUris: ['https://rp.example.com/callback'] });
+    const p = provider.current();
+    const grant = new p.Grant({ accountId: user.sub, clientId: client.clientId });
+    grant.addOIDCScope(SCOPE);
+    const grantId = await grant.save();
+    const oidcClient = await p.Client.find(client.clientId);
+    return await new p.AccessToken({ accountId: user.sub, client: oidcClient!, grantId, scope: SCOPE, gty: 'authorization_code' }).save();
+  } finally {
+    await app.close();
+    await store.close();
+  }
+}
+
+async function measure(label: string, databaseUrl: string, port: number, duration: number): Promise<LoadResult> {
+  const token = await mintToken(databaseUrl, `http://127.0.0.1:${port}`);
+  const service = await startService({ DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, ACCESS_TOKEN_TTL: '3600' }, port);
+  try {
+    const request = { url: `${service.url}/openid/userinfo`, headers: { authorization: `Bearer ${token}` } };
+    const check = await fetch(request.url, { headers: request.headers });
+    const body = await check.text();
+    if (check.status !== 200) throw new Error(`userinfo answered ${check.status}: ${body}`);
+    console.log(`# ${label}: ${body.length} bytes of claims, e.g. ${body.slice(0, 120)}...`);
+    await load('warm-up', { ...request, connections: CONNECTIONS, duration: 3 });
+    const result = await load(label, { ...request, connections: CONNECTIONS, duration });
+    console.log(`# ${label}: service RSS ${service.rssMb()} MB after the run`);
+    return result;
+  } finally {
+    await service.stop();
+  }
+}
+
+export async function main(args: string[]) {
+  const duration = args.includes('--quick') ? 5 : 20;
+  console.log(`# userinfo benchmark — ${new Date().toISOString()} — ${machine()}`);
+  console.log(`# autocannon, ${CONNECTIONS} connections, ${duration} s per target, GET /openid/userinfo, client with every attribute group, scope "${SCOPE}"\n`);
+  const results: LoadResult[] = [];
+
+  const floor = await startFloor();
+  await load('warm-up', { url: floor.url, connections: CONNECTIONS, duration: 3 });
+  const floorResult = await load('Fastify constant JSON (floor)', { url: floor.url, connections: CONNECTIONS, duration });
+  await floor.close();
+  results.push(floorResult);
+
+  const dir = mkdtempSync(join(tmpdir(), 'idp-bench-userinfo-'));
+  let sqlite: LoadResult | undefined;
+  try {
+    sqlite = await measure('GET /openid/userinfo (SQLite)', join(dir, 'idp.sqlite'), 18091, duration);
+    results.push(sqlite);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const admin = new pg.Client({ connectionString: ADMIN_PG });
+  let pgAvailable = true;
+  try {
+    await admin.connect();
+  } catch {
+    pgAvailable = false;
+    console.log('# PostgreSQL not reachable: skipped');
+  }
+  if (pgAvailable) {
+    const name = `idp_bench_userinfo_${process.pid}`;
+    await admin.query(`create database ${name}`);
+    const url = new URL(ADMIN_PG);
+    url.pathname = `/${name}`;
+    try {
+      results.push(await measure('GET /openid/userinfo (PostgreSQL)', url.toString(), 18092, duration));
+    } finally {
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    }
+  }
+  console.log('');
+  printLoad(results, floorResult);
+  if (sqlite) {
+    const ratio = sqlite.requestsPerSec / floorResult.requestsPerSec;
+    const met = ratio >= 0.5 && sqlite.p99 <= 25 && sqlite.errors === 0 && sqlite.non2xx === 0;
+    console.log(`\n# goal on SQLite (>= 0.5 of the floor, p99 <= 25 ms): ${met ? 'met' : 'MISSED'} (ratio ${ratio.toFixed(2)}, p99 ${sqlite.p99} ms)`);
+  }
+}
