@@ -1,0 +1,279 @@
+// Sign-in pages through Fastify inject(): headers, cookies, CSRF, consent, locales, logout and
+// error pages, static assets. The browser journeys live in test/e2e/.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
+import { dialects, startTestApp, seedOrg, seedUser, seedClient, PUBLIC_URL, type TestContext } from '../helpers.ts';
+import { findConsent } from '../../src/store/consents.ts';
+import { pickLocale } from '../../src/web/i18n.ts';
+import { html, raw } from '../../src/web/html.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const REDIRECT = 'https://rp.example.test/callback';
+
+/** A minimal cookie jar: every cookie the server set, sent back on every request. */
+function browser(ctx: TestContext) {
+  const jar = new Map<string, string>();
+  const remember = (res: LightMyRequestResponse) => {
+    for (const c of res.cookies) {
+      if (c.expires && new Date(c.expires).getTime() < Date.now()) jar.delete(c.name);
+      else jar.set(c.name, c.value);
+    }
+  };
+  const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  return {
+    jar,
+    async get(url: string, headers: Record<string, string> = {}) {
+      const res = await ctx.app.inject({ method: 'GET', url: url.replace(PUBLIC_URL, ''), headers: { cookie: cookie(), ...headers } });
+      remember(res);
+      return res;
+    },
+    async post(url: string, form: Record<string, string>, headers: Record<string, string> = {}) {
+      const res = await ctx.app.inject({
+        method: 'POST',
+        url: url.replace(PUBLIC_URL, ''),
+        headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        payload: new URLSearchParams(form).toString(),
+      });
+      remember(res);
+      return res;
+    },
+  };
+}
+
+function authorizeUrl(clientId: string, extra: Record<string, string> = {}) {
+  return `/oauth/authorization?${new URLSearchParams({ client_id: clientId, redirect_uri: REDIRECT, response_type: 'code', scope: 'openid', state: 'st', ...extra })}`;
+}
+
+const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
+
+for (const dialect of dialects()) {
+  describe(`sign-in pages (${dialect})`, () => {
+    let ctx: TestContext;
+    let rp: { clientId: string };
+    let firstParty: { clientId: string };
+
+    before(async () => {
+      ctx = await startTestApp(dialect);
+      await seedOrg(ctx);
+      await seedUser(ctx, 1, 'ada@example.org', { name: 'Ada', password: PASSWORD });
+      rp = await seedClient(ctx, { name: 'Course <b>Portal</b>', redirectUris: [REDIRECT], groups: ['email', 'userinfo-name'] });
+      firstParty = await seedClient(ctx, { name: 'Own portal', redirectUris: [REDIRECT], firstParty: true });
+    });
+    after(() => ctx.close());
+
+    async function openSignIn(b: ReturnType<typeof browser>, clientId: string, extra: Record<string, string> = {}) {
+      const start = await b.get(authorizeUrl(clientId, extra));
+      assert.equal(start.statusCode, 303);
+      const location = start.headers.location as string;
+      const uid = /\/interaction\/([^/?]+)$/.exec(location)![1]!;
+      const page = await b.get(location, extra.headers ? JSON.parse(extra.headers) : {});
+      return { uid, page, csrf: csrfOf(page.body) };
+    }
+
+    /** Follows redirects until the relying party's redirect URI or an HTML page. */
+    async function follow(b: ReturnType<typeof browser>, res: LightMyRequestResponse) {
+      while (res.statusCode === 303 || res.statusCode === 302) {
+        const location = res.headers.location as string;
+        if (location.startsWith(REDIRECT)) return { done: new URL(location), res };
+        res = await b.get(location);
+      }
+      return { done: undefined, res };
+    }
+
+    it('the sign-in page has a strict CSP, no inline script or style, and the right autocomplete fields', async () => {
+      const { page } = await openSignIn(browser(ctx), rp.clientId);
+      assert.equal(page.statusCode, 200);
+      assert.match(page.headers['content-type'] as string, /^text\/html/);
+      const csp = page.headers['content-security-policy'] as string;
+      assert.match(csp, /default-src 'none'/);
+      assert.match(csp, /script-src 'self'(;|$)/);
+      assert.match(csp, /style-src 'self'(;|$)/);
+      assert.match(csp, /frame-ancestors 'none'/);
+      assert.match(csp, /form-action 'self' https:\/\/rp\.example\.test(;|$)/);
+      assert.doesNotMatch(csp, /unsafe/);
+      assert.equal(page.headers['x-frame-options'], 'DENY');
+      assert.doesNotMatch(page.body, /<script(?![^>]*\bsrc=)[^>]*>/);
+      assert.doesNotMatch(page.body, /\sstyle=/);
+      assert.doesNotMatch(page.body, /\son[a-z]+=/);
+      assert.match(page.body, /<html lang="en">/);
+      assert.match(page.body, /<meta name="viewport"/);
+      assert.match(page.body, /autocomplete="username webauthn"/);
+      assert.match(page.body, /autocomplete="current-password"/);
+      assert.match(page.body, /Sign in with a passkey/);
+      assert.match(page.body, /to continue to Course &lt;b&gt;Portal&lt;\/b&gt;/, 'client name escaped');
+    });
+
+    it('sets the browser cookie HttpOnly, Secure, SameSite=Lax with the __Host- prefix on https', async () => {
+      const { page } = await openSignIn(browser(ctx), rp.clientId);
+      const c = page.cookies.find((x) => x.name === '__Host-idp_browser')!;
+      assert.ok(c, 'browser-id cookie set');
+      assert.equal(c.httpOnly, true);
+      assert.equal(c.secure, true);
+      assert.equal(c.sameSite, 'Lax');
+      assert.equal(c.path, '/');
+    });
+
+    it('password sign-in creates a Secure, HttpOnly, SameSite=Lax session and asks consent naming the client and groups', async () => {
+      const b = browser(ctx);
+      const { uid, csrf } = await openSignIn(b, rp.clientId);
+      const login = await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ADA@example.org', password: PASSWORD });
+      assert.equal(login.statusCode, 303);
+      const resumed = await b.get(login.headers.location as string);
+      const session = resumed.cookies.find((c) => c.name === '_session');
+      assert.ok(session, 'session cookie set');
+      assert.equal(session.httpOnly, true);
+      assert.equal(session.secure, true);
+      assert.equal(session.sameSite?.toLowerCase(), 'lax');
+      const { done, res: consent } = await follow(b, resumed);
+      assert.equal(done, undefined);
+      assert.match(consent.body, /Course &lt;b&gt;Portal&lt;\/b&gt; wants to use your account \(ada@example\.org\)/);
+      assert.match(consent.body, /Your email address/);
+      assert.match(consent.body, /Your name/);
+      assert.doesNotMatch(consent.body, /national identity number/);
+      const consentUid = /action="\/interaction\/([^/]+)\/consent"/.exec(consent.body)![1]!;
+      const allowed = await b.post(`/interaction/${consentUid}/consent`, { _csrf: csrfOf(consent.body), decision: 'allow' });
+      const end = await follow(b, allowed);
+      assert.ok(end.done?.searchParams.get('code'), 'code issued');
+      assert.deepEqual((await findConsent(ctx.store.db, 1, rp.clientId))?.sort(), ['email', 'openid', 'userinfo-name']);
+    });
+
+    it('remembers consent for a new session, and never asks for a first-party client', async () => {
+      for (const clientId of [rp.clientId, firstParty.clientId]) {
+        const b = browser(ctx);
+        const { uid, csrf } = await openSignIn(b, clientId);
+        const end = await follow(b, await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }));
+        assert.ok(end.done?.searchParams.get('code'), `no consent page for ${clientId}`);
+      }
+    });
+
+    it('denying consent returns access_denied to the relying party and remembers nothing', async () => {
+      const other = await seedClient(ctx, { name: 'Other', redirectUris: [REDIRECT], groups: ['userid-nin'] });
+      const b = browser(ctx);
+      const { uid, csrf } = await openSignIn(b, other.clientId);
+      const { res: consent } = await follow(b, await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }));
+      assert.match(consent.body, /Your national identity number/);
+      const consentUid = /action="\/interaction\/([^/]+)\/consent"/.exec(consent.body)![1]!;
+      const denied = await follow(b, await b.post(`/interaction/${consentUid}/consent`, { _csrf: csrfOf(consent.body), decision: 'deny' }));
+      assert.equal(denied.done?.searchParams.get('error'), 'access_denied');
+      assert.equal(await findConsent(ctx.store.db, 1, other.clientId), undefined);
+    });
+
+    it('cancel returns access_denied to the relying party', async () => {
+      const b = browser(ctx);
+      const { uid, csrf } = await openSignIn(b, rp.clientId);
+      const end = await follow(b, await b.post(`/interaction/${uid}/abort`, { _csrf: csrf }));
+      assert.equal(end.done?.searchParams.get('error'), 'access_denied');
+    });
+
+    it('malformed sign-in input gets the generic page, never a 500', async () => {
+      const b = browser(ctx);
+      const { uid, csrf } = await openSignIn(b, rp.clientId);
+      const empty = await b.post(`/interaction/${uid}/login`, { _csrf: csrf });
+      assert.equal(empty.statusCode, 400);
+      assert.match(empty.body, /The username or password is wrong/);
+      const res = await ctx.app.inject({
+        method: 'POST',
+        url: `/interaction/${uid}/login`,
+        headers: { cookie: [...b.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `_csrf=${csrf}&username=a&username=b&password=${'x'.repeat(2000)}`,
+      });
+      assert.equal(res.statusCode, 400);
+      const passkey = await b.post(`/interaction/${uid}/passkey`, { _csrf: csrf, response: '{"id":' });
+      assert.equal(passkey.statusCode, 401);
+      assert.match(passkey.body, /Signing in with that passkey did not work/);
+      const json = await ctx.app.inject({ method: 'POST', url: `/interaction/${uid}/login`, headers: { 'content-type': 'application/json' }, payload: '{' });
+      assert.ok(json.statusCode >= 400 && json.statusCode < 500);
+    });
+
+    it('an unknown or expired interaction gets a clear page', async () => {
+      const res = await ctx.app.inject({ method: 'GET', url: '/interaction/nosuchinteraction' });
+      assert.equal(res.statusCode, 400);
+      assert.match(res.body, /expired or was already used/);
+      assert.match(res.headers['content-security-policy'] as string, /frame-ancestors 'none'/);
+      const post = await ctx.app.inject({ method: 'POST', url: '/interaction/nosuch/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'username=a&password=b' });
+      assert.equal(post.statusCode, 400);
+    });
+
+    it('speaks Norwegian Bokmål for ui_locales=nb and for Accept-Language, English otherwise', async () => {
+      const { page } = await openSignIn(browser(ctx), rp.clientId, { ui_locales: 'nb' });
+      assert.match(page.body, /<html lang="nb">/);
+      assert.match(page.body, /Logg inn med passnøkkel/);
+      const account = await ctx.app.inject({ method: 'GET', url: '/account', headers: { 'accept-language': 'de-DE, nb-NO;q=0.8, en;q=0.5' } });
+      assert.match(account.body, /Brukernavn/);
+      const german = await ctx.app.inject({ method: 'GET', url: '/account', headers: { 'accept-language': 'de-DE' } });
+      assert.match(german.body, /<html lang="en">/);
+      assert.equal(pickLocale('fr nb', 'en'), 'nb');
+      assert.equal(pickLocale(undefined, 'en;q=0.1, no;q=0.9'), 'nb');
+      assert.equal(pickLocale(undefined, undefined), 'en');
+    });
+
+    it('the logout confirmation and the signed-out page are pages with the same policy', async () => {
+      const b = browser(ctx);
+      const { uid, csrf } = await openSignIn(b, firstParty.clientId);
+      await follow(b, await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }));
+      assert.match((await b.get('/account')).body, /<h1>Your account<\/h1>/);
+      const confirm = await b.get('/openid/endsession');
+      assert.equal(confirm.statusCode, 200);
+      assert.match(confirm.headers['content-security-policy'] as string, /frame-ancestors 'none'/);
+      assert.match(confirm.body, /Do you want to sign out\?/);
+      const xsrf = /name="xsrf" value="([^"]+)"/.exec(confirm.body)![1]!;
+      const done = await b.post('/openid/endsession/confirm', { xsrf, logout: 'yes' });
+      const signedOut = await b.get(done.headers.location as string);
+      assert.match(signedOut.body, /You are signed out/);
+      assert.match((await b.get('/account')).body, /<h1>Sign in<\/h1>/);
+    });
+
+    it('authorization errors render as an HTML page without internals', async () => {
+      const res = await ctx.app.inject({ method: 'GET', url: authorizeUrl('no-such-client') });
+      assert.equal(res.statusCode, 400);
+      assert.match(res.headers['content-type'] as string, /text\/html/);
+      assert.match(res.headers['content-security-policy'] as string, /default-src 'none'/);
+      assert.match(res.body, /invalid_client/);
+      assert.doesNotMatch(res.body, /at .*\.js:\d+/);
+    });
+
+    it('serves the static assets, and nothing else from that folder', async () => {
+      const lib = await ctx.app.inject({ method: 'GET', url: '/static/webauthn-browser.js' });
+      assert.equal(lib.statusCode, 200);
+      assert.match(lib.headers['content-type'] as string, /text\/javascript/);
+      assert.match(lib.body, /SimpleWebAuthnBrowser/);
+      const css = await ctx.app.inject({ method: 'GET', url: '/static/style.css' });
+      assert.equal(css.statusCode, 200);
+      assert.equal((await ctx.app.inject({ method: 'GET', url: '/static/..%2Fpages.ts' })).statusCode, 404);
+      assert.equal((await ctx.app.inject({ method: 'GET', url: '/static/index.ts' })).statusCode, 404);
+      assert.equal((await ctx.app.inject({ method: 'GET', url: '/static/style.css', headers: { 'if-none-match': css.headers.etag as string } })).statusCode, 304);
+    });
+
+    it('account actions without a session send the browser to sign in', async () => {
+      const res = await ctx.app.inject({ method: 'POST', url: '/account/passkeys/1/delete', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'confirm=yes' });
+      assert.equal(res.statusCode, 303);
+      assert.equal(res.headers.location, '/account');
+      const options = await ctx.app.inject({ method: 'POST', url: '/account/passkeys/options' });
+      assert.equal(options.statusCode, 401);
+    });
+  });
+}
+
+describe('cookies on plain http (local development)', () => {
+  it('are not Secure and drop the __Host- prefix when PUBLIC_URL is http', async () => {
+    const ctx = await startTestApp('sqlite', { PUBLIC_URL: 'http://localhost:9' });
+    try {
+      const res = await ctx.app.inject({ method: 'GET', url: '/account' });
+      const c = res.cookies.find((x) => x.name === 'idp_browser')!;
+      assert.ok(c);
+      assert.equal(c.secure, undefined);
+      assert.equal(c.httpOnly, true);
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
+describe('html templates', () => {
+  it('escape every interpolation unless marked raw', () => {
+    assert.equal(html`<p>${'<script>"&\''}</p>`.__html, '<p>&lt;script&gt;&quot;&amp;&#39;</p>');
+    assert.equal(html`<p>${raw('<b>x</b>')}</p>`.__html, '<p><b>x</b></p>');
+    assert.equal(html`<ul>${['<a>', html`<li>b</li>`]}</ul>`.__html, '<ul>&lt;a&gt;<li>b</li></ul>');
+  });
+});
