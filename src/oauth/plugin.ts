@@ -31,31 +31,35 @@ export function createProviderHolder(opts: OAuthOptions): ProviderHolder {
   return { current: () => provider };
 }
 
-export function oauthPlugin(holder: ProviderHolder, config: Config) {
+/** Hands a request to oidc-provider as is (its body unread); other features use it to fall back. */
+export function providerHandler(holder: ProviderHolder, config: Config) {
   const publicUrl = new URL(config.publicUrl);
   const proto = publicUrl.protocol.replace(':', '');
   const callbacks = new WeakMap<Provider, ReturnType<Provider['callback']>>();
+  return (request: FastifyRequest, reply: FastifyReply) => {
+    const provider = holder.current();
+    let callback = callbacks.get(provider);
+    if (!callback) {
+      callback = provider.callback();
+      callbacks.set(provider, callback);
+    }
+    const headers = request.raw.headers;
+    // Absolute URLs come from PUBLIC_URL, never from what a client or proxy claims.
+    headers['x-forwarded-proto'] = proto;
+    headers['x-forwarded-host'] = publicUrl.host;
+    headers['x-forwarded-for'] = request.ip;
+    reply.hijack();
+    callback(request.raw, reply.raw);
+  };
+}
 
+export function oauthPlugin(holder: ProviderHolder, config: Config) {
   return async function oauth(app: FastifyInstance) {
     // oidc-provider reads request bodies itself: leave them unparsed in this scope.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-    const handler = (request: FastifyRequest, reply: FastifyReply) => {
-      const provider = holder.current();
-      let callback = callbacks.get(provider);
-      if (!callback) {
-        callback = provider.callback();
-        callbacks.set(provider, callback);
-      }
-      const headers = request.raw.headers;
-      // Absolute URLs come from PUBLIC_URL, never from what a client or proxy claims.
-      headers['x-forwarded-proto'] = proto;
-      headers['x-forwarded-host'] = publicUrl.host;
-      headers['x-forwarded-for'] = request.ip;
-      reply.hijack();
-      callback(request.raw, reply.raw);
-    };
+    const handler = providerHandler(holder, config);
     for (const url of PROVIDER_PATHS) app.all(url, handler);
   };
 }

@@ -1,7 +1,10 @@
-// The userinfo feature: legacy GET /userinfo and the photo fetch. /openid/userinfo itself is
-// served by oidc-provider with the account view of accounts.ts.
+// The userinfo feature: the short path of GET /openid/userinfo (oidc.ts; oidc-provider serves the
+// rest with the account view of accounts.ts), legacy GET /userinfo and the photo fetch.
 import type { FastifyInstance } from 'fastify';
 import { methodNotAllowed } from '../http/errors.ts';
+import { providerHandler } from '../oauth/plugin.ts';
+import { ROUTES } from '../oauth/provider.ts';
+import { oidcUserinfoHandler } from './oidc.ts';
 import { LEGACY_PATH, legacyUserinfoHandler } from './legacy.ts';
 import { photoHandler } from './photos.ts';
 import type { TokenDeps } from './tokens.ts';
@@ -12,6 +15,8 @@ export const PHOTO_PATH = '/userinfo/v1/user/media/:handle';
 
 export function userinfoPlugin(deps: TokenDeps) {
   return async function userinfo(app: FastifyInstance) {
+    // Only GET takes the short path; HEAD, POST and OPTIONS stay with oidc-provider.
+    app.get(ROUTES.userinfo, { exposeHeadRoute: false }, oidcUserinfoHandler({ ...deps, delegate: providerHandler(deps.provider, deps.config) }));
     app.get(LEGACY_PATH, legacyUserinfoHandler(deps));
     methodNotAllowed(app, LEGACY_PATH, ['GET']);
     app.get(PHOTO_PATH, photoHandler(deps));

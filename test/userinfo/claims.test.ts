@@ -114,6 +114,10 @@ for (const dialect of dialects()) {
           assert.equal(oidc.statusCode, 200, what);
           assert.match(oidc.headers['content-type'] as string, /^application\/json/, what);
           assert.deepEqual(normalize(oidc.json()), expectedOidc(sub, photo, groups), `OIDC ${what}`);
+          // POST is answered by oidc-provider's own userinfo action: GET's short path must agree
+          const viaProvider = await ctx.app.inject({ method: 'POST', url: '/openid/userinfo', headers: { authorization: `Bearer ${token}` } });
+          assert.equal(viaProvider.statusCode, 200, what);
+          assert.deepEqual(viaProvider.json(), oidc.json(), `provider path ${what}`);
 
           const legacy = await get('/userinfo', token);
           assert.equal(legacy.statusCode, 200, what);

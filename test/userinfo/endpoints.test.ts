@@ -60,6 +60,21 @@ for (const dialect of dialects()) {
         assert.deepEqual(res.json(), { sub, name: 'Alice', email: 'alice@example.org', email_verified: false });
       });
 
+      it('GET (short path) and POST (oidc-provider) answer with the same body and headers', async () => {
+        const get = await call('GET', '/openid/userinfo', { authorization: `Bearer ${token}` });
+        const post = await call('POST', '/openid/userinfo', { authorization: `Bearer ${token}` });
+        assert.deepEqual(get.json(), post.json());
+        for (const name of ['content-type', 'cache-control', 'vary', 'access-control-allow-origin', 'access-control-expose-headers']) {
+          assert.equal(get.headers[name], post.headers[name], name);
+        }
+      });
+
+      it('HEAD stays with oidc-provider', async () => {
+        const res = await ctx.app.inject({ method: 'HEAD', url: '/openid/userinfo', headers: { authorization: `Bearer ${token}` } });
+        assert.notEqual(res.statusCode, 500);
+        assert.equal(res.headers['x-request-id'], undefined, 'answered by the provider, not by a Fastify route');
+      });
+
       it('answers POST with the token in the header, or form-encoded in the body', async () => {
         const a = await call('POST', '/openid/userinfo', { authorization: `Bearer ${token}` });
         assert.equal(a.statusCode, 200);

@@ -1,0 +1,78 @@
+// GET /openid/userinfo for the common request: a plain bearer token in the Authorization header,
+// no Origin, no DPoP, no parameters, a client without signed userinfo. oidc-provider's Koa
+// pipeline costs several times what the answer itself does, so this path answers such requests
+// with the provider's own models and the same checks as its userinfo action
+// (lib/actions/userinfo.js, lib/shared/access_token.js). Everything else, and every failure,
+// goes to oidc-provider unchanged, so error answers, CORS, DPoP, signed userinfo and the claims
+// parameter are exactly the provider's.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Store } from '../store/index.ts';
+import type { ProviderHolder } from '../oauth/plugin.ts';
+import { findClient } from '../store/clients.ts';
+import { findUserBySub, listUserIds } from '../store/directory.ts';
+import { needsSecondaryIds, oidcClaims, releasedGroups, words } from './claims.ts';
+
+export interface OidcUserinfoDeps {
+  config: Config;
+  store: Store;
+  provider: ProviderHolder;
+  /** hands the request to oidc-provider */
+  delegate(request: FastifyRequest, reply: FastifyReply): void;
+}
+
+// Exactly one space and a b64token: anything else is left to the provider's own parsing.
+const PLAIN_BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i;
+
+/** The headers oidc-provider sends on a userinfo answer to a request without Origin. */
+const PROVIDER_HEADERS = {
+  'cache-control': 'no-store',
+  vary: 'Origin',
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'WWW-Authenticate',
+};
+
+function isPlainRequest(request: FastifyRequest): string | undefined {
+  const h = request.headers;
+  if (h.origin !== undefined || h.dpop !== undefined) return undefined;
+  if (h['content-type'] !== undefined || h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0')) return undefined;
+  if (request.url.includes('?')) return undefined;
+  const match = typeof h.authorization === 'string' ? PLAIN_BEARER.exec(h.authorization) : null;
+  return match?.[1];
+}
+
+export function oidcUserinfoHandler(deps: OidcUserinfoDeps) {
+  const { config, store } = deps;
+
+  /** The claims to answer with, or undefined when the provider must answer instead. */
+  async function answer(value: string): Promise<Record<string, unknown> | undefined> {
+    const provider = deps.provider.current();
+    const token = await provider.AccessToken.find(value);
+    if (!token || token.isExpired || !token.scopes.has('openid')) return undefined;
+    if (token['x5t#S256'] || token.jkt || token.aud !== undefined || token.claims) return undefined;
+    const { clientId, accountId, grantId } = token;
+    if (!clientId || !accountId || !grantId) return undefined;
+
+    const [client, grant, user] = await Promise.all([
+      findClient(store.db, clientId),
+      provider.Grant.find(grantId, { ignoreExpiration: true }),
+      findUserBySub(store.db, accountId),
+    ]);
+    if (!client || client.userinfo_signed_response_alg) return undefined;
+    if (!grant || grant.isExpired || grant.clientId !== clientId || grant.accountId !== accountId) return undefined;
+    if (grant.getRejectedOIDCClaims().length) return undefined;
+    if (!user) return undefined;
+
+    const scope = grant.getOIDCScopeFiltered(new Set(words(token.scope)));
+    const groups = releasedGroups(words(client.groups), words(scope));
+    const secondary = needsSecondaryIds(groups) ? await listUserIds(store.db, user.id) : [];
+    return oidcClaims(config, user, secondary, groups);
+  }
+
+  return async function oidcUserinfo(request: FastifyRequest, reply: FastifyReply) {
+    const value = isPlainRequest(request);
+    const claims = value === undefined ? undefined : await answer(value);
+    if (!claims) return deps.delegate(request, reply);
+    return reply.headers(PROVIDER_HEADERS).type('application/json; charset=utf-8').send(claims);
+  };
+}
