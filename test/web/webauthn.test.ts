@@ -1,0 +1,237 @@
+// The WebAuthn ceremonies with hand-made authenticator responses: single-use, bound and expiring
+// challenges, counter regression, user handles, malformed input, registration fields and AAGUIDs.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { isoCBOR } from '@simplewebauthn/server/helpers';
+import { dialects, startTestApp, seedOrg, seedUser, PUBLIC_URL, type TestContext } from '../helpers.ts';
+import { createWebAuthn, CHALLENGE_TTL_MS, type WebAuthn } from '../../src/webauthn/ceremonies.ts';
+import { authenticatorName } from '../../src/webauthn/aaguid.ts';
+import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
+import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts';
+import { listAuditEvents } from '../../src/store/audit.ts';
+import type { User } from '../../src/store/directory.ts';
+
+const RP_ID = new URL(PUBLIC_URL).hostname;
+const GOOGLE_PM = 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4';
+
+interface Key {
+  id: Buffer;
+  privateKey: KeyObject;
+  cose: Buffer;
+}
+
+function newKey(): Key {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwk = publicKey.export({ format: 'jwk' });
+  const cose = new Map<number, number | Uint8Array>([
+    [1, 2],
+    [3, -7],
+    [-1, 1],
+    [-2, Buffer.from(jwk.x!, 'base64url')],
+    [-3, Buffer.from(jwk.y!, 'base64url')],
+  ]);
+  return { id: randomBytes(32), privateKey, cose: Buffer.from(isoCBOR.encode(cose)) };
+}
+
+const u32 = (n: number) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+};
+const rpHash = (rpId = RP_ID) => createHash('sha256').update(rpId).digest();
+const clientData = (type: string, challenge: string, origin = PUBLIC_URL) => Buffer.from(JSON.stringify({ type, challenge, origin, crossOrigin: false }));
+
+function assertion(key: Key, challenge: string, counter: number, opts: { flags?: number; userHandle?: string; rpId?: string } = {}) {
+  const cd = clientData('webauthn.get', challenge);
+  const authData = Buffer.concat([rpHash(opts.rpId), Buffer.from([opts.flags ?? 0x05]), u32(counter)]);
+  const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(cd).digest()]), key.privateKey);
+  const id = key.id.toString('base64url');
+  return {
+    id,
+    rawId: id,
+    type: 'public-key',
+    clientExtensionResults: {},
+    response: {
+      clientDataJSON: cd.toString('base64url'),
+      authenticatorData: authData.toString('base64url'),
+      signature: signature.toString('base64url'),
+      ...(opts.userHandle ? { userHandle: Buffer.from(opts.userHandle).toString('base64url') } : {}),
+    },
+  };
+}
+
+function attestation(key: Key, challenge: string, aaguid: string, flags = 0x45 | 0x08 | 0x10) {
+  const cd = clientData('webauthn.create', challenge);
+  const attested = Buffer.concat([Buffer.from(aaguid.replace(/-/g, ''), 'hex'), Buffer.from([key.id.length >> 8, key.id.length & 0xff]), key.id, key.cose]);
+  const authData = Buffer.concat([rpHash(), Buffer.from([flags]), u32(0), attested]);
+  const attestationObject = Buffer.from(isoCBOR.encode(new Map<string, unknown>([['fmt', 'none'], ['attStmt', new Map()], ['authData', authData]]) as any));
+  const id = key.id.toString('base64url');
+  return { id, rawId: id, type: 'public-key', clientExtensionResults: {}, response: { clientDataJSON: cd.toString('base64url'), attestationObject: attestationObject.toString('base64url'), transports: ['internal', 'bogus'] } };
+}
+
+for (const dialect of dialects()) {
+  describe(`WebAuthn ceremonies (${dialect})`, () => {
+    let ctx: TestContext;
+    let webauthn: WebAuthn;
+    let clock = Date.now();
+    let ada: User;
+    let bob: User;
+    let key: Key;
+    let passkeyId: number;
+
+    before(async () => {
+      ctx = await startTestApp(dialect);
+      await seedOrg(ctx);
+      ada = await seedUser(ctx, 1, 'ada@example.org');
+      bob = await seedUser(ctx, 1, 'bob@example.org');
+      webauthn = createWebAuthn(ctx.config, ctx.store, () => clock);
+      key = newKey();
+      [passkeyId] = await insertPasskeys(ctx.store.db, [
+        { user_id: ada.id, org_id: 1, credential_id: key.id, public_key: key.cose, sign_count: 5, transports: '["internal"]', label: 'Laptop', aaguid: ZERO_AAGUID, backup_eligible: 0, backup_state: 0, mfa_verified: 1, created_at: clock, last_used_at: null },
+      ]) as [number];
+    });
+    after(() => ctx.close());
+
+    const row = async () => (await listUserCredentials(ctx.store.db, ada.id)).find((p) => p.id === passkeyId)!;
+
+    it('derives RP ID and origin from PUBLIC_URL and asks for discoverable credentials', async () => {
+      assert.equal(webauthn.rpId, 'idp.example.test');
+      assert.equal(webauthn.origin, PUBLIC_URL);
+      const options = await webauthn.authenticationOptions('b1');
+      assert.equal(options.rpId, 'idp.example.test');
+      assert.equal(options.userVerification, 'preferred');
+      assert.ok(!options.allowCredentials || options.allowCredentials.length === 0);
+      const reg = await webauthn.registrationOptions(ada, await listUserCredentials(ctx.store.db, ada.id), 'r1');
+      assert.equal(reg.authenticatorSelection?.residentKey, 'required');
+      assert.equal(reg.authenticatorSelection?.userVerification, 'preferred');
+      assert.equal(reg.attestation, 'none');
+      assert.equal(reg.rp.id, 'idp.example.test');
+      assert.equal(Buffer.from(reg.user.id, 'base64url').toString(), ada.sub);
+      assert.deepEqual(reg.excludeCredentials?.map((c) => c.id), [key.id.toString('base64url')]);
+    });
+
+    it('accepts a genuine assertion once, records counter and last use, and refuses its replay', async () => {
+      const { challenge } = await webauthn.authenticationOptions('b1');
+      const response = assertion(key, challenge, 6, { userHandle: ada.sub });
+      const ok = await webauthn.verifyAuthentication(JSON.stringify(response), 'b1', 'req-1');
+      assert.equal(ok.ok, true);
+      assert.equal(ok.ok && ok.user.id, ada.id);
+      assert.equal(ok.ok && ok.userVerified, true);
+      const after = await row();
+      assert.equal(Number(after.sign_count), 6);
+      assert.equal(after.last_used_at, clock);
+      assert.deepEqual(await webauthn.verifyAuthentication(JSON.stringify(response), 'b1', 'req-2'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await row(), after);
+    });
+
+    it('refuses a challenge issued to another binding, for another purpose, or expired', async () => {
+      const other = await webauthn.authenticationOptions('b1');
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, other.challenge, 7), 'b2', 'r'), { ok: false, reason: 'challenge' });
+      const reg = await webauthn.registrationOptions(ada, [], 'b1');
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, reg.challenge, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
+      const old = await webauthn.authenticationOptions('b1');
+      clock += CHALLENGE_TTL_MS + 1;
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, old.challenge, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
+      const never = randomBytes(32).toString('base64url');
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, never, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
+      assert.equal(Number((await row()).sign_count), 6);
+    });
+
+    it('refuses another RP ID, an unknown credential, a foreign user handle and a bad signature', async () => {
+      const rp = await webauthn.authenticationOptions('b1');
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, rp.challenge, 7, { rpId: 'evil.example' }), 'b1', 'r'), { ok: false, reason: 'verification' });
+      const unknown = await webauthn.authenticationOptions('b1');
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(newKey(), unknown.challenge, 7), 'b1', 'r'), { ok: false, reason: 'unknown_credential' });
+      const handle = await webauthn.authenticationOptions('b1');
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, handle.challenge, 7, { userHandle: bob.sub }), 'b1', 'r'), { ok: false, reason: 'verification' });
+      const forged = await webauthn.authenticationOptions('b1');
+      const bad = assertion(key, forged.challenge, 7);
+      bad.response.signature = assertion(newKey(), forged.challenge, 7).response.signature;
+      assert.deepEqual(await webauthn.verifyAuthentication(bad, 'b1', 'r'), { ok: false, reason: 'verification' });
+      assert.equal(Number((await row()).sign_count), 6);
+    });
+
+    it('refuses a counter that does not increase and writes it to the audit log', async () => {
+      const before = await row();
+      for (const counter of [3, 6]) {
+        const { challenge } = await webauthn.authenticationOptions('b1');
+        assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, challenge, counter), 'b1', `req-${counter}`), { ok: false, reason: 'counter_regression' });
+      }
+      assert.deepEqual(await row(), before);
+      const events = (await listAuditEvents(ctx.store.db, {})).filter((e) => e.kind === 'passkey.counter_regression');
+      assert.equal(events.length, 2);
+      assert.equal(events[0]!.eppn, 'ada@example.org');
+      assert.equal(events[0]!.org_id, 1);
+      assert.equal(events[0]!.request_id, 'req-3');
+      assert.deepEqual(JSON.parse(events[0]!.details), { stored_counter: 6, presented_counter: 3 });
+    });
+
+    it('accepts authenticators without a counter (always zero) and without user verification', async () => {
+      const zero = newKey();
+      await insertPasskeys(ctx.store.db, [
+        { user_id: ada.id, org_id: 1, credential_id: zero.id, public_key: zero.cose, sign_count: 0, transports: '[]', label: 'Synced', aaguid: ZERO_AAGUID, backup_eligible: 1, backup_state: 1, mfa_verified: 0, created_at: clock, last_used_at: null },
+      ]);
+      for (let i = 0; i < 2; i++) {
+        const { challenge } = await webauthn.authenticationOptions('b1');
+        const result = await webauthn.verifyAuthentication(assertion(zero, challenge, 0, { flags: 0x01 }), 'b1', 'r');
+        assert.equal(result.ok, true);
+        assert.equal(result.ok && result.userVerified, false);
+      }
+    });
+
+    it('refuses malformed responses without touching the challenge store', async () => {
+      for (const input of [undefined, '', '{', '[]', '{"type":"public-key"}', 'x'.repeat(300_000), { id: 'a', rawId: 'b', type: 'public-key', response: {} }, { id: '!!', rawId: '!!', type: 'public-key', response: { clientDataJSON: 'a', authenticatorData: 'a', signature: 'a' } }]) {
+        assert.deepEqual(await webauthn.verifyAuthentication(input, 'b1', 'r'), { ok: false, reason: 'malformed' });
+        assert.deepEqual(await webauthn.verifyRegistration(ada, input, 'b1'), { ok: false, reason: 'malformed' });
+      }
+    });
+
+    it('registers a passkey with every field, labelled with the authenticator name, once', async () => {
+      const fresh = newKey();
+      const { challenge } = await webauthn.registrationOptions(bob, [], 'reg-bob');
+      const response = attestation(fresh, challenge, GOOGLE_PM);
+      const result = await webauthn.verifyRegistration(bob, JSON.stringify(response), 'reg-bob');
+      assert.equal(result.ok, true);
+      assert.equal(result.ok && result.label, 'Google Password Manager');
+      const [stored] = await listUserCredentials(ctx.store.db, bob.id);
+      assert.ok(stored);
+      assert.deepEqual(Buffer.from(stored.credential_id), fresh.id);
+      assert.deepEqual(Buffer.from(stored.public_key), fresh.cose);
+      assert.equal(stored.aaguid, GOOGLE_PM);
+      assert.equal(stored.mfa_verified, 1);
+      assert.equal(stored.backup_eligible, 1);
+      assert.equal(stored.backup_state, 1);
+      assert.equal(Number(stored.sign_count), 0);
+      assert.deepEqual(JSON.parse(stored.transports), ['internal']);
+      assert.equal(stored.created_at, clock);
+      assert.equal(stored.last_used_at, null);
+      assert.equal(stored.org_id, 1);
+      assert.ok((await listAuditEvents(ctx.store.db, {})).some((e) => e.kind === 'passkey.register' && e.eppn === 'bob@example.org'));
+      const again = await webauthn.registrationOptions(bob, [], 'reg-bob');
+      assert.deepEqual(await webauthn.verifyRegistration(bob, attestation(fresh, again.challenge, GOOGLE_PM), 'reg-bob'), { ok: false, reason: 'already_registered' });
+      assert.equal((await listUserCredentials(ctx.store.db, bob.id)).length, 1);
+    });
+
+    it('refuses a registration challenge issued to another user, and labels unknown authenticators plainly', async () => {
+      const forAda = await webauthn.registrationOptions(ada, [], 'shared');
+      assert.deepEqual(await webauthn.verifyRegistration(bob, attestation(newKey(), forAda.challenge, ZERO_AAGUID), 'shared'), { ok: false, reason: 'challenge' });
+      const plain = await webauthn.registrationOptions(bob, [], 'reg-bob');
+      const result = await webauthn.verifyRegistration(bob, attestation(newKey(), plain.challenge, ZERO_AAGUID, 0x41), 'reg-bob');
+      assert.equal(result.ok && result.label, 'Passkey');
+      const stored = (await listUserCredentials(ctx.store.db, bob.id)).at(-1)!;
+      assert.equal(stored.aaguid, ZERO_AAGUID);
+      assert.equal(stored.mfa_verified, 0);
+      assert.equal(stored.backup_eligible, 0);
+    });
+  });
+}
+
+describe('authenticator names', () => {
+  it('come from the shipped AAGUID list; all-zero and unknown AAGUIDs have none', () => {
+    assert.equal(authenticatorName(GOOGLE_PM), 'Google Password Manager');
+    assert.equal(authenticatorName(GOOGLE_PM.toUpperCase()), 'Google Password Manager');
+    assert.equal(authenticatorName(ZERO_AAGUID), undefined);
+    assert.equal(authenticatorName('12345678-1234-1234-1234-123456789abc'), undefined);
+  });
+});
