@@ -245,6 +245,18 @@ for (const dialect of dialects()) {
       assert.equal((await ctx.app.inject({ method: 'GET', url: '/static/style.css', headers: { 'if-none-match': css.headers.etag as string } })).statusCode, 304);
     });
 
+    it('a public client must use PKCE; with it, the sign-in page appears', async () => {
+      const spa = await seedClient(ctx, { name: 'SPA', public: true, redirectUris: [REDIRECT] });
+      const without = await ctx.app.inject({ method: 'GET', url: authorizeUrl(spa.clientId) });
+      assert.equal(without.statusCode, 303);
+      const error = new URL(without.headers.location as string);
+      assert.equal(error.origin + error.pathname, REDIRECT);
+      assert.equal(error.searchParams.get('error'), 'invalid_request');
+      assert.match(error.searchParams.get('error_description') ?? '', /PKCE/);
+      const withPkce = await ctx.app.inject({ method: 'GET', url: authorizeUrl(spa.clientId, { code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }) });
+      assert.match(withPkce.headers.location as string, /^\/interaction\//);
+    });
+
     it('account actions without a session send the browser to sign in', async () => {
       const res = await ctx.app.inject({ method: 'POST', url: '/account/passkeys/1/delete', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'confirm=yes' });
       assert.equal(res.statusCode, 303);
