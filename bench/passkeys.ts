@@ -1,4 +1,4 @@
-// npm run bench -- passkeys [--quick] [--sqlite|--postgres] [--no-write]
+// npm run bench -- passkeys [--quick] [--sqlite|--postgres] [--no-write] [--service-node-options="..."] [--tuned-node-options="..."]
 // The passkey administration API over one large organization, on SQLite and PostgreSQL:
 // seeding rate, first page vs a deep page (keyset pagination must not slow down with depth),
 // a full walk following Link headers with the service's peak RSS, and one user's list under
@@ -17,7 +17,7 @@ import { insertPasskeys } from '../src/store/passkeys.ts';
 import type { PasskeysTable } from '../src/store/schema.ts';
 import { addOrganization } from '../src/directory/index.ts';
 import { createClient } from '../src/clients/index.ts';
-import { load, machine, printLoad, row, startFloor, startService, type LoadResult } from './lib.ts';
+import { load, machine, printLoad, row, startFloor, startService, type LoadResult, type Service } from './lib.ts';
 
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuv';
 const PG_ADMIN = process.env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -45,7 +45,9 @@ interface DialectResult {
   walkExactlyOnce: boolean;
   rssStartMb: number;
   rssPeakMb: number;
+  tuned: Walk;
   oneUser: LoadResult;
+  floor: LoadResult;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -132,18 +134,27 @@ async function seed(store: Store, passkeys: number, users: number): Promise<{ se
   return { seconds: (performance.now() - started) / 1000, secret: secret as string, clientId: client.clientId };
 }
 
-/** The plan of the organization page query at a deep position (the query the list endpoint runs). */
-async function queryPlan(store: Store, afterId: number): Promise<string> {
-  const query = `select passkeys.id, users.eppn, passkeys.label, passkeys.created_at, passkeys.last_used_at, passkeys.mfa_verified, passkeys.aaguid
-    from passkeys inner join users on users.id = passkeys.user_id
-    where passkeys.org_id = ${ORG} and passkeys.id > ${afterId} order by passkeys.id limit ${PER_PAGE + 1}`;
-  if (store.dialect === 'postgres') {
-    await sql.raw('analyze').execute(store.db);
-    const r = await sql.raw<{ 'QUERY PLAN': string }>(`explain ${query}`).execute(store.db);
-    return r.rows.map((x) => x['QUERY PLAN']).join('\n');
+/** Plans of the list endpoints' queries (as the store builds them): a deep organization page, one user's page. */
+async function queryPlans(store: Store, afterId: number): Promise<string> {
+  const columns = 'passkeys.id, users.eppn, passkeys.label, passkeys.created_at, passkeys.last_used_at, passkeys.mfa_verified, passkeys.aaguid from passkeys inner join users on users.id = passkeys.user_id';
+  const queries = {
+    [`organization page, id > ${afterId}`]: `select ${columns} where passkeys.org_id = ${ORG} and passkeys.id > ${afterId} order by passkeys.id limit ${PER_PAGE + 1}`,
+    "one user's page": `select ${columns} where users.eppn = 'user4242@${REALM}' and passkeys.org_id = ${ORG} and passkeys.id > 0 order by passkeys.id limit ${PER_PAGE + 1}`,
+    'organization page of a small organization': `select ${columns} where passkeys.org_id = 2 and passkeys.id > 0 order by passkeys.id limit ${PER_PAGE + 1}`,
+  };
+  const out: string[] = [];
+  if (store.dialect === 'postgres') await sql.raw('analyze').execute(store.db);
+  for (const [label, query] of Object.entries(queries)) {
+    out.push(`-- ${label}`);
+    if (store.dialect === 'postgres') {
+      const r = await sql.raw<{ 'QUERY PLAN': string }>(`explain (analyze, buffers, costs off, timing off) ${query}`).execute(store.db);
+      out.push(...r.rows.map((x) => x['QUERY PLAN']));
+    } else {
+      const r = await sql.raw<{ detail: string }>(`explain query plan ${query}`).execute(store.db);
+      out.push(...r.rows.map((x) => x.detail));
+    }
   }
-  const r = await sql.raw<{ detail: string }>(`explain query plan ${query}`).execute(store.db);
-  return r.rows.map((x) => x.detail).join('\n');
+  return out.join('\n');
 }
 
 async function accessToken(base: string, clientId: string, secret: string): Promise<string> {
@@ -175,53 +186,72 @@ function deepPageOf(passkeys: number): number {
   return Math.round((passkeys / PER_PAGE) * 0.9);
 }
 
-async function runDialect(dialect: 'sqlite' | 'postgres', passkeys: number, users: number, port: number, loadSeconds: number): Promise<DialectResult> {
+interface Walk {
+  seconds: number;
+  count: number;
+  pages: number;
+  ordered: boolean;
+  deepUrl?: string;
+  rssStartMb: number;
+  rssPeakMb: number;
+}
+
+/** Follows Link headers from the first page to the last, sampling the service's RSS every 100 ms. */
+async function walk(service: Service, firstUrl: string, auth: string, deepPage: number): Promise<Walk> {
+  const rssStartMb = service.rssMb();
+  let rssPeakMb = rssStartMb;
+  const sampler = setInterval(() => (rssPeakMb = Math.max(rssPeakMb, service.rssMb())), 100);
+  let url: string | undefined = firstUrl;
+  let pages = 0;
+  let count = 0;
+  let lastId = 0;
+  let ordered = true;
+  let deepUrl: string | undefined;
+  const started = performance.now();
+  while (url) {
+    pages++;
+    if (pages === deepPage) deepUrl = url;
+    const page = await getPage(url, auth);
+    for (const p of page.items) {
+      if (p.id <= lastId) ordered = false;
+      lastId = p.id;
+    }
+    count += page.items.length;
+    url = page.next;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  rssPeakMb = Math.max(rssPeakMb, service.rssMb());
+  return { seconds, count, pages, ordered, deepUrl, rssStartMb, rssPeakMb };
+}
+
+function serviceEnv(url: string, nodeOptions: string): Record<string, string> {
+  return { DATABASE_URL: url, IDP_SECRET: SECRET, ACCESS_TOKEN_TTL: '3600', PAGINATION_TOKEN_TTL: '3600', LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions };
+}
+
+async function runDialect(dialect: 'sqlite' | 'postgres', passkeys: number, users: number, port: number, loadSeconds: number, serviceNodeOptions: string, tunedNodeOptions: string): Promise<DialectResult> {
   const DEEP_PAGE = deepPageOf(passkeys);
   console.log(`\n## ${dialect}: seeding ${passkeys} passkeys over ${users} users`);
   const database = await freshDatabase(dialect);
-  let service;
+  let service: Service | undefined;
   try {
     const store = await openStore(database.url);
     const seeded = await seed(store, passkeys, users);
     console.log(`  seeded in ${seeded.seconds.toFixed(1)} s (${Math.round(passkeys / seeded.seconds)} passkeys/s, users included)`);
-    const plan = await queryPlan(store, Math.floor(passkeys * 0.9));
+    const plan = await queryPlans(store, Math.floor(passkeys * 0.9));
     await store.close();
-    console.log(`  plan of a deep organization page:\n    ${plan.replace(/\n/g, '\n    ')}`);
+    console.log(`  query plans:\n    ${plan.replace(/\n/g, '\n    ')}`);
 
-    service = await startService({ DATABASE_URL: database.url, IDP_SECRET: SECRET, ACCESS_TOKEN_TTL: '3600', PAGINATION_TOKEN_TTL: '3600', LOG_LEVEL: 'warn' }, port);
+    service = await startService(serviceEnv(database.url, serviceNodeOptions), port);
     const auth = `Bearer ${await accessToken(service.url, seeded.clientId, seeded.secret)}`;
     const firstUrl = `${service.url}/2/passkey/${ORG}?per_page=${PER_PAGE}`;
     for (let i = 0; i < 20; i++) await getPage(firstUrl, auth);
-    const rssStartMb = service.rssMb();
+    const w = await walk(service, firstUrl, auth, DEEP_PAGE);
+    console.log(`  walk: ${w.count} passkeys in ${w.pages} pages, ${w.seconds.toFixed(2)} s, peak RSS ${w.rssPeakMb} MB (at start ${w.rssStartMb} MB)`);
+    if (!w.deepUrl) throw new Error(`fewer than ${DEEP_PAGE} pages`);
+    const deepUrl = w.deepUrl;
 
-    // Full walk following Link headers, sampling the service's RSS every 100 ms.
-    let rssPeakMb = rssStartMb;
-    const sampler = setInterval(() => (rssPeakMb = Math.max(rssPeakMb, service!.rssMb())), 100);
-    let url: string | undefined = firstUrl;
-    let pages = 0;
-    let count = 0;
-    let lastId = 0;
-    let ordered = true;
-    let deepUrl: string | undefined;
-    const walkStart = performance.now();
-    while (url) {
-      pages++;
-      if (pages === DEEP_PAGE) deepUrl = url;
-      const page = await getPage(url, auth);
-      for (const p of page.items) {
-        if (p.id <= lastId) ordered = false;
-        lastId = p.id;
-      }
-      count += page.items.length;
-      url = page.next;
-    }
-    const walkSeconds = (performance.now() - walkStart) / 1000;
-    clearInterval(sampler);
-    rssPeakMb = Math.max(rssPeakMb, service.rssMb());
-    console.log(`  walk: ${count} passkeys in ${pages} pages, ${walkSeconds.toFixed(2)} s, peak RSS ${rssPeakMb} MB (at start ${rssStartMb} MB)`);
-    if (!deepUrl) throw new Error(`fewer than ${DEEP_PAGE} pages`);
-
-    // First page and page 900, interleaved so both see the same machine state.
+    // First page and the deep page, interleaved so both see the same machine state.
     const first: number[] = [];
     const deep: number[] = [];
     for (let i = 0; i < LATENCY_SAMPLES; i++) {
@@ -234,12 +264,25 @@ async function runDialect(dialect: 'sqlite' | 'postgres', passkeys: number, user
     const d = { p50: ms(percentile(deep, 50)), p99: ms(percentile(deep, 99)) };
     console.log(`  first page p50 ${f.p50} ms p99 ${f.p99} ms; page ${DEEP_PAGE} p50 ${d.p50} ms p99 ${d.p99} ms; deep/first p50 ${(d.p50 / f.p50).toFixed(2)}`);
 
+    // The floor right before the measurement it is compared with: the machine may be shared.
+    const floorServer = await startFloor();
+    const floor = await load('Fastify constant-JSON floor', { url: floorServer.url, connections: 50, duration: loadSeconds });
+    await floorServer.close();
     const oneUser = await load(`${dialect}: one user's passkeys`, {
       url: `${service.url}/2/passkey/${ORG}?eppn=${encodeURIComponent(`user4242@${REALM}`)}`,
       connections: 50,
       duration: loadSeconds,
       headers: { authorization: auth },
     });
+    printLoad([oneUser, floor], floor);
+    await service.stop();
+
+    // The same walk again on a fresh service with a capped V8 heap.
+    service = await startService(serviceEnv(database.url, tunedNodeOptions), port);
+    for (let i = 0; i < 20; i++) await getPage(firstUrl, auth);
+    const tuned = await walk(service, firstUrl, auth, DEEP_PAGE);
+    console.log(`  walk with NODE_OPTIONS=${tunedNodeOptions}: ${tuned.count} passkeys, ${tuned.seconds.toFixed(2)} s, peak RSS ${tuned.rssPeakMb} MB (at start ${tuned.rssStartMb} MB)`);
+
     return {
       dialect,
       passkeys,
@@ -247,16 +290,18 @@ async function runDialect(dialect: 'sqlite' | 'postgres', passkeys: number, user
       seedSeconds: seeded.seconds,
       seedRate: Math.round(passkeys / seeded.seconds),
       plan,
-      usesOrgIndex: plan.includes('passkeys_org'),
+      usesOrgIndex: plan.split('-- ')[1]!.includes('passkeys_org'),
       first: f,
       deep: d,
-      walkSeconds,
-      walkCount: count,
-      walkPages: pages,
-      walkExactlyOnce: ordered && count === passkeys,
-      rssStartMb,
-      rssPeakMb,
+      walkSeconds: w.seconds,
+      walkCount: w.count,
+      walkPages: w.pages,
+      walkExactlyOnce: w.ordered && w.count === passkeys && tuned.ordered && tuned.count === passkeys,
+      rssStartMb: w.rssStartMb,
+      rssPeakMb: w.rssPeakMb,
+      tuned,
       oneUser,
+      floor,
     };
   } finally {
     await service?.stop();
@@ -264,13 +309,13 @@ async function runDialect(dialect: 'sqlite' | 'postgres', passkeys: number, user
   }
 }
 
-function report(results: DialectResult[], floor: LoadResult, quick: boolean): string {
+function report(results: DialectResult[], quick: boolean, serviceNodeOptions: string, tunedNodeOptions: string): string {
   const lines: string[] = [];
   const n = results[0]?.passkeys ?? 0;
   const DEEP_PAGE = deepPageOf(n);
   lines.push('## Passkey API', '');
   lines.push(`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine()}.${quick ? ' QUICK RUN (reduced size), not the reference figures.' : ''}`);
-  lines.push(`One organization, ${n.toLocaleString('en')} passkeys over ${(results[0]?.users ?? 0).toLocaleString('en')} users; the real service (\`node src/main.ts serve\`) in a child process; per_page=${PER_PAGE}; latencies measured by the client, ${LATENCY_SAMPLES} sequential requests each, first page and page ${DEEP_PAGE} interleaved.`, '');
+  lines.push(`One organization, ${n.toLocaleString('en')} passkeys over ${(results[0]?.users ?? 0).toLocaleString('en')} users; the real service (\`node src/main.ts serve\`) in a child process; per_page=${PER_PAGE}; latencies measured by the client, ${LATENCY_SAMPLES} sequential requests each, first page and page ${DEEP_PAGE} interleaved.${serviceNodeOptions ? ` Service started with NODE_OPTIONS=\"${serviceNodeOptions}\".` : ' Service started with default Node options.'}`, '');
   lines.push(row(['measure', ...results.map((r) => r.dialect), 'goal']));
   lines.push(row(['---', ...results.map(() => '---'), '---']));
   lines.push(row(['seeding (multi-row inserts, users included)', ...results.map((r) => `${r.seedRate.toLocaleString('en')} passkeys/s (${r.seedSeconds.toFixed(1)} s)`), '-']));
@@ -278,12 +323,13 @@ function report(results: DialectResult[], floor: LoadResult, quick: boolean): st
   lines.push(row([`page ${DEEP_PAGE} p50 / p99 ms`, ...results.map((r) => `${r.deep.p50} / ${r.deep.p99}`), '-']));
   lines.push(row(['deep / first (p50; p99)', ...results.map((r) => `${(r.deep.p50 / r.first.p50).toFixed(2)}; ${(r.deep.p99 / r.first.p99).toFixed(2)}`), '<= 1.3']));
   lines.push(row(['full walk following Link', ...results.map((r) => `${r.walkCount.toLocaleString('en')} in ${r.walkPages} pages, ${r.walkSeconds.toFixed(1)} s${r.walkExactlyOnce ? '' : ' (NOT exactly once!)'}`), '1,000,000 in <= 30 s']));
-  lines.push(row(['service peak RSS during the walk', ...results.map((r) => `${r.rssPeakMb} MB (${r.rssStartMb} MB before)`), '<= 200 MB']));
-  lines.push(row(["one user's passkeys, 50 connections: req/s, p99 ms", ...results.map((r) => `${r.oneUser.requestsPerSec.toLocaleString('en')} req/s, p99 ${r.oneUser.p99} ms (${(r.oneUser.requestsPerSec / floor.requestsPerSec).toFixed(2)} of floor; errors ${r.oneUser.errors}, non-2xx ${r.oneUser.non2xx})`), '-']));
-  lines.push(row(['Fastify constant-JSON floor, 50 connections', ...results.map(() => `${floor.requestsPerSec.toLocaleString('en')} req/s, p99 ${floor.p99} ms`), '-']));
-  lines.push(row(['page query uses the (org_id, id) index', ...results.map((r) => (r.usesOrgIndex ? 'yes' : 'NO')), 'yes']));
+  lines.push(row(['service peak RSS during the walk (default Node options)', ...results.map((r) => `${r.rssPeakMb} MB (${r.rssStartMb} MB before)`), '<= 200 MB']));
+  lines.push(row([`same walk, service with NODE_OPTIONS=${tunedNodeOptions}`, ...results.map((r) => `${r.tuned.rssPeakMb} MB (${r.tuned.rssStartMb} MB before), walk ${r.tuned.seconds.toFixed(1)} s`), '<= 200 MB']));
+  lines.push(row(["one user's passkeys, 50 connections: req/s, p99 ms", ...results.map((r) => `${r.oneUser.requestsPerSec.toLocaleString('en')} req/s, p99 ${r.oneUser.p99} ms (${(r.oneUser.requestsPerSec / r.floor.requestsPerSec).toFixed(2)} of floor; errors ${r.oneUser.errors}, non-2xx ${r.oneUser.non2xx})`), '-']));
+  lines.push(row(['Fastify constant-JSON floor, 50 connections, measured just before', ...results.map((r) => `${r.floor.requestsPerSec.toLocaleString('en')} req/s, p99 ${r.floor.p99} ms`), '-']));
+  lines.push(row(['organization page plan uses the (org_id, id) index', ...results.map((r) => (r.usesOrgIndex ? 'yes' : 'no (see plans)')), 'yes']));
   lines.push('');
-  for (const r of results) lines.push(`Plan (${r.dialect}) of an organization page at id > 90% of the range:`, '', '```', r.plan, '```', '');
+  for (const r of results) lines.push(`Query plans (${r.dialect}):`, '', '```', r.plan, '```', '');
   return lines.join('\n');
 }
 
@@ -309,18 +355,14 @@ export async function main(args: string[]): Promise<void> {
   const dialects = (['sqlite', 'postgres'] as const).filter((d) => !args.includes(d === 'sqlite' ? '--postgres' : '--sqlite'));
   console.log(`# passkey API benchmark: ${passkeys} passkeys, ${users} users, ${machine()}`);
 
-  const floorServer = await startFloor();
-  const floor = await load('Fastify constant-JSON floor', { url: floorServer.url, connections: 50, duration: loadSeconds });
-  await floorServer.close();
-
   const results: DialectResult[] = [];
   let port = 19301;
-  for (const dialect of dialects) results.push(await runDialect(dialect, passkeys, users, port++, loadSeconds));
+  const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const serviceNodeOptions = option('service-node-options') ?? '';
+  const tunedNodeOptions = option('tuned-node-options') ?? '--max-heap-size=256';
+  for (const dialect of dialects) results.push(await runDialect(dialect, passkeys, users, port++, loadSeconds, serviceNodeOptions, tunedNodeOptions));
 
-  console.log('');
-  printLoad(results.map((r) => r.oneUser), floor);
-  printLoad([floor], floor);
-  const section = report(results, floor, quick);
+  const section = report(results, quick, serviceNodeOptions, tunedNodeOptions);
   console.log(`\n${section}`);
   if (!args.includes('--no-write')) {
     writeResults(section);

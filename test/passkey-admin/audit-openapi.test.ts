@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, TEST_SECRET, type TestContext } from '../helpers.ts';
+import { sql } from 'kysely';
 import { runCli } from '../../src/cli/index.ts';
 import { seedPasskeys } from './fixtures.ts';
 
@@ -73,6 +74,24 @@ for (const dialect of dialects()) {
       const bad = await cli(ctx, ['audit', 'list', '--since', 'yesterday']);
       assert.equal(bad.code, 1);
       assert.match(bad.err, /--since/);
+    });
+
+    it('deletes nothing when the audit event cannot be written', async () => {
+      const keys = await seedPasskeys(ctx.store, 1, [(await seedUser(ctx, 1, 'erin@example.org')).id], 2);
+      const c = await seedClient(ctx, { scopes: ['passkey.read', 'passkey.delete'], orgs: [1] });
+      const token = await clientToken(ctx, c.clientId, c.secret, 'passkey.read passkey.delete');
+      const list = async () => (await ctx.app.inject({ method: 'GET', url: '/2/passkey/1?eppn=erin%40example.org', headers: { authorization: `Bearer ${token}` } })).json().map((p: { id: number }) => p.id);
+      await sql.raw('alter table audit_events rename to audit_events_away').execute(ctx.store.db);
+      try {
+        for (const url of ['/2/passkey/1?eppn=erin%40example.org', `/2/passkey/1/${keys[0]}`]) {
+          const res = await ctx.app.inject({ method: 'DELETE', url, headers: { authorization: `Bearer ${token}` } });
+          assert.equal(res.statusCode, 500);
+          assert.deepEqual(res.json(), { code: 500, message: 'Internal Server Error' });
+        }
+      } finally {
+        await sql.raw('alter table audit_events_away rename to audit_events').execute(ctx.store.db);
+      }
+      assert.deepEqual(await list(), keys);
     });
 
     it('audit list prints a table for people', async () => {
