@@ -76,6 +76,8 @@ const en = {
   'logout.done_title': 'Signed out',
   'logout.done': 'You are signed out.',
   'logout.sign_in_again': 'Sign in again',
+  'logout.stayed_title': 'Still signed in',
+  'logout.stayed': 'You are still signed in.',
   'js.working': 'Waiting for your passkey…',
   'js.cancelled': 'The passkey request was cancelled or timed out.',
 } as const;
@@ -156,6 +158,8 @@ const nb: Record<MessageKey, string> = {
   'logout.done_title': 'Logget ut',
   'logout.done': 'Du er logget ut.',
   'logout.sign_in_again': 'Logg inn igjen',
+  'logout.stayed_title': 'Fortsatt innlogget',
+  'logout.stayed': 'Du er fortsatt logget inn.',
   'js.working': 'Venter på passnøkkelen…',
   'js.cancelled': 'Passnøkkelforespørselen ble avbrutt eller tidsavbrutt.',
 };

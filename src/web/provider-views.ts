@@ -27,8 +27,14 @@ export const providerViews: Pick<AccountSource, 'renderError' | 'logoutSource' |
     const target = originOf(ctx.oidc?.params?.post_logout_redirect_uri);
     respond(ctx, logoutPage(frame, form), target ? [target] : []);
   },
-  postLogoutSuccessSource(ctx) {
+  async postLogoutSuccessSource(ctx) {
     const frame = frameOf(ctx);
+    // The same page follows "Stay signed in": say what actually happened.
+    const session = await ctx.oidc.provider.Session.get(ctx);
+    if (session.accountId) {
+      respond(ctx, messagePage(frame, { title: frame.t('logout.stayed_title'), message: frame.t('logout.stayed'), link: { href: '/account', text: frame.t('error.back_home') } }));
+      return;
+    }
     respond(ctx, messagePage(frame, { title: frame.t('logout.done_title'), message: frame.t('logout.done'), link: { href: '/account', text: frame.t('logout.sign_in_again') } }));
   },
 };

@@ -213,6 +213,11 @@ for (const dialect of dialects()) {
       const { uid, csrf } = await openSignIn(b, firstParty.clientId);
       await follow(b, await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }));
       assert.match((await b.get('/account')).body, /<h1>Your account<\/h1>/);
+      const stay = await b.get('/openid/endsession');
+      const stayXsrf = /name="xsrf" value="([^"]+)"/.exec(stay.body)![1]!;
+      const stayed = await b.get((await b.post('/openid/endsession/confirm', { xsrf: stayXsrf })).headers.location as string);
+      assert.match(stayed.body, /You are still signed in/);
+      assert.match((await b.get('/account')).body, /<h1>Your account<\/h1>/);
       const confirm = await b.get('/openid/endsession');
       assert.equal(confirm.statusCode, 200);
       assert.match(confirm.headers['content-security-policy'] as string, /frame-ancestors 'none'/);
