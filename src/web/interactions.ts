@@ -1,7 +1,7 @@
 // oidc-provider interactions: sign-in (passkey or password) and consent, under
 // /interaction/<uid>, where the provider's interaction cookie is scoped.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Interaction } from 'oidc-provider';
+import type { Interaction, InteractionResults } from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { findClient, type ClientRow } from '../store/clients.ts';
 import { findUserBySub, type User } from '../store/directory.ts';
@@ -87,7 +87,7 @@ export function interactionRoutes(kit: Kit) {
     return sendPage(reply, status, page, { formTargets: loaded.formTargets }, headers);
   }
 
-  async function finish(request: Req, reply: FastifyReply, result: Parameters<ReturnType<Kit['provider']['current']>['interactionResult']>[2]) {
+  async function finish(request: Req, reply: FastifyReply, result: InteractionResults) {
     const returnTo = await kit.provider.current().interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: false });
     adoptRawCookies(reply);
     return reply.code(303).header('location', returnTo).send();

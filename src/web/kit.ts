@@ -66,8 +66,7 @@ export function sendPage(reply: FastifyReply, status: number, body: string, csp:
 }
 
 export function sendMessage(reply: FastifyReply, frame: Frame, status: number, message: MessageKey, headers: Record<string, string> = {}) {
-  const title = status >= 400 ? frame.t('error.title') : '';
-  return sendPage(reply, status, messagePage(frame, { title, message: frame.t(message), link: { href: '/account', text: frame.t('error.back_home') } }), {}, headers);
+  return sendPage(reply, status, messagePage(frame, { title: frame.t('error.title'), message: frame.t(message), link: { href: '/account', text: frame.t('error.back_home') } }), {}, headers);
 }
 
 /** Counts one event; returns the Retry-After seconds when the limit is reached. */
