@@ -18,6 +18,7 @@ export interface Config {
   claimsNamespace: string;
   idpNamespace: string; // namespace of userid_sec for the directory's own eppn ids
   sunsetDate: string | undefined; // HTTP-date for Sunset on deprecated endpoints
+  userinfoCacheTtl: number; // seconds userinfo claims are reused per access token (0: never)
   checkuserRateLimit: number; // lookups per client per minute
   loginRateLimitAccount: number; // failed logins per account per 15 minutes
   loginRateLimitIp: number; // login attempts per client IP per 15 minutes
@@ -53,6 +54,7 @@ export const SETTINGS: Setting[] = [
   { name: 'CLAIMS_NAMESPACE', default: '<PUBLIC_URL>/claims', meaning: 'https URL prefix of the namespaced OIDC claims ({claims_ns}/userid_sec, ...)' },
   { name: 'IDP_NAMESPACE', default: 'idp', meaning: 'Namespace of the directory\'s own ids in userid_sec (idp:<eppn>)' },
   { name: 'SUNSET_DATE', default: '(unset)', meaning: 'Date (YYYY-MM-DD) when the deprecated endpoints stop; sent as the Sunset header when set' },
+  { name: 'USERINFO_CACHE_TTL', default: '5', meaning: 'Seconds (0-300) /openid/userinfo reuses the claims it computed for an access token; the token itself is checked against the database on every call, so revocation is immediate, while group and profile changes show within this time. 0 disables' },
   { name: 'CHECKUSER_RATE_LIMIT', default: '600', meaning: 'User-existence lookups allowed per client per minute' },
   { name: 'LOGIN_RATE_LIMIT_ACCOUNT', default: '10', meaning: 'Failed sign-ins allowed per account per 15 minutes' },
   { name: 'LOGIN_RATE_LIMIT_IP', default: '100', meaning: 'Sign-in attempts allowed per client IP per 15 minutes' },
@@ -157,6 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     claimsNamespace,
     idpNamespace,
     sunsetDate,
+    userinfoCacheTtl: intSetting(env, 'USERINFO_CACHE_TTL', 5, 0, 300),
     checkuserRateLimit: intSetting(env, 'CHECKUSER_RATE_LIMIT', 600, 1, 1_000_000),
     loginRateLimitAccount: intSetting(env, 'LOGIN_RATE_LIMIT_ACCOUNT', 10, 1, 10_000),
     loginRateLimitIp: intSetting(env, 'LOGIN_RATE_LIMIT_IP', 100, 1, 1_000_000),

@@ -9,9 +9,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
-import { findClient } from '../store/clients.ts';
-import { findUserBySub, listUserIds } from '../store/directory.ts';
-import { needsSecondaryIds, oidcClaims, releasedGroups, words } from './claims.ts';
+import { findReleaseSubject, tokenAndGrantLive } from '../store/userinfo.ts';
+import { oidcClaims, releasedGroups, words } from './claims.ts';
 
 export interface OidcUserinfoDeps {
   config: Config;
@@ -23,6 +22,17 @@ export interface OidcUserinfoDeps {
 
 // Exactly one space and a b64token: anything else is left to the provider's own parsing.
 const PLAIN_BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i;
+
+// Bounds the memory of the claims cache; the oldest entry goes first.
+const CACHE_ENTRIES = 10_000;
+
+interface Answer {
+  /** the claims, serialized once */
+  body: string;
+  grantId: string;
+  /** epoch ms: the token's expiry, or the end of the cache time if sooner */
+  until: number;
+}
 
 /** The headers oidc-provider sends on a userinfo answer to a request without Origin. */
 const PROVIDER_HEADERS = {
@@ -43,36 +53,61 @@ function isPlainRequest(request: FastifyRequest): string | undefined {
 
 export function oidcUserinfoHandler(deps: OidcUserinfoDeps) {
   const { config, store } = deps;
+  const ttlMs = config.userinfoCacheTtl * 1000;
+  const cache = new Map<string, Answer>();
 
   /** The claims to answer with, or undefined when the provider must answer instead. */
-  async function answer(value: string): Promise<Record<string, unknown> | undefined> {
+  async function compute(value: string, now: number): Promise<Answer | undefined> {
     const provider = deps.provider.current();
     const token = await provider.AccessToken.find(value);
     if (!token || token.isExpired || !token.scopes.has('openid')) return undefined;
     if (token['x5t#S256'] || token.jkt || token.aud !== undefined || token.claims) return undefined;
     const { clientId, accountId, grantId } = token;
-    if (!clientId || !accountId || !grantId) return undefined;
+    if (!clientId || !accountId || !grantId || !token.exp) return undefined;
 
-    const [client, grant, user] = await Promise.all([
-      findClient(store.db, clientId),
-      provider.Grant.find(grantId, { ignoreExpiration: true }),
-      findUserBySub(store.db, accountId),
-    ]);
-    if (!client || client.userinfo_signed_response_alg) return undefined;
+    const [grant, subject] = await Promise.all([provider.Grant.find(grantId, { ignoreExpiration: true }), findReleaseSubject(store.db, accountId, clientId)]);
+    if (!subject?.client || subject.client.userinfo_signed_response_alg) return undefined;
     if (!grant || grant.isExpired || grant.clientId !== clientId || grant.accountId !== accountId) return undefined;
     if (grant.getRejectedOIDCClaims().length) return undefined;
-    if (!user) return undefined;
 
     const scope = grant.getOIDCScopeFiltered(new Set(words(token.scope)));
-    const groups = releasedGroups(words(client.groups), words(scope));
-    const secondary = needsSecondaryIds(groups) ? await listUserIds(store.db, user.id) : [];
-    return oidcClaims(config, user, secondary, groups);
+    const groups = releasedGroups(words(subject.client.groups), words(scope));
+    const body = JSON.stringify(oidcClaims(config, subject.user, subject.secondary, groups));
+    return { body, grantId, until: Math.min(token.exp * 1000, now + ttlMs) };
+  }
+
+  /**
+   * A cached answer still needs its token and grant in the database, unexpired: revocation and
+   * logout act at once, on every instance. Only the claims (groups, profile) may be ttl old.
+   */
+  async function cached(value: string, now: number): Promise<Answer | undefined> {
+    const hit = cache.get(value);
+    if (!hit) return undefined;
+    if (hit.until <= now || !(await tokenAndGrantLive(store.db, value, hit.grantId, now))) {
+      cache.delete(value);
+      return undefined;
+    }
+    return hit;
+  }
+
+  async function answer(value: string): Promise<Answer | undefined> {
+    const now = Date.now();
+    if (ttlMs > 0) {
+      const hit = await cached(value, now);
+      if (hit) return hit;
+    }
+    const fresh = await compute(value, now);
+    if (fresh && ttlMs > 0) {
+      if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+      cache.set(value, fresh);
+    }
+    return fresh;
   }
 
   return async function oidcUserinfo(request: FastifyRequest, reply: FastifyReply) {
     const value = isPlainRequest(request);
-    const claims = value === undefined ? undefined : await answer(value);
-    if (!claims) return deps.delegate(request, reply);
-    return reply.headers(PROVIDER_HEADERS).type('application/json; charset=utf-8').send(claims);
+    const found = value === undefined ? undefined : await answer(value);
+    if (!found) return deps.delegate(request, reply);
+    return reply.headers(PROVIDER_HEADERS).type('application/json; charset=utf-8').send(found.body);
   };
 }

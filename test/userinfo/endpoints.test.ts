@@ -75,6 +75,61 @@ for (const dialect of dialects()) {
         assert.equal(res.headers['x-request-id'], undefined, 'answered by the provider, not by a Fastify route');
       });
 
+      it('reuses claims per token for at most USERINFO_CACHE_TTL; revocation acts at once', async () => {
+        const other = await startTestApp(dialect, { USERINFO_CACHE_TTL: '1' });
+        try {
+          await seedOrg(other);
+          const u = await seedUser(other, 1, 'dora@example.org', { name: 'Dora', email: 'dora@example.org' });
+          const c = await seedClient(other, { groups: ['userinfo-name', 'email'], redirectUris: [REDIRECT] });
+          const get = (t: string, method: 'GET' | 'POST' = 'GET') => other.app.inject({ method, url: '/openid/userinfo', headers: { authorization: `Bearer ${t}` } });
+          const t1 = await mintUserToken(other, { accountId: u.sub, clientId: c.clientId, scope: 'openid profile email' });
+          assert.equal((await get(t1)).json().name, 'Dora');
+
+          const { setGroups } = await import('../../src/clients/index.ts');
+          await setGroups(other.store, c.clientId, ['email']);
+          // within the cache time the short path may answer as before; oidc-provider's path and legacy do not cache
+          assert.equal((await get(t1)).json().name, 'Dora');
+          assert.equal((await get(t1, 'POST')).json().name, undefined);
+          await new Promise((r) => setTimeout(r, 1100));
+          const later = (await get(t1)).json();
+          assert.equal(later.name, undefined);
+          assert.equal(later.email, 'dora@example.org');
+
+          // a revoked token fails at once, cached or not
+          assert.equal((await get(t1)).statusCode, 200);
+          await (await other.provider.current().AccessToken.find(t1))!.destroy();
+          const revoked = await get(t1);
+          assert.equal(revoked.statusCode, 401);
+          assert.match(bearerChallenge(revoked), /error="invalid_token"/);
+
+          // so does one whose grant was revoked
+          const t2 = await mintUserToken(other, { accountId: u.sub, clientId: c.clientId, scope: 'openid email' });
+          assert.equal((await get(t2)).statusCode, 200);
+          const at = await other.provider.current().AccessToken.find(t2);
+          await other.store.db.deleteFrom('oidc_payloads').where('type', '=', 'Grant').where('id', '=', at!.grantId!).execute();
+          assert.equal((await get(t2)).statusCode, 401);
+        } finally {
+          await other.close();
+        }
+      });
+
+      it('with USERINFO_CACHE_TTL=0 a group change shows on the next call', async () => {
+        const other = await startTestApp(dialect, { USERINFO_CACHE_TTL: '0' });
+        try {
+          await seedOrg(other);
+          const u = await seedUser(other, 1, 'erin@example.org', { name: 'Erin' });
+          const c = await seedClient(other, { groups: ['userinfo-name'], redirectUris: [REDIRECT] });
+          const t = await mintUserToken(other, { accountId: u.sub, clientId: c.clientId, scope: 'openid profile' });
+          const get = () => other.app.inject({ method: 'GET', url: '/openid/userinfo', headers: { authorization: `Bearer ${t}` } });
+          assert.equal((await get()).json().name, 'Erin');
+          const { setGroups } = await import('../../src/clients/index.ts');
+          await setGroups(other.store, c.clientId, []);
+          assert.deepEqual((await get()).json(), { sub: u.sub });
+        } finally {
+          await other.close();
+        }
+      });
+
       it('answers POST with the token in the header, or form-encoded in the body', async () => {
         const a = await call('POST', '/openid/userinfo', { authorization: `Bearer ${token}` });
         assert.equal(a.statusCode, 200);
