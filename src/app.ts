@@ -73,6 +73,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const now = deps.now ?? Date.now;
   const stopHousekeeping = startHousekeeping(store, app.log);
   app.addHook('onClose', async () => stopHousekeeping());
+  // Sign-in pages; web.account lets other features add to the account page.
+  const web = createWeb({ config, store, keys, provider, now });
 
   // Before the features, so the OpenAPI document sees every route they add.
   await registerOpenApi(app, config);
@@ -80,10 +82,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Features, each a plugin with its dependencies passed in.
   await app.register(healthPlugin(store));
   await app.register(oauthPlugin(provider, config));
-  await app.register(userinfoPlugin({ config, store, provider }));
+  await app.register(userinfoPlugin({ config, store, provider, account: web.account }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
-  const web = createWeb({ config, store, keys, provider, now });
   await app.register(web.plugin);
 
   return { app, keyManager, verifier, provider };

@@ -8,13 +8,21 @@ import { oidcUserinfoHandler } from './oidc.ts';
 import { LEGACY_PATH, legacyUserinfoHandler } from './legacy.ts';
 import { photoHandler } from './photos.ts';
 import type { TokenDeps } from './tokens.ts';
+import type { Account } from '../web/index.ts';
+import { accountPhotoPlugin } from './account.ts';
 
 export { userinfoAccounts } from './accounts.ts';
 
 export const PHOTO_PATH = '/userinfo/v1/user/media/:handle';
 
-export function userinfoPlugin(deps: TokenDeps) {
+export interface UserinfoPluginDeps extends TokenDeps {
+  /** the account page, when there is one: adds the photo section and upload */
+  account?: Account;
+}
+
+export function userinfoPlugin(deps: UserinfoPluginDeps) {
   return async function userinfo(app: FastifyInstance) {
+    if (deps.account) await app.register(accountPhotoPlugin({ store: deps.store, account: deps.account }));
     // Only GET takes the short path; HEAD, POST and OPTIONS stay with oidc-provider.
     app.get(ROUTES.userinfo, { exposeHeadRoute: false }, oidcUserinfoHandler({ ...deps, delegate: providerHandler(deps.provider, deps.config) }));
     app.get(LEGACY_PATH, legacyUserinfoHandler(deps));

@@ -1,0 +1,144 @@
+// The profile photo on /account: the section of the account page and POST /account/photo.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import sharp from 'sharp';
+import type { LightMyRequestResponse } from 'fastify';
+import { dialects, startTestApp, seedOrg, seedUser, type TestContext } from '../helpers.ts';
+import { findUserByEppn } from '../../src/store/directory.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const EPPN = 'ada@example.org';
+
+/** A cookie jar over inject(): every cookie the server set goes back on the next request. */
+function browser(ctx: TestContext) {
+  const jar = new Map<string, string>();
+  const remember = (res: LightMyRequestResponse) => {
+    for (const c of res.cookies) jar.set(c.name, c.value);
+  };
+  const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  return {
+    async get(url: string) {
+      const res = await ctx.app.inject({ method: 'GET', url, headers: { cookie: cookie() } });
+      remember(res);
+      return res;
+    },
+    async post(url: string, payload: Buffer | string, contentType: string) {
+      const res = await ctx.app.inject({ method: 'POST', url, headers: { cookie: cookie(), 'content-type': contentType }, payload });
+      remember(res);
+      return res;
+    },
+  };
+}
+
+async function multipart(fields: Record<string, string | File>) {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) form.append(k, v);
+  const request = new Request('http://localhost/', { method: 'POST', body: form });
+  return { payload: Buffer.from(await request.arrayBuffer()), contentType: request.headers.get('content-type')! };
+}
+
+const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1];
+
+for (const dialect of dialects()) {
+  describe(`profile photo on /account (${dialect})`, () => {
+    let ctx: TestContext;
+    let b: ReturnType<typeof browser>;
+    let png: File;
+
+    before(async () => {
+      ctx = await startTestApp(dialect);
+      await seedOrg(ctx);
+      await seedUser(ctx, 1, EPPN, { name: 'Ada', password: PASSWORD });
+      png = new File([await sharp({ create: { width: 300, height: 150, channels: 3, background: '#118844' } }).png().toBuffer()], 'me.png', { type: 'image/png' });
+      b = browser(ctx);
+      const signIn = await b.get('/account');
+      const login = await b.post('/account/login', new URLSearchParams({ _csrf: csrfOf(signIn.body)!, username: EPPN, password: PASSWORD }).toString(), 'application/x-www-form-urlencoded');
+      assert.equal(login.statusCode, 303);
+    });
+    after(() => ctx.close());
+
+    const handle = async () => (await findUserByEppn(ctx.store.db, EPPN))!.photo_handle;
+    const send = async (fields: Record<string, string | File>) => {
+      const { payload, contentType } = await multipart(fields);
+      return b.post('/account/photo', payload, contentType);
+    };
+    const accountPage = async () => {
+      const page = await b.get('/account');
+      assert.equal(page.statusCode, 200);
+      return { body: page.body, csrf: csrfOf(page.body)! };
+    };
+
+    it('shows a photo section with an upload form', async () => {
+      const { body } = await accountPage();
+      assert.match(body, /<h2 id="photo-heading">Profile photo<\/h2>/);
+      assert.match(body, /You have no profile photo/);
+      assert.match(body, /<form method="post" action="\/account\/photo" enctype="multipart\/form-data">/);
+    });
+
+    it('uploads a photo: stored at 128 px, shown on the page', async () => {
+      const { csrf } = await accountPage();
+      const res = await send({ _csrf: csrf, action: 'upload', photo: png });
+      assert.equal(res.statusCode, 303);
+      assert.equal(res.headers.location, '/account#photo');
+      const stored = await handle();
+      assert.match(stored ?? '', /^p:[0-9a-f-]{36}$/);
+      const { body } = await accountPage();
+      const img = /<img src="data:image\/jpeg;base64,([^"]+)" width="128" height="64"/.exec(body);
+      assert.ok(img, 'the page shows the stored photo');
+      assert.deepEqual(await sharp(Buffer.from(img[1]!, 'base64')).metadata().then((m) => [m.format, m.width, m.height]), ['jpeg', 128, 64]);
+    });
+
+    it('refuses a file that is not an image with a clear message, changing nothing', async () => {
+      const before = await handle();
+      const { csrf } = await accountPage();
+      const res = await send({ _csrf: csrf, action: 'upload', photo: new File(['hello'], 'notes.txt', { type: 'text/plain' }) });
+      assert.equal(res.statusCode, 400);
+      assert.match(res.headers['content-type'] as string, /^text\/html/);
+      assert.match(res.body, /not an image in a supported format/);
+      assert.match(res.headers['content-security-policy'] as string, /default-src 'none'/);
+      assert.equal(await handle(), before);
+    });
+
+    it('refuses an upload without a file', async () => {
+      const { csrf } = await accountPage();
+      const res = await send({ _csrf: csrf, action: 'upload' });
+      assert.equal(res.statusCode, 400);
+      assert.match(res.body, /Choose an image file/);
+    });
+
+    it('refuses a form without the CSRF token, changing nothing', async () => {
+      const before = await handle();
+      for (const fields of [{ action: 'upload', photo: png }, { _csrf: 'forged', action: 'remove' }] as Record<string, string | File>[]) {
+        const res = await send(fields);
+        assert.equal(res.statusCode, 403);
+        assert.equal(await handle(), before);
+      }
+    });
+
+    it('refuses a body that is not multipart, and one over the size limit', async () => {
+      const before = await handle();
+      const garbled = await b.post('/account/photo', 'not multipart at all', 'multipart/form-data; boundary=xyz');
+      assert.equal(garbled.statusCode, 400);
+      const huge = await b.post('/account/photo', Buffer.alloc(11 * 1024 * 1024), 'multipart/form-data; boundary=xyz');
+      assert.equal(huge.statusCode, 413);
+      assert.equal(await handle(), before);
+    });
+
+    it('sends a browser without a session to sign in', async () => {
+      const { payload, contentType } = await multipart({ action: 'upload', photo: png });
+      const res = await ctx.app.inject({ method: 'POST', url: '/account/photo', headers: { 'content-type': contentType }, payload });
+      assert.equal(res.statusCode, 303);
+      assert.equal(res.headers.location, '/account');
+    });
+
+    it('removes the photo', async () => {
+      assert.ok(await handle());
+      const { csrf, body } = await accountPage();
+      assert.match(body, /value="remove">Remove photo/);
+      const res = await send({ _csrf: csrf, action: 'remove' });
+      assert.equal(res.statusCode, 303);
+      assert.equal(await handle(), null);
+      assert.match((await accountPage()).body, /You have no profile photo/);
+    });
+  });
+}
