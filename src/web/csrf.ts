@@ -3,7 +3,6 @@
 // signed-in session). A page on another site can neither read the cookie nor compute the HMAC.
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type {} from '@fastify/cookie';
 import { hmac, safeEqual, type Keyring } from '../crypto.ts';
 import type { Config } from '../config.ts';
 
@@ -29,8 +28,11 @@ export function createCsrf(config: Config, keys: Keyring): Csrf {
   const cookie = secure ? '__Host-idp_browser' : 'idp_browser';
   const issued = new WeakMap<FastifyRequest, string>();
 
+  // Reads the Cookie header itself, so other features' routes (outside this plugin's cookie
+  // parser) can verify tokens too.
   const browserId = (request: FastifyRequest): string | undefined => {
-    const value = issued.get(request) ?? request.cookies?.[cookie];
+    const header = request.headers.cookie;
+    const value = issued.get(request) ?? (typeof header === 'string' ? header.split(/;\s*/).find((c) => c.startsWith(`${cookie}=`))?.slice(cookie.length + 1) : undefined);
     return typeof value === 'string' && BROWSER_ID.test(value) ? value : undefined;
   };
   const mac = (id: string, scope: string) => hmac(keys.csrf, `csrf\n${id}\n${scope}`);
@@ -43,7 +45,7 @@ export function createCsrf(config: Config, keys: Keyring): Csrf {
       if (!id) {
         id = randomBytes(32).toString('base64url');
         issued.set(request, id);
-        reply.setCookie(cookie, id, { path: '/', httpOnly: true, sameSite: 'lax', secure });
+        reply.header('set-cookie', `${cookie}=${id}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`);
       }
       return mac(id, scope);
     },

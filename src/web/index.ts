@@ -1,6 +1,5 @@
 // The sign-in web feature: interaction pages, the account page and their static assets.
 import type { FastifyInstance } from 'fastify';
-import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { createKit, frameFor, sendMessage, type WebDeps } from './kit.ts';
 import { interactionRoutes } from './interactions.ts';
@@ -28,7 +27,6 @@ export function createWeb(deps: WebDeps): Web {
       app.addHook('onRoute', (route) => {
         route.schema = { ...(route.schema ?? {}), hide: true } as typeof route.schema;
       });
-      await app.register(cookie);
       await app.register(formbody, { bodyLimit: 256 * 1024 });
       // Pages answer with pages: an unexpected failure is logged and shown as a plain error page.
       app.setErrorHandler((err, request, reply) => {

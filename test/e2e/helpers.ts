@@ -165,7 +165,8 @@ export async function startRelyingParty(server: E2EServer, client: Partial<NewCl
 export async function submitPassword(page: Page, username: string, password: string): Promise<void> {
   await page.fill('#username', username);
   await page.fill('#password', password);
-  await Promise.all([page.waitForLoadState('load'), page.click('#password-form button[type=submit]')]);
+  // The next document's load event: waitForLoadState would settle at once on the current page.
+  await Promise.all([page.waitForEvent('load'), page.click('#password-form button[type=submit]')]);
 }
 
 /**

@@ -174,7 +174,7 @@ for (const dialect of dialects()) {
     });
 
     it('deleting the last passkey asks for confirmation first, then deletes it', async () => {
-      await Promise.all([page.waitForLoadState('load'), page.click('li.passkey form.delete button')]);
+      await Promise.all([page.waitForEvent('load'), page.click('li.passkey form.delete button')]);
       assert.match(await page.textContent('h1') ?? '', /Delete your last passkey/);
       assert.equal((await listUserCredentials(server.store.db, user.id)).length, 1, 'nothing deleted before confirming');
       await Promise.all([page.waitForURL(`${server.url}/account?done=deleted`), page.click('form button.danger')]);
