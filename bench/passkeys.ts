@@ -5,7 +5,7 @@
 // 50 connections beside the Fastify constant-JSON floor. Figures go to bench/RESULTS.md.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -314,7 +314,7 @@ function report(results: DialectResult[], quick: boolean, serviceNodeOptions: st
   const n = results[0]?.passkeys ?? 0;
   const DEEP_PAGE = deepPageOf(n);
   lines.push('## Passkey API', '');
-  lines.push(`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine()}.${quick ? ' QUICK RUN (reduced size), not the reference figures.' : ''}`);
+  lines.push(`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine()}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')} (the machine may be shared: compare figures within one run).${quick ? ' QUICK RUN (reduced size), not the reference figures.' : ''}`);
   lines.push(`One organization, ${n.toLocaleString('en')} passkeys over ${(results[0]?.users ?? 0).toLocaleString('en')} users; the real service (\`node src/main.ts serve\`) in a child process; per_page=${PER_PAGE}; latencies measured by the client, ${LATENCY_SAMPLES} sequential requests each, first page and page ${DEEP_PAGE} interleaved.${serviceNodeOptions ? ` Service started with NODE_OPTIONS=\"${serviceNodeOptions}\".` : ' Service started with default Node options.'}`, '');
   lines.push(row(['measure', ...results.map((r) => r.dialect), 'goal']));
   lines.push(row(['---', ...results.map(() => '---'), '---']));
