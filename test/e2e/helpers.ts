@@ -85,9 +85,12 @@ export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthen
   };
 }
 
-/** Copies a credential into another authenticator (another browser context, another device). */
-export async function copyCredential(from: VirtualAuthenticator, to: VirtualAuthenticator): Promise<void> {
-  for (const credential of await from.credentials()) await to.cdp.send('WebAuthn.addCredential', { authenticatorId: to.authenticatorId, credential });
+/** Copies the credentials into another authenticator (another browser context, another device).
+ * A copy keeps its own sign counter: give signCount when the original has been used since. */
+export async function copyCredential(from: VirtualAuthenticator, to: VirtualAuthenticator, signCount?: number): Promise<void> {
+  for (const credential of await from.credentials()) {
+    await to.cdp.send('WebAuthn.addCredential', { authenticatorId: to.authenticatorId, credential: { ...credential, ...(signCount === undefined ? {} : { signCount }) } });
+  }
 }
 
 /**

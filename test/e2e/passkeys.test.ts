@@ -165,6 +165,25 @@ for (const dialect of dialects()) {
       }
     });
 
+    it('signs in on the account page itself with the passkey', async () => {
+      const other = await browser.newContext();
+      try {
+        await withoutPasskeyAutofill(other);
+        const otherPage = await other.newPage();
+        // The autofill test's device has moved the counter past this authenticator's own.
+        const stored = Number((await listUserCredentials(server.store.db, user.id))[0]!.sign_count);
+        await copyCredential(authenticator, await addVirtualAuthenticator(otherPage), stored + 100);
+        await otherPage.goto(`${server.url}/account`);
+        await otherPage.waitForSelector('#passkey-button:not([hidden])');
+        await Promise.all([otherPage.waitForEvent('load'), otherPage.click('#passkey-button')]);
+        assert.equal(otherPage.url(), `${server.url}/account`);
+        assert.match((await otherPage.textContent('h1')) ?? '', /Your account/);
+        assert.equal(await otherPage.locator('li.passkey').count(), 1);
+      } finally {
+        await other.close();
+      }
+    });
+
     it('renames the passkey on /account', async () => {
       await page.goto(`${server.url}/account`);
       await page.fill('li.passkey input[name=label]', 'Work laptop');
