@@ -61,6 +61,10 @@ for (const dialect of dialects()) {
       const first = await get('/2/passkey/1');
       assert.equal(first.json().length, 1000);
       assert.match(String(first.headers.link), /^<https:\/\/idp\.example\.test\/2\/passkey\/1\?offset=[A-Za-z0-9_-]+>; rel="next"$/);
+      // leading zeros name the same organization; the Link uses its canonical id
+      const padded = await get('/2/passkey/0001?per_page=5');
+      assert.equal(padded.statusCode, 200);
+      assert.match(String(padded.headers.link), /^<https:\/\/idp\.example\.test\/2\/passkey\/1\?per_page=5&offset=/);
       const withQuery = await get('/2/passkey/1?per_page=7&eppn=User0%40example.org');
       assert.match(String(withQuery.headers.link), /^<https:\/\/idp\.example\.test\/2\/passkey\/1\?per_page=7&eppn=User0%40example\.org&offset=[A-Za-z0-9_-]+>; rel="next"$/);
     });
