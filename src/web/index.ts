@@ -1,6 +1,7 @@
 // The sign-in web feature: interaction pages, the account page and their static assets.
 import type { FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
+import { errors as oidcErrors } from 'oidc-provider';
 import { createKit, frameFor, sendMessage, type WebDeps } from './kit.ts';
 import { interactionRoutes } from './interactions.ts';
 import { createAccount, type Account } from './account.ts';
@@ -30,6 +31,8 @@ export function createWeb(deps: WebDeps): Web {
       await app.register(formbody, { bodyLimit: 256 * 1024 });
       // Pages answer with pages: an unexpected failure is logged and shown as a plain error page.
       app.setErrorHandler((err, request, reply) => {
+        // The sign-in request can expire between showing a page and acting on it.
+        if (err instanceof oidcErrors.SessionNotFound) return sendMessage(reply, frameFor(request), 400, 'error.expired');
         const status = (err as { statusCode?: number }).statusCode;
         if (typeof status === 'number' && status >= 400 && status < 500) return sendMessage(reply, frameFor(request), status, 'error.generic');
         request.log.error({ err }, 'unhandled error');
