@@ -15,7 +15,7 @@ export interface Sessions {
   current(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined>;
   /** signs the browser in outside an authorization request (the account page) */
   signIn(request: FastifyRequest, reply: FastifyReply, login: { accountId: string; amr: string[] }): Promise<void>;
-  /** oidc-provider's Koa context for this request, for interactionDetails and friends */
+  /** makes oidc-provider see this request as PUBLIC_URL does (cookie security); call before interactionDetails and friends */
   prepare(request: FastifyRequest): void;
 }
 
