@@ -82,7 +82,16 @@ export async function renameUserPasskey(db: Q, userId: number, id: number, label
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** Records a successful assertion: new counter, backup state and last use. */
-export async function recordPasskeyUse(db: Q, id: number, signCount: number, backupState: boolean, now: number): Promise<void> {
-  await db.updateTable('passkeys').set({ sign_count: signCount, backup_state: backupState ? 1 : 0, last_used_at: now }).where('id', '=', id).execute();
+/**
+ * Records a successful assertion: new counter, backup state and last use. With a counter in use
+ * the row changes only while its stored counter is still below the new one, so of two assertions
+ * racing with the same counter one wins, and the counter never goes backwards. Returns false when
+ * nothing was written (the caller treats that as a counter regression).
+ */
+export async function recordPasskeyUse(db: Q, id: number, signCount: number, backupState: boolean, now: number): Promise<boolean> {
+  let update = db.updateTable('passkeys').set({ sign_count: signCount, backup_state: backupState ? 1 : 0, last_used_at: now }).where('id', '=', id);
+  // Authenticators without a counter always present 0; a stored 0 with a presented 0 is fine.
+  update = signCount > 0 ? update.where('sign_count', '<', signCount) : update.where('sign_count', '=', 0);
+  const r = await update.executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
 }

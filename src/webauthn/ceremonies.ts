@@ -198,7 +198,8 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
       if (!passkey) return { ok: false, reason: 'unknown_credential' };
       const user = await findUserById(store.db, passkey.user_id);
       if (!user) return { ok: false, reason: 'unknown_credential' };
-      if (response.response.userHandle && Buffer.from(response.response.userHandle, 'base64url').toString('utf8') !== user.sub) {
+      // Discoverable credentials always return the user handle; it must name the credential's owner.
+      if (!response.response.userHandle || Buffer.from(response.response.userHandle, 'base64url').toString('utf8') !== user.sub) {
         return { ok: false, reason: 'verification' };
       }
       let info;
@@ -219,7 +220,7 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
         return { ok: false, reason: 'verification' };
       }
       const stored = Number(passkey.sign_count);
-      if ((info.newCounter > 0 || stored > 0) && info.newCounter <= stored) {
+      const regression = async () => {
         // A cloned authenticator is the usual cause: refuse, and leave a trace for the organization.
         await insertAuditEvent(store.db, {
           at: now(),
@@ -230,9 +231,12 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
           requestId,
           details: { stored_counter: stored, presented_counter: info.newCounter },
         });
-        return { ok: false, reason: 'counter_regression' };
-      }
-      await recordPasskeyUse(store.db, passkey.id, info.newCounter, info.credentialBackedUp, now());
+        return { ok: false, reason: 'counter_regression' } as const;
+      };
+      if ((info.newCounter > 0 || stored > 0) && info.newCounter <= stored) return regression();
+      // The write is conditional on the counter still being below the presented one: a parallel
+      // assertion with the same (or a higher) counter that got there first makes this one a regression.
+      if (!(await recordPasskeyUse(store.db, passkey.id, info.newCounter, info.credentialBackedUp, now()))) return regression();
       return { ok: true, user, passkey, userVerified: info.userVerified };
     },
   };

@@ -94,6 +94,8 @@ for (const dialect of dialects()) {
     after(() => ctx.close());
 
     const row = async () => (await listUserCredentials(ctx.store.db, ada.id)).find((p) => p.id === passkeyId)!;
+    /** An assertion from one of Ada's discoverable credentials, which always carries her user handle. */
+    const signed = (k: Key, challenge: string, counter: number, opts: Parameters<typeof assertion>[3] = {}) => assertion(k, challenge, counter, { userHandle: ada.sub, ...opts });
 
     it('derives RP ID and origin from PUBLIC_URL and asks for discoverable credentials', async () => {
       assert.equal(webauthn.rpId, 'idp.example.test');
@@ -113,7 +115,7 @@ for (const dialect of dialects()) {
 
     it('accepts a genuine assertion once, records counter and last use, and refuses its replay', async () => {
       const { challenge } = await webauthn.authenticationOptions('b1');
-      const response = assertion(key, challenge, 6, { userHandle: ada.sub });
+      const response = signed(key, challenge, 6, { userHandle: ada.sub });
       const ok = await webauthn.verifyAuthentication(JSON.stringify(response), 'b1', 'req-1');
       assert.equal(ok.ok, true);
       assert.equal(ok.ok && ok.user.id, ada.id);
@@ -127,26 +129,26 @@ for (const dialect of dialects()) {
 
     it('refuses a challenge issued to another binding, for another purpose, or expired', async () => {
       const other = await webauthn.authenticationOptions('b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, other.challenge, 7), 'b2', 'r'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, other.challenge, 7), 'b2', 'r'), { ok: false, reason: 'challenge' });
       const reg = await webauthn.registrationOptions(ada, [], 'b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, reg.challenge, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, reg.challenge, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
       const old = await webauthn.authenticationOptions('b1');
       clock += CHALLENGE_TTL_MS + 1;
-      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, old.challenge, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, old.challenge, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
       const never = randomBytes(32).toString('base64url');
-      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, never, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, never, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
       assert.equal(Number((await row()).sign_count), 6);
     });
 
     it('refuses another RP ID, an unknown credential, a foreign user handle and a bad signature', async () => {
       const rp = await webauthn.authenticationOptions('b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, rp.challenge, 7, { rpId: 'evil.example' }), 'b1', 'r'), { ok: false, reason: 'verification' });
+      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, rp.challenge, 7, { rpId: 'evil.example' }), 'b1', 'r'), { ok: false, reason: 'verification' });
       const unknown = await webauthn.authenticationOptions('b1');
       assert.deepEqual(await webauthn.verifyAuthentication(assertion(newKey(), unknown.challenge, 7), 'b1', 'r'), { ok: false, reason: 'unknown_credential' });
       const handle = await webauthn.authenticationOptions('b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, handle.challenge, 7, { userHandle: bob.sub }), 'b1', 'r'), { ok: false, reason: 'verification' });
+      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, handle.challenge, 7, { userHandle: bob.sub }), 'b1', 'r'), { ok: false, reason: 'verification' });
       const forged = await webauthn.authenticationOptions('b1');
-      const bad = assertion(key, forged.challenge, 7);
+      const bad = signed(key, forged.challenge, 7);
       bad.response.signature = assertion(newKey(), forged.challenge, 7).response.signature;
       assert.deepEqual(await webauthn.verifyAuthentication(bad, 'b1', 'r'), { ok: false, reason: 'verification' });
       assert.equal(Number((await row()).sign_count), 6);
@@ -156,7 +158,7 @@ for (const dialect of dialects()) {
       const before = await row();
       for (const counter of [3, 6]) {
         const { challenge } = await webauthn.authenticationOptions('b1');
-        assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, challenge, counter), 'b1', `req-${counter}`), { ok: false, reason: 'counter_regression' });
+        assert.deepEqual(await webauthn.verifyAuthentication(signed(key, challenge, counter), 'b1', `req-${counter}`), { ok: false, reason: 'counter_regression' });
       }
       assert.deepEqual(await row(), before);
       const events = (await listAuditEvents(ctx.store.db, {})).filter((e) => e.kind === 'passkey.counter_regression');
@@ -174,10 +176,42 @@ for (const dialect of dialects()) {
       ]);
       for (let i = 0; i < 2; i++) {
         const { challenge } = await webauthn.authenticationOptions('b1');
-        const result = await webauthn.verifyAuthentication(assertion(zero, challenge, 0, { flags: 0x01 }), 'b1', 'r');
+        const result = await webauthn.verifyAuthentication(signed(zero, challenge, 0, { flags: 0x01 }), 'b1', 'r');
         assert.equal(result.ok, true);
         assert.equal(result.ok && result.userVerified, false);
       }
+    });
+
+    it('requires the user handle, and it must name the credential owner', async () => {
+      const { challenge } = await webauthn.authenticationOptions('b1');
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, challenge, 50), 'b1', 'r'), { ok: false, reason: 'verification' });
+      const foreign = await webauthn.authenticationOptions('b1');
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, foreign.challenge, 50, { userHandle: 'not-a-user' }), 'b1', 'r'), { ok: false, reason: 'verification' });
+      assert.equal(Number((await row()).sign_count), 6);
+      const good = await webauthn.authenticationOptions('b1');
+      assert.equal((await webauthn.verifyAuthentication(signed(key, good.challenge, 50), 'b1', 'r')).ok, true);
+      assert.equal(Number((await row()).sign_count), 50);
+    });
+
+    it('lets only one of two simultaneous assertions with the same counter through, and never lowers the counter', async () => {
+      const regressions = async () => (await listAuditEvents(ctx.store.db, {})).filter((e) => e.kind === 'passkey.counter_regression').length;
+      const before = await regressions();
+      const start = Number((await row()).sign_count);
+      const [c1, c2] = [await webauthn.authenticationOptions('p1'), await webauthn.authenticationOptions('p2')];
+      const same = await Promise.all([
+        webauthn.verifyAuthentication(signed(key, c1.challenge, start + 1), 'p1', 'race-1'),
+        webauthn.verifyAuthentication(signed(key, c2.challenge, start + 1), 'p2', 'race-2'),
+      ]);
+      assert.deepEqual(same.map((r) => r.ok).sort(), [false, true]);
+      assert.deepEqual(same.find((r) => !r.ok), { ok: false, reason: 'counter_regression' });
+      assert.equal(await regressions(), before + 1);
+      assert.equal(Number((await row()).sign_count), start + 1);
+      const [c3, c4] = [await webauthn.authenticationOptions('p1'), await webauthn.authenticationOptions('p2')];
+      await Promise.all([
+        webauthn.verifyAuthentication(signed(key, c3.challenge, start + 100), 'p1', 'race-3'),
+        webauthn.verifyAuthentication(signed(key, c4.challenge, start + 10), 'p2', 'race-4'),
+      ]);
+      assert.equal(Number((await row()).sign_count), start + 100, 'the stored counter never goes backwards');
     });
 
     it('refuses malformed responses without touching the challenge store', async () => {
