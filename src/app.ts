@@ -1,6 +1,7 @@
 // buildApp: the Fastify application with every feature registered, and nothing else.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { JSONWebKeySet } from 'jose';
 import type { Config } from './config.ts';
 import type { Keyring } from './crypto.ts';
 import type { Store } from './store/index.ts';
@@ -23,6 +24,8 @@ export interface AppDeps {
   keys: Keyring;
   /** injectable clock (ms) for tests */
   now?: () => number;
+  /** where log lines go (default stdout) */
+  logStream?: NodeJS.WritableStream;
 }
 
 export interface App {
@@ -34,14 +37,34 @@ export interface App {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
+/**
+ * Request log fields. Paths can carry personal data (eppn, mail, national id numbers) and query
+ * strings tokens or hints, so a route with parameters is logged by its pattern and queries never.
+ */
+function requestLogFields(request: FastifyRequest) {
+  const pattern = request.routeOptions?.url;
+  const path = request.url.split('?')[0];
+  return {
+    method: request.method,
+    url: pattern?.includes(':') ? pattern : path,
+    remoteAddress: request.ip,
+  };
+}
+
+/** Fastify's trustProxy from TRUST_PROXY: a hop count trusts that many proxies nearest to us. */
+export function trustProxyOption(trust: Config['trustProxy']) {
+  return typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust;
+}
+
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, keys } = deps;
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
+      serializers: { req: requestLogFields },
+      ...(deps.logStream ? { stream: deps.logStream } : {}),
     },
-    trustProxy: config.trustProxy,
+    trustProxy: trustProxyOption(config.trustProxy),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
@@ -67,7 +90,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const keyManager = await startKeyManager(config, store, keys, app.log);
   app.addHook('onClose', async () => keyManager.stop());
-  const verifier = createTokenVerifier(config.publicUrl, () => ({ keys: keyManager.current().publicJwks as any }), async () => void (await keyManager.refresh()));
+  const jwksOf = new WeakMap<object, JSONWebKeySet>();
+  const publishedKeys = () => {
+    const current = keyManager.current();
+    let set = jwksOf.get(current);
+    if (!set) jwksOf.set(current, (set = { keys: current.publicJwks as JSONWebKeySet['keys'] }));
+    return set;
+  };
+  const verifier = createTokenVerifier(config.publicUrl, publishedKeys, async () => void (await keyManager.refresh()));
   const provider = createProviderHolder({ config, store, keys, keyManager, accounts: { ...basicAccounts, ...userinfoAccounts({ config, store }), ...providerViews } });
 
   const now = deps.now ?? Date.now;

@@ -37,8 +37,12 @@ export interface SecretSource {
   path?: string;
 }
 
-/** The configured secret, or (SQLite only) the one stored under DATA_DIR, generated on first start. */
-export function loadSecret(config: Config): SecretSource {
+/**
+ * The configured secret, or (SQLite only) the one stored under DATA_DIR. Only the service
+ * generates one, on first start; admin commands refuse to run without it rather than create a
+ * second secret the database's keys were not sealed under.
+ */
+export function loadSecret(config: Config, options: { generate: boolean } = { generate: true }): SecretSource {
   if (config.idpSecret) return { secret: config.idpSecret, generated: false };
   const path = join(config.dataDir, 'idp-secret');
   if (existsSync(path)) {
@@ -46,6 +50,7 @@ export function loadSecret(config: Config): SecretSource {
     if (secret.length < 32) throw new Error(`${path}: stored secret is too short; remove it or set IDP_SECRET`);
     return { secret, generated: false, path };
   }
+  if (!options.generate) throw new Error(`no IDP_SECRET set and none stored at ${path}; set IDP_SECRET (or DATA_DIR), or start the service once to generate one`);
   mkdirSync(config.dataDir, { recursive: true });
   const secret = randomBytes(32).toString('base64url');
   writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });

@@ -14,9 +14,11 @@ export const MAX_EPPN = 320;
 export const MAX_USERID_SEC = 400;
 export const MAX_MAIL = 320;
 
+import { NIN_NAMESPACE, SECONDARY_NAMESPACES as NAMESPACES } from '../directory/namespaces.ts';
+
 /** Namespaces held in user_ids and searchable by the exists endpoint (besides the IdP namespace and nin). */
-export const SECONDARY_NAMESPACES = ['edugain', 'eidas', 'social'] as const;
-export const NIN_NAMESPACE = 'nin';
+export const SECONDARY_NAMESPACES = Object.keys(NAMESPACES);
+export { NIN_NAMESPACE };
 
 // C0, DEL, C1 and the Unicode line/paragraph separators: never part of an identifier, and they
 // would let a caller forge lines in logs.

@@ -12,7 +12,7 @@ import * as clients from '../clients/index.ts';
 import { importPasskeys } from '../webauthn/import.ts';
 import { listOrganizationPasskeys, listUserPasskeys } from '../store/passkeys.ts';
 import { listAuditEvents } from '../store/audit.ts';
-import { rotateSigningKeys, ensureSigningKeys } from '../oauth/keys.ts';
+import { rotateSigningKeys, ensureSigningKeys, assertSecretMatches } from '../oauth/keys.ts';
 import { keyTiming } from '../oauth/key-manager.ts';
 import { iso } from '../time.ts';
 import { removePhotoCommand, setPhotoCommand } from '../userinfo/cli.ts';
@@ -41,7 +41,7 @@ interface Command {
 const JSON_OPT = { json: { type: 'boolean' } } as const;
 
 function intOption(value: unknown, name: string): number {
-  if (typeof value !== 'string' || !/^\d+$/.test(value)) throw badRequest(`--${name} must be a positive integer`);
+  if (typeof value !== 'string' || !/^\d{1,15}$/.test(value) || Number(value) < 1) throw badRequest(`--${name} must be a positive integer (at most 15 digits)`);
   return Number(value);
 }
 
@@ -241,7 +241,7 @@ const commands: Record<string, Command> = {
     options: { orgs: { type: 'string' } },
     async run(ctx, v, [id]) {
       if (!id) throw badRequest('client id is required');
-      return showClient(ctx, await clients.grantOrganizations(ctx.store, id, orgList(required(v, 'orgs')), 'admin'));
+      return showClient(ctx, await clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'admin'));
     },
   },
   'client revoke-orgs': {
@@ -249,7 +249,7 @@ const commands: Record<string, Command> = {
     options: { orgs: { type: 'string' } },
     async run(ctx, v, [id]) {
       if (!id) throw badRequest('client id is required');
-      return showClient(ctx, await clients.revokeOrganizations(ctx.store, id, orgList(required(v, 'orgs')), 'admin'));
+      return showClient(ctx, await clients.revokeOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'admin'));
     },
   },
   'client grant-checkuser': {
@@ -384,8 +384,9 @@ export async function runCli(argv: string[], io: Io, env: NodeJS.ProcessEnv = pr
   }
   let store: Store | undefined;
   try {
-    const keys = keyring(loadSecret(config).secret);
+    const keys = keyring(loadSecret(config, { generate: false }).secret);
     store = await openStore(config.databaseUrl, { poolSize: 2 });
+    await assertSecretMatches(store, keys);
     const result = await command.run({ config, store, keys, json: Boolean(values.json), io }, values, positionals);
     if (result !== undefined) io.out(typeof result === 'string' ? result : JSON.stringify(result, null, 2));
     return 0;

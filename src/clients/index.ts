@@ -82,8 +82,9 @@ function checkRedirectUri(uri: string, what: string): string {
   }
   if (url.hash) throw badRequest(`${what} '${uri}' must not contain a fragment`);
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol === 'http:' && !loopback) throw badRequest(`${what} '${uri}' must use https (http is allowed for localhost only)`);
-  if (url.protocol === 'javascript:' || url.protocol === 'data:') throw badRequest(`${what} '${uri}' uses a forbidden scheme`);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw badRequest(`${what} '${uri}' must use https (http is allowed for localhost only)`);
+  }
   return uri;
 }
 

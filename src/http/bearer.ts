@@ -3,7 +3,8 @@ import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet,
 import type { FastifyRequest } from 'fastify';
 import { AppError, forbidden, unauthorized } from '../errors.ts';
 
-export const ACCEPTED_ALGS = ['ES256', 'RS256'];
+// Access tokens are signed with the ES256 key only (RS256 is the ID-token key).
+export const ACCEPTED_ALGS = ['ES256'];
 const CLOCK_SKEW_SECONDS = 30;
 
 export interface AccessToken {
@@ -31,6 +32,7 @@ export function bearerToken(request: FastifyRequest): string | undefined {
  * token names an unknown kid, so a key rotated on another instance is picked up at once).
  */
 export function createTokenVerifier(issuer: string, jwks: () => JSONWebKeySet, refresh: () => Promise<void>): TokenVerifier {
+  // jwks() returns the same object until the keys change, so imported keys are reused.
   let cached: { set: JSONWebKeySet; keys: ReturnType<typeof createLocalJWKSet> } | undefined;
   const keySource = () => {
     const set = jwks();
@@ -61,6 +63,9 @@ export function createTokenVerifier(issuer: string, jwks: () => JSONWebKeySet, r
         if (err instanceof joseErrors.JOSEError || err instanceof TypeError) throw unauthorized();
         throw err;
       }
+      // A sender-constrained token (cnf) must come with proof of possession; these APIs take
+      // plain bearer tokens only, so a bound token presented as a bearer is refused.
+      if ((payload as { cnf?: unknown }).cnf !== undefined) throw unauthorized();
       const { client_id: clientId, scope, sub, jti, exp } = payload as JWTPayload & { client_id: unknown; scope?: unknown };
       if (typeof clientId !== 'string' || typeof sub !== 'string' || typeof jti !== 'string' || typeof exp !== 'number') throw unauthorized();
       if (scope !== undefined && typeof scope !== 'string') throw unauthorized();

@@ -100,3 +100,11 @@ export async function loadKeySet(store: Store, keys: Keyring, timing: KeyTiming,
     fingerprint: ordered.map((r) => `${r.kid}${activeKids.has(r.kid) ? '*' : ''}`).join(','),
   };
 }
+
+/** Throws when the stored signing keys were sealed under another IDP_SECRET. */
+export async function assertSecretMatches(store: Store, keys: Keyring): Promise<void> {
+  const [row] = await repo.listSigningKeys(store.db);
+  if (row && !open(keys.keyEncryption, row.private_jwk, `signing-key:${row.kid}`)) {
+    throw new Error('IDP_SECRET does not match the secret this database was set up with (its signing keys cannot be decrypted)');
+  }
+}

@@ -48,6 +48,9 @@ export function providerHandler(holder: ProviderHolder, config: Config) {
     headers['x-forwarded-proto'] = proto;
     headers['x-forwarded-host'] = publicUrl.host;
     headers['x-forwarded-for'] = request.ip;
+    // hijacked replies skip Fastify's onSend hooks: set the shared headers here
+    reply.raw.setHeader('x-request-id', request.id);
+    reply.raw.setHeader('x-content-type-options', 'nosniff');
     reply.hijack();
     callback(request.raw, reply.raw);
   };

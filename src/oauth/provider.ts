@@ -78,6 +78,8 @@ export function createProvider(config: Config, store: Store, keys: Keyring, keyS
     },
     features: {
       devInteractions: { enabled: false },
+      // The resource APIs take bearer tokens; sender-constrained tokens are not offered.
+      dPoP: { enabled: false },
       clientCredentials: { enabled: true },
       revocation: { enabled: true },
       introspection: { enabled: false },

@@ -6,6 +6,7 @@
 import type { Config } from '../config.ts';
 import { ATTRIBUTE_GROUPS, type AttributeGroup } from '../clients/index.ts';
 import type { User } from '../store/directory.ts';
+import { NIN_NAMESPACE, SECONDARY_NAMESPACES as NAMESPACE_GROUPS } from '../directory/namespaces.ts';
 
 /**
  * Scopes and the groups they map onto. Every group is also a scope of the same name. `openid`
@@ -17,25 +18,9 @@ export const SCOPE_GROUPS: Readonly<Record<string, readonly AttributeGroup[]>> =
   ...Object.fromEntries(ATTRIBUTE_GROUPS.map((g) => [g, [g]])),
 };
 
-/**
- * Namespaces of the secondary ids in user_ids and the group that releases each. The directory's
- * own ids (`<IDP_NAMESPACE>:<eppn>` and `nin:<number>`) come from the user record itself; a
- * namespace not listed here is never released.
- */
-export const NAMESPACE_GROUPS: Readonly<Record<string, AttributeGroup>> = {
-  edugain: 'userid-edugain',
-  eidas: 'eidas',
-  apple: 'userid-social',
-  facebook: 'userid-social',
-  github: 'userid-social',
-  google: 'userid-social',
-  linkedin: 'userid-social',
-  microsoft: 'userid-social',
-  twitter: 'userid-social',
-  windowslive: 'userid-social',
-};
-
-export const NIN_NAMESPACE = 'nin';
+// Which group releases which secondary-id namespace is the directory's table, shared with the
+// user-existence checks.
+export { NAMESPACE_GROUPS, NIN_NAMESPACE };
 
 export interface ClaimNames {
   useridSec: string;

@@ -142,6 +142,10 @@ for (const dialect of dialects()) {
       [['client', 'add', '--name', 'X', '--orgs', '42'], /organization 42 does not exist/],
       [['client', 'add', '--name', 'X', '--redirect-uri', 'http://app.example.org/cb'], /must use https/],
       [['client', 'add', '--name', 'X', '--redirect-uri', 'not-a-url'], /not an absolute URL/],
+      [['client', 'add', '--name', 'X', '--redirect-uri', 'com.example.app:/cb'], /must use https/],
+      [['client', 'add', '--name', 'X', '--redirect-uri', 'file:///etc/passwd'], /must use https/],
+      [['client', 'grant-orgs', 'no-such-client', '--orgs', '1'], /does not exist/],
+      [['client', 'add', '--name', 'X', '--orgs', '99999999999999999999'], /at most 15 digits/],
       [['client', 'add', '--name', 'X', '--public'], /public client needs at least one --redirect-uri/],
       [['client', 'show', 'no-such-client'], /client 'no-such-client' does not exist/],
       [['client', 'rotate-secret', 'no-such-client'], /does not exist/],
@@ -223,6 +227,27 @@ for (const dialect of dialects()) {
       assert.equal(rows.filter((k) => k.retired_at !== null).length, 2);
     });
 
+    it('grant-orgs and revoke-orgs refuse unknown or missing organizations', async () => {
+      for (const args of [['client', 'grant-orgs', clientId, '--orgs', '77'], ['client', 'grant-orgs', clientId, '--orgs', ','], ['client', 'revoke-orgs', clientId, '--orgs', '77']]) {
+        const r = await run(args);
+        assert.equal(r.code, 1, args.join(' '));
+        assert.equal(r.err.split('\n').length, 1);
+      }
+      assert.deepEqual(JSON.parse((await run(['client', 'show', clientId, '--json'])).out).organizations, [1]);
+    });
+
+    it('refuses to run with a secret the database was not set up with', async () => {
+      const { runCli } = await import('../../src/cli/index.ts');
+      const err: string[] = [];
+      const code = await runCli(['org', 'add', '--id', '9', '--realm', 'nine.org', '--name', 'Nine'], { out: () => {}, err: (l) => err.push(l), readStdin: async () => '' }, {
+        DATABASE_URL: db.url,
+        IDP_SECRET: 'another-secret-0123456789-abcdefghijklmnop',
+      });
+      assert.equal(code, 1);
+      assert.match(err.join('\n'), /IDP_SECRET does not match/);
+      assert.equal(await count('organizations'), 2);
+    });
+
     it('unknown commands and help', async () => {
       const r = await run(['frobnicate']);
       assert.equal(r.code, 2);
@@ -233,6 +258,15 @@ for (const dialect of dialects()) {
 }
 
 describe('admin CLI as a process', () => {
+  it('never generates a secret of its own', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'idp-cli-nosecret-'));
+    const env = { ...process.env, DATABASE_URL: join(dir, 'idp.sqlite'), IDP_SECRET: '' };
+    const r = spawnSync(process.execPath, ['src/main.ts', 'org', 'list'], { env, encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /no IDP_SECRET set and none stored at/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+  });
+
   it('npm run idp prints one error line and exits non-zero', () => {
     const dir = mkdtempSync(join(tmpdir(), 'idp-cli-proc-'));
     const env = { ...process.env, DATABASE_URL: join(dir, 'idp.sqlite'), IDP_SECRET: TEST_SECRET };

@@ -40,12 +40,31 @@ describe('configuration', () => {
     [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
     [{ SUNSET_DATE: 'next year' }, 'SUNSET_DATE'],
     [{ IDP_NAMESPACE: 'Bad Name' }, 'IDP_NAMESPACE'],
+    [{ IDP_NAMESPACE: 'nin' }, 'IDP_NAMESPACE'],
+    [{ IDP_NAMESPACE: 'facebook' }, 'IDP_NAMESPACE'],
+    [{ SUNSET_DATE: '2026-02-30' }, 'SUNSET_DATE'],
+    [{ TRUST_PROXY: 'true' }, 'TRUST_PROXY'],
+    [{ TRUST_PROXY: '0.5' }, 'TRUST_PROXY'],
+    [{ TRUST_PROXY: '10.0.0.0/8, not-an-ip' }, 'TRUST_PROXY'],
   ];
   for (const [env, variable] of bad) {
     it(`rejects ${JSON.stringify(env)} naming ${variable}`, () => {
       assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.variable === variable && e.message.startsWith(`${variable}: `));
     });
   }
+
+  it('TRUST_PROXY takes a hop count or proxy addresses', () => {
+    assert.equal(loadConfig({}).trustProxy, false);
+    assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
+    assert.equal(loadConfig({ TRUST_PROXY: '1' }).trustProxy, 1);
+    assert.equal(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.5,::1' }).trustProxy, '10.0.0.0/8,192.168.1.5,::1');
+  });
+
+  it('keeps the generated secret beside the SQLite file by default', () => {
+    assert.equal(loadConfig({ DATABASE_URL: '/var/lib/idp/idp.sqlite' }).dataDir, '/var/lib/idp');
+    assert.equal(loadConfig({}).dataDir, './data');
+    assert.equal(loadConfig({ DATABASE_URL: '/var/lib/idp/idp.sqlite', DATA_DIR: '/etc/idp' }).dataDir, '/etc/idp');
+  });
 
   it('strips a trailing slash from PUBLIC_URL', () => {
     assert.equal(loadConfig({ PUBLIC_URL: 'https://idp.example.org/' }).publicUrl, 'https://idp.example.org');

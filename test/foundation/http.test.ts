@@ -60,14 +60,15 @@ for (const dialect of dialects()) {
         assert.ok(t.scopes.has('passkey.read'));
       });
 
-      it('accepts a well-formed token signed with our RS256 key too', async () => {
-        await ctx.verifier.verify(await sign({}, { alg: 'RS256', key: activeKey('RS256') }), AUD);
-      });
-
       const rejects = async (t: string, audience = AUD) => {
         await assert.rejects(ctx.verifier.verify(t, audience), (e: { status?: number }) => e.status === 401);
       };
 
+      it('accepts a well-formed token signed with our ES256 key', async () => {
+        await ctx.verifier.verify(await sign({}), AUD);
+      });
+      it('rejects a token signed with our RS256 (ID-token) key', async () => rejects(await sign({}, { alg: 'RS256', key: activeKey('RS256') })));
+      it('rejects a sender-constrained (cnf) token presented as a bearer token', async () => rejects(await sign({ cnf: { jkt: 'abc' } })));
       it('rejects a wrong audience', async () => rejects(token, `${PUBLIC_URL}/userinfo/v1/exists`));
       it('rejects a tampered payload', async () => {
         const [h, p, s] = token.split('.');
@@ -134,6 +135,62 @@ describe('malformed URLs', () => {
       assert.deepEqual(res.json(), { code: 400, message: 'Malformed request URL' });
     } finally {
       await ctx.close();
+    }
+  });
+});
+
+
+describe('request logs', () => {
+  it('log routes with parameters by their pattern and never log query strings', async () => {
+    const { PassThrough } = await import('node:stream');
+    const { freshDatabase, testConfig, TEST_SECRET } = await import('../helpers.ts');
+    const { openStore } = await import('../../src/store/index.ts');
+    const { keyring } = await import('../../src/crypto.ts');
+    const { buildApp } = await import('../../src/app.ts');
+    const db = await freshDatabase('sqlite');
+    const store = await openStore(db.url);
+    let logged = '';
+    const stream = new PassThrough();
+    stream.on('data', (d) => (logged += d));
+    const { app } = await buildApp({ config: testConfig(db.url, { LOG_LEVEL: 'info' }), store, keys: keyring(TEST_SECRET), logStream: stream });
+    try {
+      await app.inject({ method: 'GET', url: '/userinfo/v1/exists/nin%3A01017012345' });
+      await app.inject({ method: 'GET', url: '/2/passkey/1?eppn=alice%40example.org' });
+      await app.inject({ method: 'GET', url: '/.well-known/openid-configuration?hint=carol%40example.org' });
+      assert.match(logged, /"url":"\/userinfo\/v1\/exists\/:userid_sec"/);
+      assert.match(logged, /"url":"\/\.well-known\/openid-configuration"/);
+      assert.doesNotMatch(logged, /01017012345|alice|carol/);
+    } finally {
+      await app.close();
+      await store.close();
+      await db.drop();
+    }
+  });
+
+  it('responses of the authorization server carry the request id too', async () => {
+    const ctx = await startTestApp('sqlite');
+    try {
+      const res = await ctx.app.inject({ method: 'GET', url: '/openid/jwks', headers: { 'x-request-id': 'lb-77' } });
+      assert.equal(res.headers['x-request-id'], 'lb-77');
+      assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
+describe('client IP behind proxies', () => {
+  it('a client cannot choose its IP with X-Forwarded-For', async () => {
+    const { default: Fastify } = await import('fastify');
+    const { trustProxyOption } = await import('../../src/app.ts');
+    const { loadConfig } = await import('../../src/config.ts');
+    const cases: [string, string][] = [['false', '10.0.0.2'], ['1', '10.0.0.1'], ['2', '6.6.6.6'], ['10.0.0.2', '10.0.0.1'], ['10.0.0.0/8', '6.6.6.6']];
+    for (const [setting, expected] of cases) {
+      const app = Fastify({ trustProxy: trustProxyOption(loadConfig({ TRUST_PROXY: setting }).trustProxy) });
+      app.get('/ip', async (request) => ({ ip: request.ip }));
+      const res = await app.inject({ method: 'GET', url: '/ip', remoteAddress: '10.0.0.2', headers: { 'x-forwarded-for': '6.6.6.6, 10.0.0.1' } });
+      assert.equal(res.json().ip, expected, `TRUST_PROXY=${setting}`);
+      await app.close();
     }
   });
 });
