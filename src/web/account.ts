@@ -7,7 +7,7 @@ import { authenticatorName } from '../webauthn/aaguid.ts';
 import type { Html } from './html.ts';
 import { accountPage, confirmDeletePage, signInPage, type Frame } from './pages.ts';
 import type { Locale, MessageKey, Translate } from './i18n.ts';
-import { amrForPasskey, frameFor, overLimit, passwordSignIn, sendMessage, sendPage, type Kit } from './kit.ts';
+import { amrForPasskey, clientKey, frameFor, overLimit, passwordSignIn, sendMessage, sendPage, signInSucceeded, type Kit } from './kit.ts';
 import type { SignedIn } from './session.ts';
 
 /** What a section added to the account page gets to render with. */
@@ -136,7 +136,7 @@ export function createAccount(kit: Kit) {
 
     app.post('/account/passkey/options', async (request, reply) => {
       if (!csrf.verify(request, SIGN_IN_SCOPE, request.headers[csrf.header])) return reply.code(403).send({ code: 403, message: 'CSRF token missing or invalid' });
-      const retry = await overLimit(kit.limits.ceremonies, request.ip);
+      const retry = await overLimit(kit.limits.ceremonies, clientKey(request.ip));
       if (retry) return reply.code(429).header('retry-after', retry).send({ code: 429, message: 'Too many requests; try again later' });
       return reply.send(await kit.webauthn.authenticationOptions(`${SIGN_IN_SCOPE}:${csrf.token(request, reply, SIGN_IN_SCOPE)}`));
     });
@@ -144,7 +144,7 @@ export function createAccount(kit: Kit) {
     app.post('/account/passkey', async (request, reply) => {
       const frame = frameFor(request);
       if (!csrf.verify(request, SIGN_IN_SCOPE, bodyField(request, csrf.field))) return sendMessage(reply, frame, 403, 'error.csrf');
-      const retry = await overLimit(kit.limits.ip, request.ip);
+      const retry = await overLimit(kit.limits.ip, clientKey(request.ip));
       if (retry) return renderSignIn(request, reply, frame, 429, 'error.rate_limited', undefined, { 'retry-after': retry });
       const binding = `${SIGN_IN_SCOPE}:${csrf.token(request, reply, SIGN_IN_SCOPE)}`;
       const outcome = await kit.webauthn.verifyAuthentication(bodyField(request, 'response'), binding, request.id);
@@ -152,6 +152,7 @@ export function createAccount(kit: Kit) {
         request.log.info({ event: 'login.failed', method: 'passkey', reason: outcome.reason }, 'passkey sign-in refused');
         return renderSignIn(request, reply, frame, 401, 'error.passkey');
       }
+      await signInSucceeded(kit, request);
       await kit.sessions.signIn(request, reply, { accountId: outcome.user.sub, amr: amrForPasskey(outcome.userVerified) });
       return reply.code(303).header('location', '/account').send();
     });
@@ -160,7 +161,7 @@ export function createAccount(kit: Kit) {
       const who = await signedIn(request, reply);
       if (!who) return reply.code(401).send({ code: 401, message: 'Not signed in' });
       if (!csrf.verify(request, sessionScope(who.session), request.headers[csrf.header])) return reply.code(403).send({ code: 403, message: 'CSRF token missing or invalid' });
-      const retry = await overLimit(kit.limits.ceremonies, request.ip);
+      const retry = await overLimit(kit.limits.ceremonies, clientKey(request.ip));
       if (retry) return reply.code(429).header('retry-after', retry).send({ code: 429, message: 'Too many requests; try again later' });
       const existing = await listUserCredentials(kit.store.db, who.user.id);
       return reply.send(await kit.webauthn.registrationOptions(who.user, existing, `register:${who.session.uid}`));
@@ -175,6 +176,7 @@ export function createAccount(kit: Kit) {
         request.log.info({ event: 'passkey.register_failed', reason: outcome.reason }, 'passkey registration refused');
         return renderAccount(request, reply, frame, who, 400, undefined, outcome.reason === 'already_registered' ? 'account.already_registered' : 'account.add_failed');
       }
+      await kit.limits.ceremonies.refund(clientKey(request.ip));
       return reply.code(303).header('location', '/account?done=added').send();
     });
 

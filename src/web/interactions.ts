@@ -11,7 +11,7 @@ import { adoptRawCookies } from './session.ts';
 import { originOf } from './html.ts';
 import { consentPage, signInPage, type Frame } from './pages.ts';
 import type { MessageKey } from './i18n.ts';
-import { amrForPasskey, frameFor, overLimit, passwordSignIn, sendMessage, sendPage, type Kit } from './kit.ts';
+import { amrForPasskey, clientKey, frameFor, overLimit, passwordSignIn, sendMessage, sendPage, signInSucceeded, type Kit } from './kit.ts';
 
 type Params = { Params: { uid: string } };
 type Req = FastifyRequest<Params>;
@@ -163,7 +163,7 @@ export function interactionRoutes(kit: Kit) {
       const loaded = await loadInteraction(request, reply);
       if (!loaded) return reply;
       if (!csrf.verify(request, scopeOf(loaded.interaction.uid), request.headers[csrf.header])) return reply.code(403).send({ code: 403, message: 'CSRF token missing or invalid' });
-      const retry = await overLimit(kit.limits.ceremonies, request.ip);
+      const retry = await overLimit(kit.limits.ceremonies, clientKey(request.ip));
       if (retry) return reply.code(429).header('retry-after', retry).send({ code: 429, message: 'Too many requests; try again later' });
       return reply.send(await kit.webauthn.authenticationOptions(scopeOf(loaded.interaction.uid)));
     });
@@ -172,13 +172,14 @@ export function interactionRoutes(kit: Kit) {
       const loaded = await loadInteraction(request, reply);
       if (!loaded || !checkCsrf(request, reply, loaded, bodyField(request, csrf.field))) return reply;
       if (loaded.interaction.prompt.name !== 'login') return sendMessage(reply, loaded.frame, 400, 'error.expired');
-      const retry = await overLimit(kit.limits.ip, request.ip);
+      const retry = await overLimit(kit.limits.ip, clientKey(request.ip));
       if (retry) return renderSignIn(request, reply, loaded, 429, 'error.rate_limited', undefined, { 'retry-after': retry });
       const outcome = await kit.webauthn.verifyAuthentication(bodyField(request, 'response'), scopeOf(loaded.interaction.uid), request.id);
       if (!outcome.ok) {
         request.log.info({ event: 'login.failed', method: 'passkey', reason: outcome.reason }, 'passkey sign-in refused');
         return renderSignIn(request, reply, loaded, 401, 'error.passkey');
       }
+      await signInSucceeded(kit, request);
       return finish(request, reply, { login: { accountId: outcome.user.sub, amr: amrForPasskey(outcome.userVerified) } });
     });
 

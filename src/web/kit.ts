@@ -4,7 +4,8 @@ import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
-import { rateLimit, type RateLimit } from '../http/rate-limit.ts';
+import { clientKey, rateLimit, type RateLimit } from '../http/rate-limit.ts';
+export { clientKey };
 import { AppError } from '../errors.ts';
 import { normalizeEppn } from '../directory/index.ts';
 import { verifyPassword } from '../directory/passwords.ts';
@@ -88,29 +89,42 @@ function field(body: unknown, name: string, max: number): string | undefined {
 }
 
 /**
- * Password sign-in as a pipeline: limit the client IP, read the form, refuse an account that had
- * too many failures, verify (one scrypt whether or not the account exists), count a failure.
+ * Password sign-in as a pipeline: count the attempt against the client IP and the account (one
+ * atomic increment each, before any work, so parallel guesses cannot all slip under the limit),
+ * read the form, verify (one scrypt whether or not the account exists). A success clears the
+ * account's count and takes the attempt back from the IP's, which counts failures only.
  * Unknown user and wrong password give the same answer.
  */
 export async function passwordSignIn(kit: Kit, request: FastifyRequest): Promise<PasswordResult> {
-  const ipRetry = await overLimit(kit.limits.ip, request.ip);
+  const ip = clientKey(request.ip);
+  const ipRetry = await overLimit(kit.limits.ip, ip);
   const rawUsername = field(request.body, 'username', 320) ?? '';
   if (ipRetry) return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: ipRetry };
   const password = field(request.body, 'password', 1024);
   const eppn = normalizeEppn(rawUsername);
   if (!eppn || !password) return { ok: false, status: 400, error: 'error.credentials', username: rawUsername };
-  if (await kit.limits.account.exceeded(eppn)) {
-    return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: String(Math.ceil(LOGIN_WINDOW_MS / 1000)) };
-  }
+  const accountRetry = await overLimit(kit.limits.account, eppn);
+  if (accountRetry) return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: accountRetry };
   const user = await findUserByEppn(kit.store.db, eppn);
   const valid = await verifyPassword(password, user?.password_hash);
   if (!valid || !user) {
-    await overLimit(kit.limits.account, eppn);
     request.log.info({ event: 'login.failed', method: 'password' }, 'password sign-in refused');
     return { ok: false, status: 401, error: 'error.credentials', username: rawUsername };
   }
   await kit.limits.account.reset(eppn);
+  await signInSucceeded(kit, request);
   return { ok: true, user };
+}
+
+/**
+ * A sign-in succeeded: the per-IP counters count failures only, so give back the attempt and
+ * the challenge the sign-in page asked for. Many people behind one address (a campus NAT)
+ * then share a budget for mistakes, not for signing in.
+ */
+export async function signInSucceeded(kit: Kit, request: FastifyRequest): Promise<void> {
+  const ip = clientKey(request.ip);
+  await kit.limits.ip.refund(ip);
+  await kit.limits.ceremonies.refund(ip);
 }
 
 export function amrForPasskey(userVerified: boolean): string[] {
