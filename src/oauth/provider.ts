@@ -25,6 +25,14 @@ export const INTERACTION_PREFIX = '/interaction';
 export const SESSION_TTL = 8 * 3600;
 export const SESSION_COOKIE = { httpOnly: true, sameSite: 'lax' } as const;
 
+/** Cookie names: on https the session cookie (Path=/) gets `__Host-`, the path-scoped interaction
+ * cookies `__Secure-`, so browsers refuse them from plain http or another (sub)domain. */
+export function cookieNames(publicUrl: string): { session: string; interaction: string; resume: string } {
+  return publicUrl.startsWith('https:')
+    ? { session: '__Host-session', interaction: '__Secure-interaction', resume: '__Secure-interaction_resume' }
+    : { session: '_session', interaction: '_interaction', resume: '_interaction_resume' };
+}
+
 /** What the sign-in and userinfo features plug into the provider. */
 export interface AccountSource {
   findAccount(ctx: KoaContextWithOIDC, sub: string): Promise<Account | undefined>;
@@ -47,7 +55,7 @@ export function createProvider(config: Config, store: Store, keys: Keyring, keyS
   const configuration: Configuration = {
     adapter: adapterFactory(store),
     jwks: { keys: keySet.providerJwks as any },
-    cookies: { keys: keys.cookies, long: { ...SESSION_COOKIE }, short: { httpOnly: true, sameSite: 'lax' } },
+    cookies: { keys: keys.cookies, names: cookieNames(config.publicUrl), long: { ...SESSION_COOKIE }, short: { httpOnly: true, sameSite: 'lax' } },
     routes: ROUTES,
     findAccount: accounts.findAccount,
     claims: accounts.claims,

@@ -48,9 +48,16 @@ export function createSessions(holder: ProviderHolder, config: Config): Sessions
       prepare(request);
       const provider = holder.current();
       const ctx = provider.createContext(request.raw, reply.raw);
-      const session = await provider.Session.get(ctx);
-      // A fresh identifier on every sign-in, so a planted cookie never becomes a signed-in one.
-      if (!(session as { new?: boolean }).new) session.resetIdentifier();
+      let session = await provider.Session.get(ctx);
+      if (session.accountId && session.accountId !== login.accountId) {
+        // Another user: end that session and start a new one (new uid), so nothing bound to the
+        // old one — CSRF tokens, WebAuthn challenges, grants — carries over to this user.
+        await session.destroy();
+        session = new provider.Session();
+      } else if (!(session as { new?: boolean }).new) {
+        // A fresh identifier on every sign-in, so a planted cookie never becomes a signed-in one.
+        session.resetIdentifier();
+      }
       if (session.accountId !== login.accountId) session.authorizations = {};
       session.loginAccount({ accountId: login.accountId, amr: login.amr });
       await session.save(SESSION_TTL);

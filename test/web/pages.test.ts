@@ -114,17 +114,76 @@ for (const dialect of dialects()) {
       assert.equal(c.path, '/');
     });
 
+    it('on https the interaction cookies carry the __Secure- prefix and stay path-scoped', async () => {
+      const b = browser(ctx);
+      const start = await b.get(authorizeUrl(rp.clientId));
+      const uid = /\/interaction\/([^/?]+)$/.exec(start.headers.location as string)![1]!;
+      const names = start.cookies.map((c) => c.name).sort();
+      assert.deepEqual(names, ['__Secure-interaction', '__Secure-interaction.sig', '__Secure-interaction_resume', '__Secure-interaction_resume.sig']);
+      for (const c of start.cookies) {
+        assert.equal(c.secure, true, c.name);
+        assert.equal(c.httpOnly, true, c.name);
+        assert.equal(c.domain, undefined, c.name);
+      }
+      assert.equal(start.cookies.find((c) => c.name === '__Secure-interaction')!.path, `/interaction/${uid}`);
+      assert.equal(start.cookies.find((c) => c.name === '__Secure-interaction_resume')!.path, `/oauth/authorization/${uid}`);
+      // The account page's own sign-in writes the same session cookie.
+      const account = browser(ctx);
+      const form = await account.get('/account');
+      const login = await account.post('/account/login', { _csrf: csrfOf(form.body), username: 'ada@example.org', password: PASSWORD });
+      assert.equal(login.statusCode, 303);
+      const session = login.cookies.find((c) => c.name === '__Host-session');
+      assert.ok(session, 'session cookie named __Host-session');
+      assert.equal(session.secure, true);
+      assert.equal(session.path, '/');
+      assert.ok(!login.cookies.some((c) => c.name === '_session'));
+      assert.match((await account.get('/account')).body, /<h1>Your account<\/h1>/);
+    });
+
+    it('pages send Strict-Transport-Security on https', async () => {
+      const b = browser(ctx);
+      const { page } = await openSignIn(b, rp.clientId);
+      assert.equal(page.headers['strict-transport-security'], 'max-age=31536000');
+      assert.equal((await b.get('/account')).headers['strict-transport-security'], 'max-age=31536000');
+      assert.equal((await b.get('/static/style.css')).headers['strict-transport-security'], 'max-age=31536000');
+    });
+
+    it('signing in as someone else on /account starts a new session: the old session and its tokens stop working', async () => {
+      await seedUser(ctx, 1, 'eve@example.org', { name: 'Eve', password: PASSWORD });
+      const b = browser(ctx);
+      const signInToken = csrfOf((await b.get('/account')).body);
+      assert.equal((await b.post('/account/login', { _csrf: signInToken, username: 'eve@example.org', password: PASSWORD })).statusCode, 303);
+      const evePage = await b.get('/account');
+      assert.match(evePage.body, /eve@example\.org/);
+      const eveToken = csrfOf(evePage.body);
+      const eveSession = b.jar.get('__Host-session')!;
+      // The same browser signs in as Ada (the sign-in form's token belongs to the browser).
+      assert.equal((await b.post('/account/login', { _csrf: signInToken, username: 'ada@example.org', password: PASSWORD })).statusCode, 303);
+      const adaPage = await b.get('/account');
+      assert.match(adaPage.body, /ada@example\.org/);
+      assert.notEqual(csrfOf(adaPage.body), eveToken, 'account forms get a token for the new session');
+      assert.notEqual(b.jar.get('__Host-session'), eveSession);
+      const stale = await b.post('/account/passkeys/1/rename', { _csrf: eveToken, label: 'x' });
+      assert.equal(stale.statusCode, 403, "a token issued to Eve's session is refused in Ada's");
+      const options = await ctx.app.inject({ method: 'POST', url: '/account/passkeys/options', headers: { cookie: [...b.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'x-csrf-token': eveToken } });
+      assert.equal(options.statusCode, 403);
+      const old = await ctx.app.inject({ method: 'GET', url: '/account', headers: { cookie: `__Host-session=${eveSession}` } });
+      assert.match(old.body, /<h1>Sign in<\/h1>/, "Eve's session is gone");
+    });
+
     it('password sign-in creates a Secure, HttpOnly, SameSite=Lax session and asks consent naming the client and groups', async () => {
       const b = browser(ctx);
       const { uid, csrf } = await openSignIn(b, rp.clientId);
       const login = await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ADA@example.org', password: PASSWORD });
       assert.equal(login.statusCode, 303);
       const resumed = await b.get(login.headers.location as string);
-      const session = resumed.cookies.find((c) => c.name === '_session');
-      assert.ok(session, 'session cookie set');
+      const session = resumed.cookies.find((c) => c.name === '__Host-session');
+      assert.ok(session, 'session cookie set, with the __Host- prefix on https');
       assert.equal(session.httpOnly, true);
       assert.equal(session.secure, true);
       assert.equal(session.sameSite?.toLowerCase(), 'lax');
+      assert.equal(session.path, '/');
+      assert.equal(session.domain, undefined);
       const { done, res: consent } = await follow(b, resumed);
       assert.equal(done, undefined);
       assert.match(consent.body, /Course &lt;b&gt;Portal&lt;\/b&gt; wants to use your account \(ada@example\.org\)/);
@@ -276,11 +335,26 @@ describe('cookies on plain http (local development)', () => {
   it('are not Secure and drop the __Host- prefix when PUBLIC_URL is http', async () => {
     const ctx = await startTestApp('sqlite', { PUBLIC_URL: 'http://localhost:9' });
     try {
+      await seedOrg(ctx);
+      await seedUser(ctx, 1, 'ada@example.org', { password: PASSWORD });
       const res = await ctx.app.inject({ method: 'GET', url: '/account' });
       const c = res.cookies.find((x) => x.name === 'idp_browser')!;
       assert.ok(c);
       assert.equal(c.secure, undefined);
       assert.equal(c.httpOnly, true);
+      assert.equal(res.headers['strict-transport-security'], undefined);
+      const login = await ctx.app.inject({
+        method: 'POST',
+        url: '/account/login',
+        headers: { cookie: `idp_browser=${c.value}`, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams({ _csrf: csrfOf(res.body), username: 'ada@example.org', password: PASSWORD }).toString(),
+      });
+      assert.equal(login.statusCode, 303);
+      const session = login.cookies.find((x) => x.name === '_session');
+      assert.ok(session, 'plain _session cookie');
+      assert.equal(session.secure, undefined);
+      const start = await ctx.app.inject({ method: 'GET', url: authorizeUrl('nosuch') });
+      assert.equal(start.headers['strict-transport-security'], undefined);
     } finally {
       await ctx.close();
     }
