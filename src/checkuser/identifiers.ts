@@ -1,7 +1,7 @@
 // Parsing the identifiers a user-existence check names. Everything here depends on the request
 // alone, never on the directory, so a 400 says nothing about who exists.
 import { badRequest } from '../errors.ts';
-import { eppnProblem } from '../directory/index.ts';
+import { eppnProblem, normalizeEmail } from '../directory/index.ts';
 
 /** What to look for, and where the organization to check comes from. */
 export type Lookup =
@@ -85,5 +85,5 @@ export function parseMailLookup(realmRaw: string | undefined, mailRaw: string | 
   if (at < 0) throw badRequest("Mail address must contain '@'");
   if (at === 0) throw badRequest('Mail address has an empty local part');
   if (at === mail.length - 1) throw badRequest('Mail address has an empty domain part');
-  return { kind: 'mail', realm, mail };
+  return { kind: 'mail', realm, mail: normalizeEmail(mail) };
 }

@@ -123,7 +123,8 @@ export function checkuserPlugin(deps: CheckuserDeps) {
       `${EXISTS_PATH}-by-mail`,
       `${EXISTS_PATH}-by-mail/:realm`,
     ]) {
-      methodNotAllowed(app, url, ['GET']);
+      // the legacy path signals its deprecation on every answer, refusals included
+      methodNotAllowed(app, url, ['GET'], url.startsWith('/check_single') ? (reply) => markDeprecated(reply, config, EXISTS_PATH) : undefined);
     }
   };
 }

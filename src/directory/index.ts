@@ -16,6 +16,11 @@ export function normalizeEppn(eppn: string): string {
   return eppn.trim().toLowerCase();
 }
 
+/** Mail addresses are stored and compared in lower case (people type them in any case). */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
 export function realmOf(eppn: string): string {
   return eppn.slice(eppn.lastIndexOf('@') + 1);
 }
@@ -90,7 +95,7 @@ export async function addUser(store: Store, input: NewUser, now = Date.now()): P
       org_id: org.id,
       eppn,
       name,
-      email: input.email ?? null,
+      email: input.email === undefined ? null : normalizeEmail(input.email),
       nin: input.nin ?? null,
       password_hash: passwordHash,
       photo_handle: null,

@@ -33,13 +33,16 @@ export function registerErrorHandling(app: FastifyInstance) {
 }
 
 /** Answers every method a path does not serve with 405 and an Allow header. */
-export function methodNotAllowed(app: FastifyInstance, url: string, allowed: string[]) {
+export function methodNotAllowed(app: FastifyInstance, url: string, allowed: string[], decorate?: (reply: FastifyReply) => void) {
   const allow = allowed.includes('GET') && !allowed.includes('HEAD') ? [...allowed, 'HEAD'] : allowed;
   const others = ALL_METHODS.filter((m) => !allow.includes(m));
   app.route({
     method: others as unknown as string[],
     url,
     schema: { hide: true },
-    handler: async (_request, reply) => sendError(reply, 405, 'Method Not Allowed', { allow: allow.join(', ') }),
+    handler: async (_request, reply) => {
+      decorate?.(reply);
+      return sendError(reply, 405, 'Method Not Allowed', { allow: allow.join(', ') });
+    },
   });
 }

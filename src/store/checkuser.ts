@@ -47,18 +47,9 @@ export async function namespacedIdExists(db: Q, orgIds: number[], namespace: str
   return row !== undefined;
 }
 
-/**
- * Mail addresses are stored as the operator entered them; people type them in any case, so the
- * comparison folds case (lower() folds ASCII letters alike on SQLite and PostgreSQL).
- */
+/** Mail addresses are stored lower-cased (normalizeEmail); the caller passes the lower-cased form. */
 export async function emailExists(db: Q, orgIds: number[], email: string): Promise<boolean> {
   if (orgIds.length === 0) return false;
-  const row = await db
-    .selectFrom('users')
-    .select('id')
-    .where((eb) => eb(eb.fn('lower', ['email']), '=', email.toLowerCase()))
-    .where('org_id', 'in', orgIds)
-    .limit(1)
-    .executeTakeFirst();
+  const row = await db.selectFrom('users').select('id').where('email', '=', email).where('org_id', 'in', orgIds).limit(1).executeTakeFirst();
   return row !== undefined;
 }

@@ -10,12 +10,12 @@ function migration001(dialect: Dialect): Migration {
   return {
     async up(db: Kysely<any>) {
       const statements = [
-        `create table organizations (
+        `create table if not exists organizations (
           id bigint primary key,
           realm text not null unique,
           name text not null,
           created_at bigint not null)`,
-        `create table users (
+        `create table if not exists users (
           id ${pk},
           sub text not null unique,
           org_id bigint not null references organizations(id),
@@ -27,15 +27,15 @@ function migration001(dialect: Dialect): Migration {
           photo_handle text,
           created_at bigint not null,
           updated_at bigint not null)`,
-        `create index users_org on users(org_id, id)`,
-        `create index users_email on users(email)`,
-        `create table user_ids (
+        `create index if not exists users_org on users(org_id, id)`,
+        `create index if not exists users_email on users(email)`,
+        `create table if not exists user_ids (
           user_id bigint not null references users(id) on delete cascade,
           namespace text not null,
           identifier text not null,
           primary key (namespace, identifier))`,
-        `create index user_ids_user on user_ids(user_id)`,
-        `create table clients (
+        `create index if not exists user_ids_user on user_ids(user_id)`,
+        `create table if not exists clients (
           client_id text primary key,
           secret_hash text,
           name text not null,
@@ -48,12 +48,12 @@ function migration001(dialect: Dialect): Migration {
           userinfo_signed_response_alg text,
           created_at bigint not null,
           updated_at bigint not null)`,
-        `create table client_orgs (
+        `create table if not exists client_orgs (
           client_id text not null references clients(client_id) on delete cascade,
           org_id bigint not null references organizations(id) on delete cascade,
           kind text not null,
           primary key (client_id, org_id, kind))`,
-        `create table passkeys (
+        `create table if not exists passkeys (
           id ${pk},
           user_id bigint not null references users(id) on delete cascade,
           org_id bigint not null references organizations(id),
@@ -68,9 +68,9 @@ function migration001(dialect: Dialect): Migration {
           mfa_verified integer not null default 0,
           created_at bigint not null,
           last_used_at bigint)`,
-        `create index passkeys_org on passkeys(org_id, id)`,
-        `create index passkeys_user on passkeys(user_id, id)`,
-        `create table photos (
+        `create index if not exists passkeys_org on passkeys(org_id, id)`,
+        `create index if not exists passkeys_user on passkeys(user_id, id)`,
+        `create table if not exists photos (
           handle text primary key,
           user_id bigint not null references users(id) on delete cascade,
           bytes ${blob} not null,
@@ -78,8 +78,8 @@ function migration001(dialect: Dialect): Migration {
           width integer not null,
           height integer not null,
           updated_at bigint not null)`,
-        `create index photos_user on photos(user_id)`,
-        `create table oidc_payloads (
+        `create index if not exists photos_user on photos(user_id)`,
+        `create table if not exists oidc_payloads (
           id text not null,
           type text not null,
           payload text not null,
@@ -89,11 +89,11 @@ function migration001(dialect: Dialect): Migration {
           expires_at bigint,
           consumed_at bigint,
           primary key (type, id))`,
-        `create index oidc_payloads_grant on oidc_payloads(grant_id)`,
-        `create index oidc_payloads_uid on oidc_payloads(uid)`,
-        `create index oidc_payloads_user_code on oidc_payloads(user_code)`,
-        `create index oidc_payloads_expires on oidc_payloads(expires_at)`,
-        `create table signing_keys (
+        `create index if not exists oidc_payloads_grant on oidc_payloads(grant_id)`,
+        `create index if not exists oidc_payloads_uid on oidc_payloads(uid)`,
+        `create index if not exists oidc_payloads_user_code on oidc_payloads(user_code)`,
+        `create index if not exists oidc_payloads_expires on oidc_payloads(expires_at)`,
+        `create table if not exists signing_keys (
           kid text primary key,
           alg text not null,
           private_jwk text not null,
@@ -101,7 +101,7 @@ function migration001(dialect: Dialect): Migration {
           created_at bigint not null,
           activates_at bigint not null,
           retired_at bigint)`,
-        `create table audit_events (
+        `create table if not exists audit_events (
           id ${pk},
           at bigint not null,
           kind text not null,
@@ -111,15 +111,15 @@ function migration001(dialect: Dialect): Migration {
           passkey_ids text not null,
           request_id text,
           details text not null)`,
-        `create index audit_events_org on audit_events(org_id, at)`,
-        `create index audit_events_at on audit_events(at)`,
-        `create table consents (
+        `create index if not exists audit_events_org on audit_events(org_id, at)`,
+        `create index if not exists audit_events_at on audit_events(at)`,
+        `create table if not exists consents (
           user_id bigint not null references users(id) on delete cascade,
           client_id text not null references clients(client_id) on delete cascade,
           scopes text not null,
           created_at bigint not null,
           primary key (user_id, client_id))`,
-        `create table rate_limits (
+        `create table if not exists rate_limits (
           key text primary key,
           window_start bigint not null,
           count integer not null)`,
@@ -129,8 +129,25 @@ function migration001(dialect: Dialect): Migration {
   };
 }
 
+// Mail lookups compare lower-cased addresses for equality (indexed, same result on both
+// dialects); national id lookups are scoped by organization.
+function migration002(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      const rows = await db.selectFrom('users').select(['id', 'email']).where('email', 'is not', null).execute();
+      for (const row of rows as { id: number; email: string }[]) {
+        const normalized = row.email.trim().toLowerCase();
+        if (normalized !== row.email) await db.updateTable('users').set({ email: normalized }).where('id', '=', row.id).execute();
+      }
+      await sql.raw('drop index if exists users_email').execute(db);
+      await sql.raw('create index if not exists users_org_email on users(org_id, email)').execute(db);
+      await sql.raw('create index if not exists users_org_nin on users(org_id, nin)').execute(db);
+    },
+  };
+}
+
 export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string[]> {
-  const migrations: Record<string, Migration> = { '001_initial': migration001(dialect) };
+  const migrations: Record<string, Migration> = { '001_initial': migration001(dialect), '002_lookup_indexes': migration002() };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({ db, provider, migrationTableName: 'schema_migrations', migrationLockTableName: 'schema_migrations_lock' });
   const { error, results } = await migrator.migrateToLatest();

@@ -131,6 +131,8 @@ for (const dialect of dialects()) {
         const res = await get(w.ctx, single('alice@example.org'), w.tokens.legacy, method);
         assert.equal(res.statusCode, 405);
         assert.equal(res.headers.allow, 'GET, HEAD');
+        assert.ok(res.headers.deprecation, 'a refusal of the legacy path is marked deprecated too');
+        assert.match(String(res.headers.link), /rel="deprecation"/);
       }
     });
   });

@@ -92,6 +92,11 @@ for (const dialect of dialects()) {
         assert.deepEqual((await answer(exists('edugain:alice@edu.example'))).body, { exists: true });
       });
 
+      it('finds social ids under the namespace the userid_sec claim uses', async () => {
+        assert.deepEqual((await answer(exists('facebook:10001234'))).body, { exists: true });
+        assert.deepEqual((await answer(exists('google:10001234'))).body, { exists: false });
+      });
+
       it('answers exists: false for an unknown id and for one in another organization', async () => {
         assert.deepEqual((await answer(exists('edugain:nobody@edu.example'))).body, { exists: false });
         assert.deepEqual((await answer(exists('edugain:carol@edu.example'))).body, { exists: false });
@@ -107,10 +112,10 @@ for (const dialect of dialects()) {
         ['empty identifier', '/userinfo/v1/exists/', 'Missing identifier: expected <namespace>:<identifier>'],
         ['no identifier segment', '/userinfo/v1/exists', 'Missing identifier: expected <namespace>:<identifier>'],
         ['no namespace', exists('alice@example.org'), "Identifier must have the form <namespace>:<identifier> (no ':' found)"],
-        ['unknown namespace', exists('foo:bar'), "Unknown namespace 'foo' (known: idp, nin, edugain, eidas, social)"],
-        ['photo handle namespace', exists('p:0f1e2d3c'), "Unknown namespace 'p' (known: idp, nin, edugain, eidas, social)"],
-        ['empty namespace', exists(':alice@example.org'), 'Unknown namespace (known: idp, nin, edugain, eidas, social)'],
-        ['malformed namespace', exists('i d p:alice@example.org'), 'Unknown namespace (known: idp, nin, edugain, eidas, social)'],
+        ['unknown namespace', exists('foo:bar'), "Unknown namespace 'foo' (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)"],
+        ['photo handle namespace', exists('p:0f1e2d3c'), "Unknown namespace 'p' (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)"],
+        ['empty namespace', exists(':alice@example.org'), 'Unknown namespace (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)'],
+        ['malformed namespace', exists('i d p:alice@example.org'), 'Unknown namespace (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)'],
         ['empty value', exists('idp:'), "Identifier has an empty value after 'idp:'"],
         ['eppn without @', exists('idp:alice.example.org'), "Identifier must have the form username@domain (no '@' found)"],
         ['eppn with empty local part', exists('idp:@example.org'), 'Identifier has an empty username part'],

@@ -56,6 +56,7 @@ export async function checkuserWorld(dialect: Dialect, env: Record<string, strin
   const carol = await seedUser(ctx, 3, 'carol@third.org', { email: 'carol@third.org', nin: NINS.carol });
   await insertUserId(ctx.store.db, alice.id, 'edugain', 'alice@edu.example');
   await insertUserId(ctx.store.db, carol.id, 'edugain', 'carol@edu.example');
+  await insertUserId(ctx.store.db, alice.id, 'facebook', '10001234');
 
   const all = ['system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'];
   const checker = await seedClient(ctx, { name: 'Provisioning', scopes: all });
