@@ -16,7 +16,7 @@ import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { passkeyAdminPlugin } from './passkey-admin/routes.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
-import { createWeb, providerViews } from './web/index.ts';
+import { createWeb, loadExistingGrant, providerViews } from './web/index.ts';
 
 export interface AppDeps {
   config: Config;
@@ -98,7 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return set;
   };
   const verifier = createTokenVerifier(config.publicUrl, publishedKeys, async () => void (await keyManager.refresh()));
-  const provider = createProviderHolder({ config, store, keys, keyManager, accounts: { ...basicAccounts, ...userinfoAccounts({ config, store }), ...providerViews } });
+  const provider = createProviderHolder({ config, store, keys, keyManager, accounts: { ...basicAccounts, ...userinfoAccounts({ config, store }), ...providerViews, loadExistingGrant: loadExistingGrant(store) } });
 
   const now = deps.now ?? Date.now;
   const stopHousekeeping = startHousekeeping(store, app.log);

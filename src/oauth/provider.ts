@@ -42,6 +42,8 @@ export interface AccountSource {
   renderError?: Configuration['renderError'];
   logoutSource?: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['logoutSource'];
   postLogoutSuccessSource?: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['postLogoutSuccessSource'];
+  /** the grant a signed-in user already has for the client (remembered consent, first-party clients) */
+  loadExistingGrant?: Configuration['loadExistingGrant'];
 }
 
 export const basicAccounts: AccountSource = {
@@ -130,6 +132,7 @@ export function createProvider(config: Config, store: Store, keys: Keyring, keyS
     // Browser-based relying parties may call userinfo from the origins of their redirect URIs.
     clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => new URL(uri).origin === origin),
     ...(accounts.renderError ? { renderError: accounts.renderError } : {}),
+    ...(accounts.loadExistingGrant ? { loadExistingGrant: accounts.loadExistingGrant } : {}),
   };
   const provider = new Provider(config.publicUrl, configuration);
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client

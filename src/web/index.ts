@@ -8,6 +8,7 @@ import { createAccount, type Account } from './account.ts';
 import { staticPlugin } from './static.ts';
 
 export { providerViews } from './provider-views.ts';
+export { loadExistingGrant } from './grants.ts';
 export type { Account, AccountSection, AccountView } from './account.ts';
 export { html, raw, escapeHtml, type Html } from './html.ts';
 export type { WebDeps } from './kit.ts';

@@ -5,7 +5,8 @@ import type { Interaction, InteractionResults } from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { findClient, type ClientRow } from '../store/clients.ts';
 import { findUserBySub, type User } from '../store/directory.ts';
-import { findConsent, saveConsent } from '../store/consents.ts';
+import { saveConsent } from '../store/consents.ts';
+import { consentCovers, consentScope as scopeOfConsent } from './grants.ts';
 import { ATTRIBUTE_GROUPS } from '../clients/index.ts';
 import { adoptRawCookies } from './session.ts';
 import { originOf } from './html.ts';
@@ -93,13 +94,7 @@ export function interactionRoutes(kit: Kit) {
     return reply.code(303).header('location', returnTo).send();
   }
 
-  /** Scopes the client may have among those requested, plus the attribute groups it receives. */
-  function consentScope(loaded: Loaded, client: ClientRow): { scopes: string[]; remembered: string[] } {
-    const allowed = new Set([...client.scopes.split(' '), ...client.groups.split(' '), 'openid'].filter(Boolean));
-    const requested = String(loaded.interaction.params.scope ?? '').split(' ').filter(Boolean);
-    const scopes = requested.filter((s) => allowed.has(s));
-    return { scopes, remembered: [...new Set([...scopes, ...client.groups.split(' ').filter(Boolean)])] };
-  }
+  const consentScope = (loaded: Loaded, client: ClientRow) => scopeOfConsent(client, loaded.interaction.params.scope);
 
   async function grantConsent(request: Req, reply: FastifyReply, loaded: Loaded, accountId: string, scopes: string[]) {
     const provider = kit.provider.current();
@@ -122,9 +117,9 @@ export function interactionRoutes(kit: Kit) {
     const client = await clientOf(loaded);
     if (!accountId || !user || !client) return finish(request, reply, { error: 'access_denied', error_description: 'account or client no longer exists' });
     const { scopes, remembered } = consentScope(loaded, client);
-    if (client.first_party === 1) return grantConsent(request, reply, loaded, accountId, scopes);
-    const given = await findConsent(kit.store.db, user.id, client.client_id);
-    if (given && remembered.every((s) => given.includes(s))) return grantConsent(request, reply, loaded, accountId, scopes);
+    // prompt=consent: ask, whatever was agreed to before (and for first-party clients too).
+    const asked = loaded.interaction.prompt.reasons.includes('consent_prompt');
+    if (!asked && (await consentCovers(kit.store, user.id, client, remembered))) return grantConsent(request, reply, loaded, accountId, scopes);
     return renderConsent(request, reply, loaded, user, client, remembered);
   }
 

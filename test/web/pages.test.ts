@@ -4,7 +4,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { dialects, startTestApp, seedOrg, seedUser, seedClient, PUBLIC_URL, type TestContext } from '../helpers.ts';
-import { findConsent } from '../../src/store/consents.ts';
+import { findConsent, saveConsent } from '../../src/store/consents.ts';
 import { pickLocale } from '../../src/web/i18n.ts';
 import { html, raw } from '../../src/web/html.ts';
 
@@ -204,6 +204,48 @@ for (const dialect of dialects()) {
         const end = await follow(b, await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }));
         assert.ok(end.done?.searchParams.get('code'), `no consent page for ${clientId}`);
       }
+    });
+
+    it('prompt=consent shows the consent page even when consent is remembered, and for first-party clients', async () => {
+      const client = await seedClient(ctx, { name: 'Asks again', redirectUris: [REDIRECT], groups: ['email'] });
+      await saveConsent(ctx.store.db, 1, client.clientId, ['openid', 'email'], Date.now());
+      for (const clientId of [client.clientId, firstParty.clientId]) {
+        const b = browser(ctx);
+        const { uid, csrf } = await openSignIn(b, clientId, { prompt: 'consent' });
+        const { done, res } = await follow(b, await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }));
+        assert.equal(done, undefined, `consent asked for ${clientId}`);
+        assert.match(res.body, /wants to use your account/);
+        // Already signed in: prompt=consent asks again in the same session too.
+        const again = await follow(b, await b.get(authorizeUrl(clientId, { prompt: 'consent' })));
+        assert.equal(again.done, undefined);
+        assert.match(again.res.body, /wants to use your account/);
+        const consentUid = /action="\/interaction\/([^/]+)\/consent"/.exec(again.res.body)![1]!;
+        const allowed = await follow(b, await b.post(`/interaction/${consentUid}/consent`, { _csrf: csrfOf(again.res.body), decision: 'allow' }));
+        assert.ok(allowed.done?.searchParams.get('code'));
+      }
+    });
+
+    it('prompt=none succeeds after signing in on /account for a first-party client and a remembered consent, and only then', async () => {
+      const remembered = await seedClient(ctx, { name: 'Remembered', redirectUris: [REDIRECT], groups: ['email'] });
+      await saveConsent(ctx.store.db, 1, remembered.clientId, ['openid', 'email'], Date.now());
+      const unknown = await seedClient(ctx, { name: 'Never asked', redirectUris: [REDIRECT], groups: ['email'] });
+      const b = browser(ctx);
+      const form = await b.get('/account');
+      assert.equal((await b.post('/account/login', { _csrf: csrfOf(form.body), username: 'ada@example.org', password: PASSWORD })).statusCode, 303);
+      for (const clientId of [firstParty.clientId, remembered.clientId]) {
+        const { done } = await follow(b, await b.get(authorizeUrl(clientId, { prompt: 'none' })));
+        assert.ok(done?.searchParams.get('code'), `code for ${clientId}: ${done?.search}`);
+      }
+      const refused = await follow(b, await b.get(authorizeUrl(unknown.clientId, { prompt: 'none' })));
+      assert.equal(refused.done?.searchParams.get('error'), 'consent_required');
+      // A client that now receives more than was consented to needs consent again.
+      const grown = await seedClient(ctx, { name: 'Grown', redirectUris: [REDIRECT], groups: ['email', 'userinfo-name'] });
+      await saveConsent(ctx.store.db, 1, grown.clientId, ['openid', 'email'], Date.now());
+      const more = await follow(b, await b.get(authorizeUrl(grown.clientId, { prompt: 'none' })));
+      assert.equal(more.done?.searchParams.get('error'), 'consent_required');
+      // Signed out, prompt=none is login_required.
+      const signedOut = await follow(browser(ctx), await browser(ctx).get(authorizeUrl(firstParty.clientId, { prompt: 'none' })));
+      assert.equal(signedOut.done?.searchParams.get('error'), 'login_required');
     });
 
     it('denying consent returns access_denied to the relying party and remembers nothing', async () => {
