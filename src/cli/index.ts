@@ -6,7 +6,7 @@ import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { keyring, loadSecret, type Keyring } from '../crypto.ts';
 import { openStore, type Store } from '../store/index.ts';
 import { AppError, badRequest } from '../errors.ts';
-import { addOrganization, addUser, normalizeEppn, setPassword } from '../directory/index.ts';
+import { addOrganization, addSecondaryId, addUser, normalizeEppn, removeSecondaryId, setPassword } from '../directory/index.ts';
 import * as dir from '../store/directory.ts';
 import * as clients from '../clients/index.ts';
 import { importPasskeys } from '../webauthn/import.ts';
@@ -160,6 +160,22 @@ const commands: Record<string, Command> = {
   },
   'user set-photo': setPhotoCommand,
   'user remove-photo': removePhotoCommand,
+  'user add-id': {
+    usage: 'user add-id --eppn <eppn> --id <namespace>:<identifier>   (edugain, eidas, facebook, google, ...)',
+    options: { eppn: { type: 'string' }, id: { type: 'string' } },
+    async run(ctx, v) {
+      const added = await addSecondaryId(ctx.store, required(v, 'eppn'), required(v, 'id'));
+      return ctx.json ? added : `${added.id} added to ${added.eppn}`;
+    },
+  },
+  'user remove-id': {
+    usage: 'user remove-id --eppn <eppn> --id <namespace>:<identifier>',
+    options: { eppn: { type: 'string' }, id: { type: 'string' } },
+    async run(ctx, v) {
+      await removeSecondaryId(ctx.store, required(v, 'eppn'), required(v, 'id'));
+      return ctx.json ? { removed: true } : 'removed';
+    },
+  },
   'client add': {
     usage:
       'client add --name <name> [--scopes "..."] [--groups "..."] [--orgs <id,...>] [--redirect-uri <uri> ...] [--post-logout-redirect-uri <uri> ...] [--first-party] [--public] [--userinfo-signed-alg RS256|ES256]',

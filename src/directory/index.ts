@@ -5,6 +5,7 @@ import { isUniqueViolation } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { hashPassword, validatePassword } from './passwords.ts';
+import { SECONDARY_NAMESPACES } from './namespaces.ts';
 
 export type { Organization, User } from '../store/directory.ts';
 
@@ -114,4 +115,39 @@ export async function setPassword(store: Store, eppnInput: string, password: str
   const eppn = normalizeEppn(eppnInput);
   const ok = await dir.updateUserPassword(store.db, eppn, await hashPassword(password), now);
   if (!ok) throw notFound(`user '${eppn}' does not exist`);
+}
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/** Parses `<namespace>:<identifier>` for a secondary id (edugain, eidas, social namespaces). */
+export function parseSecondaryId(value: string): { namespace: string; identifier: string } {
+  const colon = value.indexOf(':');
+  const namespace = colon < 0 ? '' : value.slice(0, colon).toLowerCase();
+  const identifier = colon < 0 ? '' : value.slice(colon + 1);
+  if (!(namespace in SECONDARY_NAMESPACES)) {
+    throw badRequest(`'${value}' must be <namespace>:<identifier> with a namespace of ${Object.keys(SECONDARY_NAMESPACES).join(', ')}`);
+  }
+  if (!identifier || identifier.length > 256 || CONTROL.test(identifier)) throw badRequest('the identifier must be 1-256 characters without control characters');
+  return { namespace, identifier };
+}
+
+export async function addSecondaryId(store: Store, eppnInput: string, value: string): Promise<{ eppn: string; id: string }> {
+  const { namespace, identifier } = parseSecondaryId(value);
+  const eppn = normalizeEppn(eppnInput);
+  const user = await dir.findUserByEppn(store.db, eppn);
+  if (!user) throw notFound(`user '${eppn}' does not exist`);
+  try {
+    await dir.insertUserId(store.db, user.id, namespace, identifier);
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict(`'${namespace}:${identifier}' already belongs to a user`);
+    throw err;
+  }
+  return { eppn, id: `${namespace}:${identifier}` };
+}
+
+export async function removeSecondaryId(store: Store, eppnInput: string, value: string): Promise<void> {
+  const { namespace, identifier } = parseSecondaryId(value);
+  const eppn = normalizeEppn(eppnInput);
+  const user = await dir.findUserByEppn(store.db, eppn);
+  if (!user || !(await dir.deleteUserId(store.db, user.id, namespace, identifier))) throw notFound(`user '${eppn}' has no id '${namespace}:${identifier}'`);
 }

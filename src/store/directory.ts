@@ -75,3 +75,8 @@ export function findUserByNamespacedId(db: Q, namespace: string, identifier: str
     .where('user_ids.identifier', '=', identifier)
     .executeTakeFirst();
 }
+
+export async function deleteUserId(db: Q, userId: number, namespace: string, identifier: string): Promise<boolean> {
+  const r = await db.deleteFrom('user_ids').where('user_id', '=', userId).where('namespace', '=', namespace).where('identifier', '=', identifier).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}

@@ -105,6 +105,25 @@ for (const dialect of dialects()) {
       assert.match((await run(['user', 'set-password', '--eppn', 'bob@example.org'])).err, /--password-stdin is required/);
     });
 
+    it('adds and removes secondary ids', async () => {
+      assert.deepEqual(await run(['user', 'add-id', '--eppn', 'alice@example.org', '--id', 'Facebook:10001234']), { code: 0, out: 'facebook:10001234 added to alice@example.org', err: '' });
+      const cases: [string[], RegExp][] = [
+        [['user', 'add-id', '--eppn', 'bob@example.org', '--id', 'facebook:10001234'], /already belongs to a user/],
+        [['user', 'add-id', '--eppn', 'alice@example.org', '--id', 'myspace:1'], /namespace of edugain, eidas/],
+        [['user', 'add-id', '--eppn', 'alice@example.org', '--id', 'nin:01019012345'], /namespace of edugain/],
+        [['user', 'add-id', '--eppn', 'alice@example.org', '--id', 'edugain:'], /1-256 characters/],
+        [['user', 'add-id', '--eppn', 'ghost@example.org', '--id', 'edugain:x'], /user 'ghost@example.org' does not exist/],
+        [['user', 'remove-id', '--eppn', 'bob@example.org', '--id', 'facebook:10001234'], /has no id/],
+      ];
+      for (const [args, message] of cases) {
+        const r = await run(args);
+        assert.equal(r.code, 1, args.join(' '));
+        assert.match(r.err, message);
+      }
+      assert.equal((await run(['user', 'remove-id', '--eppn', 'alice@example.org', '--id', 'facebook:10001234'])).code, 0);
+      assert.equal((await store.db.selectFrom('user_ids').selectAll().execute()).length, 0);
+    });
+
     let clientId = '';
     it('adds a client, printing the secret once; show and list never print it', async () => {
       const r = await run(['client', 'add', '--name', 'Helpdesk', '--scopes', 'passkey.read passkey.delete', '--orgs', '1', '--json']);
