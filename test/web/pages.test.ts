@@ -363,6 +363,48 @@ for (const dialect of dialects()) {
       assert.match(withPkce.headers.location as string, /^\/interaction\//);
     });
 
+    it('account sign-in and passkey registration without their CSRF token are refused and change nothing', async () => {
+      const b = browser(ctx);
+      const form = await b.get('/account');
+      assert.ok(csrfOf(form.body));
+      for (const [url, body] of [
+        ['/account/login', { username: 'ada@example.org', password: PASSWORD }],
+        ['/account/login', { _csrf: 'x'.repeat(43), username: 'ada@example.org', password: PASSWORD }],
+        ['/account/passkey', { response: '{}' }],
+        ['/account/passkey', { _csrf: '', response: '{}' }],
+      ] as const) {
+        const res = await b.post(url, body);
+        assert.equal(res.statusCode, 403, `${url} ${JSON.stringify(body)}`);
+        assert.match(res.body, /This form has expired or was sent from another page/);
+        assert.ok(!res.cookies.some((c) => /session/.test(c.name)), 'no session cookie');
+      }
+      assert.equal((await b.post('/account/passkey/options', {})).statusCode, 403);
+      assert.match((await b.get('/account')).body, /<h1>Sign in<\/h1>/, 'nobody signed in');
+      // Signed in, finishing a passkey registration needs the session's token.
+      assert.equal((await b.post('/account/login', { _csrf: csrfOf(form.body), username: 'ada@example.org', password: PASSWORD })).statusCode, 303);
+      const before = await ctx.store.db.selectFrom('passkeys').select('id').execute();
+      for (const body of [{ response: '{}' }, { _csrf: csrfOf(form.body), response: '{}' }]) {
+        const res = await b.post('/account/passkeys', body);
+        assert.equal(res.statusCode, 403, JSON.stringify(Object.keys(body)));
+        assert.match(res.body, /This form has expired or was sent from another page/);
+      }
+      assert.equal((await b.post('/account/passkeys/options', {})).statusCode, 403);
+      assert.deepEqual(await ctx.store.db.selectFrom('passkeys').select('id').execute(), before);
+    });
+
+    it('logout refuses a post_logout_redirect_uri the client did not register', async () => {
+      const client = await seedClient(ctx, { name: 'Logs out', redirectUris: [REDIRECT], postLogoutRedirectUris: ['https://rp.example.test/bye'] });
+      const b = browser(ctx);
+      const evil = await b.get(`/openid/endsession?${new URLSearchParams({ client_id: client.clientId, post_logout_redirect_uri: 'https://evil.example/' })}`);
+      assert.equal(evil.statusCode, 400);
+      assert.equal(evil.headers.location, undefined);
+      assert.match(evil.body, /post_logout_redirect_uri not registered/);
+      assert.doesNotMatch(evil.body, /evil\.example/);
+      const registered = await b.get(`/openid/endsession?${new URLSearchParams({ client_id: client.clientId, post_logout_redirect_uri: 'https://rp.example.test/bye' })}`);
+      assert.notEqual(registered.statusCode, 400, 'the registered URI is accepted');
+      assert.doesNotMatch(registered.body, /not registered/);
+    });
+
     it('account actions without a session send the browser to sign in', async () => {
       const res = await ctx.app.inject({ method: 'POST', url: '/account/passkeys/1/delete', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'confirm=yes' });
       assert.equal(res.statusCode, 303);
