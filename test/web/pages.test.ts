@@ -383,7 +383,7 @@ for (const dialect of dialects()) {
       // Signed in, finishing a passkey registration needs the session's token.
       assert.equal((await b.post('/account/login', { _csrf: csrfOf(form.body), username: 'ada@example.org', password: PASSWORD })).statusCode, 303);
       const before = await ctx.store.db.selectFrom('passkeys').select('id').execute();
-      for (const body of [{ response: '{}' }, { _csrf: csrfOf(form.body), response: '{}' }]) {
+      for (const body of [{ response: '{}' }, { _csrf: csrfOf(form.body), response: '{}' }] as Record<string, string>[]) {
         const res = await b.post('/account/passkeys', body);
         assert.equal(res.statusCode, 403, JSON.stringify(Object.keys(body)));
         assert.match(res.body, /This form has expired or was sent from another page/);
