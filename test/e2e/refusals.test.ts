@@ -146,21 +146,49 @@ for (const dialect of dialects()) {
       await context.clearCookies();
     });
 
-    it('a replayed WebAuthn assertion is refused', async () => {
-      await openSignIn(page, rp);
+    it('a replayed WebAuthn assertion is refused in the same interaction and on the same binding', async () => {
+      const regressions = async () => (await listAuditEvents(server.store.db, {})).filter((e) => e.kind === 'passkey.counter_regression').length;
       let captured: string | undefined;
-      page.on('request', (r) => {
-        if (r.method() === 'POST' && /\/interaction\/[^/]+\/passkey$/.test(r.url())) captured = new URLSearchParams(r.postData() ?? '').get('response') ?? undefined;
-      });
-      await Promise.all([page.waitForURL((u) => u.href.startsWith(rp.redirectUri)), page.click('#passkey-button')]);
-      assert.ok(captured, 'assertion captured');
-      const used = await passkeyRow();
-      const next = await openSignIn(page, rp, { prompt: 'login' });
-      const res = await page.request.post(`${server.url}/interaction/${next.uid}/passkey`, { form: { _csrf: next.csrf, response: captured! }, maxRedirects: 0 });
-      assert.equal(res.status(), 401);
-      assert.match(await res.text(), /Signing in with that passkey did not work/);
-      assert.deepEqual(await passkeyRow(), used, 'counter and last use unchanged');
-      await context.clearCookies();
+      const capture = (r: import('playwright-core').Request) => {
+        if (r.method() === 'POST' && /\/(interaction\/[^/]+|account)\/passkey$/.test(r.url())) captured = new URLSearchParams(r.postData() ?? '').get('response') ?? undefined;
+      };
+      page.on('request', capture);
+      try {
+        // The interaction it was made for: once used, it signs nobody in again.
+        const opened = await openSignIn(page, rp);
+        await Promise.all([page.waitForURL((u) => u.href.startsWith(rp.redirectUri)), page.click('#passkey-button')]);
+        assert.ok(captured, 'assertion captured');
+        const used = await passkeyRow();
+        await context.clearCookies({ name: /session/ });
+        const again = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey`, { form: { _csrf: opened.csrf, response: captured! }, maxRedirects: 0 });
+        assert.ok([400, 401].includes(again.status()), `refused: ${again.status()}`);
+        assert.equal(again.headers()['location'], undefined);
+        assert.deepEqual(await passkeyRow(), used, 'counter and last use unchanged');
+        assert.equal(await signedInToAccount(page, server), false);
+
+        // The account page binds its challenges to the browser's sign-in form, which outlives a
+        // sign-in: the same browser replays the same assertion with the same form token.
+        captured = undefined;
+        await page.goto(`${server.url}/account`);
+        const csrf = (await page.getAttribute('#password-form input[name=_csrf]', 'value'))!;
+        await page.waitForSelector('#passkey-button:not([hidden])');
+        await Promise.all([page.waitForEvent('load'), page.click('#passkey-button')]);
+        assert.match((await page.textContent('h1')) ?? '', /Your account/);
+        assert.ok(captured, 'assertion captured');
+        await context.clearCookies({ name: /session/ });
+        assert.equal(await signedInToAccount(page, server), false);
+        const signedIn = await passkeyRow();
+        const before = await regressions();
+        const replay = await page.request.post(`${server.url}/account/passkey`, { form: { _csrf: csrf, response: captured! }, maxRedirects: 0 });
+        assert.equal(replay.status(), 401);
+        assert.match(await replay.text(), /Signing in with that passkey did not work/);
+        assert.equal(await signedInToAccount(page, server), false);
+        assert.deepEqual(await passkeyRow(), signedIn, 'counter and last use unchanged');
+        assert.equal(await regressions(), before, 'refused for its used challenge, before any counter check');
+      } finally {
+        page.off('request', capture);
+        await context.clearCookies();
+      }
     });
 
     it('an assertion made for another RP ID is refused; the same key for this RP ID is accepted', async () => {
