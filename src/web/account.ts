@@ -36,6 +36,8 @@ export interface Account {
 
 const DONE: Record<string, MessageKey> = { added: 'account.added', renamed: 'account.renamed', deleted: 'account.deleted' };
 const SIGN_IN_SCOPE = 'account-signin';
+/** Adding or deleting a passkey needs a sign-in at most this long ago. */
+export const RECENT_SIGN_IN_MS = 10 * 60 * 1000;
 
 type IdParams = { Params: { id: string } };
 
@@ -100,6 +102,11 @@ export function createAccount(kit: Kit) {
     return sendPage(reply, status, page);
   }
 
+  /** Someone at an unattended, still signed-in browser must not add their own passkey or remove the user's. */
+  const recentlySignedIn = (who: { session: SignedIn }) => kit.now() - who.session.signedInAt <= RECENT_SIGN_IN_MS;
+  const askToSignInAgain = (request: FastifyRequest, reply: FastifyReply, frame: Frame, who: { user: User }) =>
+    renderSignIn(request, reply, frame, 401, 'account.reauth', who.user.eppn);
+
   const passkeyId = (raw: string) => (/^\d{1,15}$/.test(raw) ? Number(raw) : undefined);
 
   const account: Account = {
@@ -161,6 +168,7 @@ export function createAccount(kit: Kit) {
       const who = await signedIn(request, reply);
       if (!who) return reply.code(401).send({ code: 401, message: 'Not signed in' });
       if (!csrf.verify(request, sessionScope(who.session), request.headers[csrf.header])) return reply.code(403).send({ code: 403, message: 'CSRF token missing or invalid' });
+      if (!recentlySignedIn(who)) return reply.code(401).send({ code: 401, message: 'Sign in again to add a passkey' });
       const retry = await overLimit(kit.limits.ceremonies, clientKey(request.ip));
       if (retry) return reply.code(429).header('retry-after', retry).send({ code: 429, message: 'Too many requests; try again later' });
       const existing = await listUserCredentials(kit.store.db, who.user.id);
@@ -171,6 +179,7 @@ export function createAccount(kit: Kit) {
       const frame = frameFor(request);
       const who = await authorize(request, reply, frame);
       if (!who) return reply;
+      if (!recentlySignedIn(who)) return askToSignInAgain(request, reply, frame, who);
       const outcome = await kit.webauthn.verifyRegistration(who.user, bodyField(request, 'response'), `register:${who.session.uid}`);
       if (!outcome.ok) {
         request.log.info({ event: 'passkey.register_failed', reason: outcome.reason }, 'passkey registration refused');
@@ -196,6 +205,7 @@ export function createAccount(kit: Kit) {
       const frame = frameFor(request);
       const who = await authorize(request, reply, frame);
       if (!who) return reply;
+      if (!recentlySignedIn(who)) return askToSignInAgain(request, reply, frame, who);
       const id = passkeyId(request.params.id);
       const all = await listUserCredentials(kit.store.db, who.user.id);
       const target = all.find((p) => p.id === id);

@@ -151,7 +151,7 @@ export function interactionRoutes(kit: Kit) {
       if (loaded.interaction.prompt.name !== 'login') return sendMessage(reply, loaded.frame, 400, 'error.expired');
       const result = await passwordSignIn(kit, request);
       if (!result.ok) return renderSignIn(request, reply, loaded, result.status, result.error, result.username, result.retryAfter ? { 'retry-after': result.retryAfter } : {});
-      return finish(request, reply, { login: { accountId: result.user.sub, amr: ['pwd'] } });
+      return finish(request, reply, { login: { accountId: result.user.sub, amr: ['pwd'], ts: Math.floor(kit.now() / 1000) } });
     });
 
     app.post<Params>('/interaction/:uid/passkey/options', async (request, reply) => {
@@ -175,7 +175,7 @@ export function interactionRoutes(kit: Kit) {
         return renderSignIn(request, reply, loaded, 401, 'error.passkey');
       }
       await signInSucceeded(kit, request);
-      return finish(request, reply, { login: { accountId: outcome.user.sub, amr: amrForPasskey(outcome.userVerified) } });
+      return finish(request, reply, { login: { accountId: outcome.user.sub, amr: amrForPasskey(outcome.userVerified), ts: Math.floor(kit.now() / 1000) } });
     });
 
     app.post<Params>('/interaction/:uid/consent', async (request, reply) => {

@@ -45,7 +45,7 @@ export function createKit(deps: WebDeps): Kit {
     store: deps.store,
     provider: deps.provider,
     csrf: createCsrf(deps.config, deps.keys),
-    sessions: createSessions(deps.provider, deps.config),
+    sessions: createSessions(deps.provider, deps.config, now),
     webauthn: createWebAuthn(deps.config, deps.store, now),
     limits: {
       ip: rateLimit(deps.store, 'login-ip', deps.config.loginRateLimitIp, LOGIN_WINDOW_MS, now),

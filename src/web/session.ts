@@ -9,6 +9,8 @@ export interface SignedIn {
   accountId: string;
   /** stable id of this session (not the cookie value) */
   uid: string;
+  /** when the user last signed in (ms) */
+  signedInAt: number;
 }
 
 export interface Sessions {
@@ -28,7 +30,7 @@ export function adoptRawCookies(reply: FastifyReply): void {
   for (const value of Array.isArray(raw) ? raw : [String(raw)]) reply.header('set-cookie', value);
 }
 
-export function createSessions(holder: ProviderHolder, config: Config): Sessions {
+export function createSessions(holder: ProviderHolder, config: Config, now: () => number = Date.now): Sessions {
   const publicUrl = new URL(config.publicUrl);
   const prepare = (request: FastifyRequest) => {
     // Cookie security follows PUBLIC_URL, exactly as on the provider's own routes.
@@ -42,7 +44,7 @@ export function createSessions(holder: ProviderHolder, config: Config): Sessions
       const provider = holder.current();
       const session = await provider.Session.get(provider.createContext(request.raw, reply.raw));
       adoptRawCookies(reply);
-      return session.accountId ? { accountId: session.accountId, uid: session.uid } : undefined;
+      return session.accountId ? { accountId: session.accountId, uid: session.uid, signedInAt: (session.loginTs ?? 0) * 1000 } : undefined;
     },
     async signIn(request, reply, login) {
       prepare(request);
@@ -59,7 +61,7 @@ export function createSessions(holder: ProviderHolder, config: Config): Sessions
         session.resetIdentifier();
       }
       if (session.accountId !== login.accountId) session.authorizations = {};
-      session.loginAccount({ accountId: login.accountId, amr: login.amr });
+      session.loginAccount({ accountId: login.accountId, amr: login.amr, loginTs: Math.floor(now() / 1000) });
       await session.save(SESSION_TTL);
       ctx.cookies.set(provider.cookieName('session'), session.jti, { ...SESSION_COOKIE, expires: new Date(session.exp * 1000) });
       adoptRawCookies(reply);

@@ -16,6 +16,11 @@
     status.textContent = form.dataset.msgWorking;
     fetch(form.dataset.options, { method: 'POST', credentials: 'same-origin', headers: { 'x-csrf-token': form.dataset.csrf } })
       .then(function (res) {
+        // 401: signed out, or the last sign-in is too old; posting the form shows the sign-in page.
+        if (res.status === 401) {
+          form.submit();
+          return new Promise(function () {});
+        }
         if (!res.ok) throw new Error('options ' + res.status);
         return res.json();
       })
