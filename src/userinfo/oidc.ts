@@ -5,6 +5,9 @@
 // (lib/actions/userinfo.js, lib/shared/access_token.js). Everything else, and every failure,
 // goes to oidc-provider unchanged, so error answers, CORS, DPoP, signed userinfo and the claims
 // parameter are exactly the provider's.
+//
+// Measured (bench/userinfo.ts): the provider's pipeline, then this path, then this path with the
+// claims reused per token for USERINFO_CACHE_TTL each cut the cost per request about in half.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
