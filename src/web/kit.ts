@@ -5,7 +5,6 @@ import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { clientKey, rateLimit, type RateLimit } from '../http/rate-limit.ts';
-export { clientKey };
 import { AppError } from '../errors.ts';
 import { normalizeEppn } from '../directory/index.ts';
 import { verifyPassword } from '../directory/passwords.ts';
@@ -16,6 +15,8 @@ import { createSessions, type Sessions } from './session.ts';
 import { pageHeaders, type Csp } from './html.ts';
 import { messagePage, type Frame } from './pages.ts';
 import { pickLocale, translator, type MessageKey } from './i18n.ts';
+
+export { clientKey };
 
 export const LOGIN_WINDOW_MS = 15 * 60 * 1000;
 
