@@ -81,9 +81,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   registerErrorHandling(app);
+  const https = config.publicUrl.startsWith('https:');
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
+    // Served over https, every answer tells browsers never to come back over plain http.
+    if (https) reply.header('strict-transport-security', 'max-age=31536000');
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
     return payload;
   });

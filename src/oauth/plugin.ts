@@ -51,6 +51,7 @@ export function providerHandler(holder: ProviderHolder, config: Config) {
     // hijacked replies skip Fastify's onSend hooks: set the shared headers here
     reply.raw.setHeader('x-request-id', request.id);
     reply.raw.setHeader('x-content-type-options', 'nosniff');
+    if (proto === 'https') reply.raw.setHeader('strict-transport-security', 'max-age=31536000');
     reply.hijack();
     callback(request.raw, reply.raw);
   };

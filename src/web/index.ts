@@ -30,13 +30,6 @@ export function createWeb(deps: WebDeps): Web {
         route.schema = { ...(route.schema ?? {}), hide: true } as typeof route.schema;
       });
       await app.register(formbody, { bodyLimit: 256 * 1024 });
-      // Served over https, the pages tell browsers to never come back over plain http.
-      if (deps.config.publicUrl.startsWith('https:')) {
-        app.addHook('onSend', async (_request, reply, payload) => {
-          reply.header('strict-transport-security', 'max-age=31536000');
-          return payload;
-        });
-      }
       // Pages answer with pages: an unexpected failure is logged and shown as a plain error page.
       app.setErrorHandler((err, request, reply) => {
         // The sign-in request can expire between showing a page and acting on it.

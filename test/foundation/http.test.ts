@@ -173,6 +173,9 @@ describe('request logs', () => {
       const res = await ctx.app.inject({ method: 'GET', url: '/openid/jwks', headers: { 'x-request-id': 'lb-77' } });
       assert.equal(res.headers['x-request-id'], 'lb-77');
       assert.equal(res.headers['x-content-type-options'], 'nosniff');
+      // PUBLIC_URL of the tests is https
+      assert.equal(res.headers['strict-transport-security'], 'max-age=31536000');
+      assert.equal((await ctx.app.inject({ method: 'GET', url: '/healthz' })).headers['strict-transport-security'], 'max-age=31536000');
     } finally {
       await ctx.close();
     }
