@@ -313,7 +313,7 @@ const NOTES = [
   'Notes:',
   '- With every passkey in one organization, PostgreSQL reads a page through the primary key with `org_id` as a filter that removes',
   '  nothing (1001 rows read for 1001 returned, see the plan); for a small organization (the third plan, an empty one) it uses',
-  '  `passkeys_org (org_id, id)` (third plan). Either way a page costs the same at any depth.',
+  '  `passkeys_org (org_id, id)`. Either way a page costs the same at any depth.',
   '- Most of the service\'s RSS is code (about 165 MB at rest). With default options V8 lets the heap grow with the garbage of a',
   '  long walk; `--max-heap-size` makes it collect earlier. See docs/passkey-api.md, "Performance and memory".',
 ];
