@@ -26,7 +26,7 @@ export async function insertUser(db: Q, user: Omit<User, 'id'>): Promise<User> {
   return db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
 }
 
-/** Bulk load (imports, benchmarks): one multi-row insert; returns the new ids in input order. */
+/** Bulk load (imports, benchmarks): one multi-row insert; returns the new ids. */
 export async function insertUsers(db: Q, users: Omit<User, 'id'>[]): Promise<number[]> {
   if (users.length === 0) return [];
   const rows = await db.insertInto('users').values(users).returning('id').execute();
