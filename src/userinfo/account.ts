@@ -8,6 +8,7 @@ import { findPhoto } from '../store/photos.ts';
 import { html, type Account, type AccountView, type Html } from '../web/index.ts';
 import { AppError } from '../errors.ts';
 import { PHOTO_EDGE, PHOTO_LIMITS, removePhotoByEppn, setPhoto } from './photos.ts';
+import { hiddenSchema } from './schemas.ts';
 
 export interface AccountPhotoDeps {
   store: Store;
@@ -73,7 +74,7 @@ export function accountPhotoPlugin({ store, account }: AccountPhotoDeps) {
   return async function accountPhoto(app: FastifyInstance) {
     app.addContentTypeParser('multipart/form-data', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_request, body, done) => done(null, body));
 
-    app.post(ACCOUNT_PHOTO_PATH, async (request, reply) => {
+    app.post(ACCOUNT_PHOTO_PATH, { schema: hiddenSchema }, async (request, reply) => {
       const user = await account.currentUser(request, reply);
       if (!user) return reply.code(303).header('location', '/account').send();
       const form = await readForm(request);

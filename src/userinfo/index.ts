@@ -10,6 +10,7 @@ import { photoHandler } from './photos.ts';
 import type { TokenDeps } from './tokens.ts';
 import type { Account } from '../web/index.ts';
 import { accountPhotoPlugin } from './account.ts';
+import { legacyUserinfoSchema, oidcUserinfoSchema, photoSchema } from './schemas.ts';
 
 export { userinfoAccounts } from './accounts.ts';
 
@@ -24,10 +25,10 @@ export function userinfoPlugin(deps: UserinfoPluginDeps) {
   return async function userinfo(app: FastifyInstance) {
     if (deps.account) await app.register(accountPhotoPlugin({ store: deps.store, account: deps.account }));
     // Only GET takes the short path; HEAD, POST and OPTIONS stay with oidc-provider.
-    app.get(ROUTES.userinfo, { exposeHeadRoute: false }, oidcUserinfoHandler({ ...deps, delegate: providerHandler(deps.provider, deps.config) }));
-    app.get(LEGACY_PATH, legacyUserinfoHandler(deps));
+    app.get(ROUTES.userinfo, { exposeHeadRoute: false, schema: oidcUserinfoSchema }, oidcUserinfoHandler({ ...deps, delegate: providerHandler(deps.provider, deps.config) }));
+    app.get(LEGACY_PATH, { schema: legacyUserinfoSchema }, legacyUserinfoHandler(deps));
     methodNotAllowed(app, LEGACY_PATH, ['GET']);
-    app.get(PHOTO_PATH, photoHandler(deps));
+    app.get(PHOTO_PATH, { schema: photoSchema }, photoHandler(deps));
     methodNotAllowed(app, PHOTO_PATH, ['GET']);
   };
 }
