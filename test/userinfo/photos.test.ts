@@ -142,6 +142,16 @@ for (const dialect of dialects()) {
       });
     }
 
+    it('two uploads at once leave exactly one photo, the one the user points at', async () => {
+      const { setPhoto: store } = await import('../../src/userinfo/photos.ts');
+      const user = (await findUserByEppn(ctx.store.db, EPPN))!;
+      const images = await Promise.all([solid(200, 200).png().toBuffer(), solid(300, 100).png().toBuffer(), solid(100, 300).png().toBuffer()]);
+      await Promise.all(images.map((image) => store(ctx.store, user, image)));
+      const rows = await photoRows();
+      assert.equal(rows.length, 1);
+      assert.deepEqual(rows, [await currentHandle()]);
+    });
+
     it('refuses a missing file and an unknown user', async () => {
       const missing = await cli(ctx, ['user', 'set-photo', '--eppn', EPPN, '--file', join(dir, 'nope.jpg')]);
       assert.equal(missing.code, 1);
