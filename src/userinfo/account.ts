@@ -7,6 +7,7 @@ import { bytes as asBuffer } from '../store/index.ts';
 import { findPhoto } from '../store/photos.ts';
 import { html, type Account, type AccountView, type Html } from '../web/index.ts';
 import { AppError } from '../errors.ts';
+import { rateLimit } from '../http/rate-limit.ts';
 import { PHOTO_EDGE, PHOTO_LIMITS, removePhotoByEppn, setPhoto } from './photos.ts';
 import { hiddenSchema } from './schemas.ts';
 
@@ -19,6 +20,8 @@ export const ACCOUNT_PHOTO_PATH = '/account/photo';
 const ACCEPT = 'image/jpeg,image/png,image/webp,image/gif,image/avif';
 // The image plus the form's other fields and multipart framing.
 const BODY_LIMIT = PHOTO_LIMITS.maxBytes + 64 * 1024;
+// Decoding a large image costs up to a second of CPU: a signed-in user gets this many per hour.
+export const UPLOADS_PER_HOUR = 20;
 const CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 async function photoSection(store: Store, view: AccountView, remember: (field: string) => void): Promise<Html> {
@@ -50,18 +53,19 @@ ${csrf}
 </section>`;
 }
 
-function sendProblem(reply: FastifyReply, status: number, message: string) {
+function sendProblem(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}) {
   const page = html`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Profile photo</title><link rel="stylesheet" href="/static/style.css"></head>
 <body><main class="card"><h1>Profile photo</h1><p class="message">${message}</p><p><a href="/account#photo">Back to your account</a></p></main></body></html>`;
-  return reply.code(status).header('content-security-policy', CSP).type('text/html; charset=utf-8').send(page.__html);
+  return reply.code(status).headers(headers).header('content-security-policy', CSP).type('text/html; charset=utf-8').send(page.__html);
 }
 
 export function accountPhotoPlugin({ store, account }: AccountPhotoDeps) {
   // The account feature names its CSRF form field; the section learns it when it renders.
   let csrfField = '_csrf';
   account.addSection({ render: (view) => photoSection(store, view, (field) => (csrfField = field)) });
+  const uploads = rateLimit(store, 'account-photo', UPLOADS_PER_HOUR, 60 * 60 * 1000);
 
   const readForm = async (request: FastifyRequest): Promise<FormData | undefined> => {
     try {
@@ -88,8 +92,10 @@ export function accountPhotoPlugin({ store, account }: AccountPhotoDeps) {
       const file = form.get('photo');
       if (!(file instanceof Blob) || file.size === 0) return sendProblem(reply, 400, 'Choose an image file to upload.');
       try {
+        await uploads.consume(String(user.id));
         await setPhoto(store, user, Buffer.from(await file.arrayBuffer()));
       } catch (err) {
+        if (err instanceof AppError && err.status === 429) return sendProblem(reply, 429, 'Too many photo uploads; try again later.', err.headers);
         if (err instanceof AppError && err.status === 400) return sendProblem(reply, 400, err.message);
         throw err;
       }

@@ -131,6 +131,20 @@ for (const dialect of dialects()) {
       assert.equal(res.headers.location, '/account');
     });
 
+    it('limits uploads to 20 an hour per user', async () => {
+      const tiny = new File([await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer()], 't.png', { type: 'image/png' });
+      let status = 0;
+      let res;
+      for (let i = 0; i < 25 && status !== 429; i++) {
+        const { csrf } = await accountPage();
+        res = await send({ _csrf: csrf, action: 'upload', photo: tiny });
+        status = res.statusCode;
+      }
+      assert.equal(status, 429);
+      assert.match(res!.body, /Too many photo uploads/);
+      assert.ok(Number(res!.headers['retry-after']) > 0);
+    });
+
     it('removes the photo', async () => {
       assert.ok(await handle());
       const { csrf, body } = await accountPage();
