@@ -3,7 +3,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
-import Fastify from 'fastify';
 
 export interface LoadResult {
   label: string;
@@ -47,13 +46,25 @@ export async function load(label: string, o: LoadOptions): Promise<LoadResult> {
   };
 }
 
-/** Fastify returning a constant small JSON: the framework's floor on this machine. */
+/**
+ * Fastify returning a constant small JSON: the framework's floor on this machine. It runs in a
+ * child process, as the service does, so both compete with the load generator the same way.
+ */
 export async function startFloor(): Promise<{ url: string; close(): Promise<void> }> {
-  const app = Fastify({ logger: false });
-  app.get('/floor', async () => ({ hello: 'world' }));
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const address = app.server.address() as { port: number };
-  return { url: `http://127.0.0.1:${address.port}/floor`, close: () => app.close() };
+  const child = spawn(process.execPath, [new URL('./floor-server.ts', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.once('data', (d) => resolve(Number(String(d).trim())));
+    child.once('exit', () => reject(new Error('floor server exited')));
+  });
+  return {
+    url: `http://127.0.0.1:${port}/floor`,
+    close: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
 }
 
 export interface Service {

@@ -2,7 +2,7 @@
 import { readdirSync } from 'node:fs';
 
 const names = readdirSync(new URL('.', import.meta.url))
-  .filter((f) => f.endsWith('.ts') && !['run.ts', 'lib.ts'].includes(f))
+  .filter((f) => f.endsWith('.ts') && !['run.ts', 'lib.ts', 'floor-server.ts'].includes(f))
   .map((f) => f.replace(/\.ts$/, ''))
   .sort();
 const [name, ...args] = process.argv.slice(2);

@@ -3,8 +3,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
-import { AppError, forbidden } from '../errors.ts';
-import { authenticate, bearerToken, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
+import { forbidden } from '../errors.ts';
+import { authenticate, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
 import { methodNotAllowed } from '../http/errors.ts';
 import { rateLimit } from '../http/rate-limit.ts';
 import { countLegacyCall, markDeprecated } from '../http/deprecation.ts';
@@ -31,18 +31,7 @@ export function checkuserPlugin(deps: CheckuserDeps) {
   const audience = `${config.publicUrl}${EXISTS_PATH}`;
   const limiter = rateLimit(store, 'checkuser', config.checkuserRateLimit, WINDOW_MS, deps.now);
 
-  /** RFC 6750: a 401 names the Bearer scheme, and says invalid_token when one was presented. */
-  async function authenticateClient(request: FastifyRequest): Promise<AccessToken> {
-    try {
-      return await authenticate(request, verifier, audience);
-    } catch (err) {
-      if (err instanceof AppError && err.status === 401) {
-        const challenge = bearerToken(request) === undefined ? 'Bearer' : 'Bearer error="invalid_token"';
-        throw new AppError(401, err.message, { 'www-authenticate': challenge });
-      }
-      throw err;
-    }
-  }
+  const authenticateClient = (request: FastifyRequest): Promise<AccessToken> => authenticate(request, verifier, audience);
 
   /**
    * The organizations a lookup may search. With a realm (eppn, mail) it is the realm's organization,

@@ -16,6 +16,8 @@ export interface AccessToken {
 }
 
 export interface TokenVerifier {
+  /** the issuer whose tokens are accepted; also the realm of WWW-Authenticate challenges */
+  issuer: string;
   verify(token: string, audience: string): Promise<AccessToken>;
 }
 
@@ -49,6 +51,7 @@ export function createTokenVerifier(issuer: string, jwks: () => JSONWebKeySet, r
       requiredClaims: ['exp', 'iat', 'jti', 'client_id', 'sub'],
     });
   return {
+    issuer,
     async verify(token, audience) {
       let payload: JWTPayload;
       try {
@@ -74,10 +77,21 @@ export function createTokenVerifier(issuer: string, jwks: () => JSONWebKeySet, r
   };
 }
 
+/**
+ * The verified access token of a request. A 401 carries the RFC 6750 challenge: the Bearer scheme
+ * and realm, and error="invalid_token" when a token was presented.
+ */
 export async function authenticate(request: FastifyRequest, verifier: TokenVerifier, audience: string): Promise<AccessToken> {
   const token = bearerToken(request);
-  if (!token) throw unauthorized();
-  return verifier.verify(token, audience);
+  const challenge = (error?: string) => ({ 'www-authenticate': `Bearer realm="${verifier.issuer}"${error ? `, error="${error}"` : ''}` });
+  // no bearer token at all (no header, another scheme, malformed): the bare challenge
+  if (!token) throw new AppError(401, 'Token missing or invalid', challenge());
+  try {
+    return await verifier.verify(token, audience);
+  } catch (err) {
+    if (err instanceof AppError && err.status === 401) throw new AppError(401, err.message, challenge('invalid_token'));
+    throw err;
+  }
 }
 
 export function requireScopes(token: AccessToken, required: string[], message = 'Token must have all required scopes'): void {

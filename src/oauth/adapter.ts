@@ -40,12 +40,38 @@ function live(row: payloads.PayloadRow | undefined): AdapterPayload | undefined 
   return payload;
 }
 
+// Every token request looks its client up; a burst from one client shares one lookup for a
+// second. A rotated secret or changed registration therefore takes effect within a second on
+// every instance. Unknown ids are not cached (they must not fill memory).
+const CLIENT_CACHE_MS = 1000;
+const CLIENT_CACHE_ENTRIES = 1000;
+
+function cachedClients(store: Store) {
+  const cache = new Map<string, { until: number; metadata: Promise<AdapterPayload | undefined> }>();
+  return (id: string): Promise<AdapterPayload | undefined> => {
+    const now = Date.now();
+    const hit = cache.get(id);
+    if (hit && hit.until > now) return hit.metadata;
+    const metadata = clientMetadata(store, id);
+    metadata.then(
+      (found) => {
+        if (!found) return cache.delete(id);
+        if (cache.size >= CLIENT_CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+        cache.set(id, { until: now + CLIENT_CACHE_MS, metadata });
+      },
+      () => cache.delete(id),
+    );
+    return metadata;
+  };
+}
+
 export function adapterFactory(store: Store) {
+  const findClientMetadata = cachedClients(store);
   return (name: string): Adapter => {
     if (name === 'Client') {
       return {
         upsert: async () => {},
-        find: (id: string) => clientMetadata(store, id),
+        find: findClientMetadata,
         findByUserCode: async () => undefined,
         findByUid: async () => undefined,
         consume: async () => {},

@@ -7,6 +7,7 @@ import type { AccessToken, TokenVerifier } from '../http/bearer.ts';
 export function cachingVerifier(inner: TokenVerifier, now: () => number = Date.now, capacity = 1000): TokenVerifier {
   const verified = new Map<string, AccessToken>();
   return {
+    issuer: inner.issuer,
     async verify(token, audience) {
       const key = `${audience} ${token}`;
       const hit = verified.get(key);

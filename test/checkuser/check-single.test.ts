@@ -105,7 +105,7 @@ for (const dialect of dialects()) {
       it('401 without a token', async () => {
         const r = await answer(url, null);
         assert.deepEqual([r.status, r.body], [401, { code: 401, message: 'Token missing or invalid' }]);
-        assert.equal(r.headers['www-authenticate'], 'Bearer');
+        assert.equal(r.headers['www-authenticate'], 'Bearer realm="https://idp.example.test"');
       });
 
       it('401 for an invalid token and for a token of another audience', async () => {

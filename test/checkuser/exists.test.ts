@@ -157,7 +157,7 @@ for (const dialect of dialects()) {
         const res = await get(w.ctx, url);
         assert.equal(res.statusCode, 401);
         assert.deepEqual(res.json(), { code: 401, message: 'Token missing or invalid' });
-        assert.equal(res.headers['www-authenticate'], 'Bearer');
+        assert.equal(res.headers['www-authenticate'], 'Bearer realm="https://idp.example.test"');
       });
 
       it('401 for a malformed or tampered token', async () => {
@@ -167,7 +167,7 @@ for (const dialect of dialects()) {
           const res = await get(w.ctx, url, token);
           assert.equal(res.statusCode, 401, token);
           assert.deepEqual(res.json(), { code: 401, message: 'Token missing or invalid' });
-          assert.equal(res.headers['www-authenticate'], 'Bearer error="invalid_token"');
+          assert.equal(res.headers['www-authenticate'], 'Bearer realm="https://idp.example.test", error="invalid_token"');
         }
       });
 

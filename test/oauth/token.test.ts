@@ -70,6 +70,17 @@ for (const dialect of dialects()) {
       assert.equal(res.json().error, 'invalid_scope');
     });
 
+    it('a rotated secret takes effect within a second: the old one is refused, the new one works', async () => {
+      const { rotateSecret } = await import('../../src/clients/index.ts');
+      const c = await seedClient(ctx, { scopes: ['passkey.read'] });
+      const request = (secret: string) => tokenRequest({ grant_type: 'client_credentials', scope: 'passkey.read' }, { authorization: basicAuth(c.clientId, secret) });
+      assert.equal((await request(c.secret)).statusCode, 200);
+      const fresh = await rotateSecret(ctx.store, ctx.keys, c.clientId);
+      await new Promise((r) => setTimeout(r, 1100));
+      assert.equal((await request(c.secret)).statusCode, 401);
+      assert.equal((await request(fresh)).statusCode, 200);
+    });
+
     it('honours ACCESS_TOKEN_TTL', async () => {
       const other = await startTestApp(dialect, { ACCESS_TOKEN_TTL: '120' });
       try {

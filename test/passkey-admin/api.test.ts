@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPair, SignJWT } from 'jose';
-import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, type TestContext } from '../helpers.ts';
+import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, PUBLIC_URL, type TestContext } from '../helpers.ts';
 import { insertPasskeys, listOrganizationPasskeys } from '../../src/store/passkeys.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import { passkeyRow, signedToken, ZERO_AAGUID } from './fixtures.ts';
@@ -144,6 +144,11 @@ for (const dialect of dialects()) {
 
       it('without an Authorization header', async () => {
         for (const [m, p] of paths) await expectError(await call(m, p, null), 401);
+      });
+
+      it('with the RFC 6750 challenge: realm, and invalid_token when a token was presented', async () => {
+        assert.equal((await call('GET', '/2/passkey/1', null)).headers['www-authenticate'], `Bearer realm="${PUBLIC_URL}"`);
+        assert.equal((await call('GET', '/2/passkey/1', 'not-a-jwt')).headers['www-authenticate'], `Bearer realm="${PUBLIC_URL}", error="invalid_token"`);
       });
 
       it('with another scheme or an empty bearer', async () => {
