@@ -76,9 +76,17 @@ export interface Service {
   stop(): Promise<void>;
 }
 
+/** The Node flags of `npm start` (package.json), so the benchmarks measure the service as it is run. */
+export function startFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+  const match = /^node((?: --[\w-]+(?:=\S+)?)*) src\/main\.ts serve$/.exec(pkg.scripts.start);
+  if (!match) throw new Error(`unexpected start script: ${pkg.scripts.start}`);
+  return match[1]!.trim().split(' ').filter(Boolean);
+}
+
 /** Starts `node src/main.ts serve` in a child process (the real service) and waits for /readyz. */
 export async function startService(env: Record<string, string>, port: number): Promise<Service> {
-  const child = spawn(process.execPath, ['src/main.ts', 'serve'], {
+  const child = spawn(process.execPath, [...startFlags(), 'src/main.ts', 'serve'], {
     env: { ...process.env, LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
