@@ -55,6 +55,17 @@ export interface NewClient {
   userinfoSignedResponseAlg?: string;
 }
 
+/**
+ * The scopes a client may be granted: its allowed scopes and its attribute groups (each group is
+ * a scope), plus openid for sign-in clients. The authorization server and the consent logic both
+ * use this, so they never disagree.
+ */
+export function allowedScopes(row: repo.ClientRow): Set<string> {
+  const scopes = new Set([...row.scopes.split(' '), ...row.groups.split(' ')].filter(Boolean));
+  if ((JSON.parse(row.grant_types) as string[]).includes('authorization_code')) scopes.add('openid');
+  return scopes;
+}
+
 export function hashSecret(keys: Keyring, secret: string): string {
   return hmac(keys.clientSecret, secret);
 }

@@ -4,6 +4,7 @@ import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Store } from '../store/index.ts';
 import * as payloads from '../store/oidc.ts';
 import { findClient } from '../store/clients.ts';
+import { allowedScopes } from '../clients/index.ts';
 
 /** The registry row as oidc-provider client metadata. client_secret carries the keyed hash;
  * the provider compares presented secrets through secretMatches() (see provider.ts). */
@@ -12,8 +13,6 @@ export async function clientMetadata(store: Store, clientId: string): Promise<Ad
   if (!row) return undefined;
   const grantTypes: string[] = JSON.parse(row.grant_types);
   const isPublic = row.secret_hash === null;
-  const scopes = new Set([...row.scopes.split(' '), ...row.groups.split(' ')].filter(Boolean));
-  if (grantTypes.includes('authorization_code')) scopes.add('openid');
   return {
     client_id: row.client_id,
     ...(isPublic ? {} : { client_secret: row.secret_hash as string }),
@@ -23,7 +22,7 @@ export async function clientMetadata(store: Store, clientId: string): Promise<Ad
     grant_types: grantTypes,
     response_types: grantTypes.includes('authorization_code') ? ['code'] : [],
     token_endpoint_auth_method: isPublic ? 'none' : 'client_secret_basic',
-    scope: [...scopes].join(' '),
+    scope: [...allowedScopes(row)].join(' '),
     ...(row.userinfo_signed_response_alg ? { userinfo_signed_response_alg: row.userinfo_signed_response_alg } : {}),
   } as AdapterPayload;
 }

@@ -5,12 +5,13 @@ import type { Store } from '../store/index.ts';
 import { findClient, type ClientRow } from '../store/clients.ts';
 import { findUserBySub } from '../store/directory.ts';
 import { findConsent } from '../store/consents.ts';
+import { allowedScopes } from '../clients/index.ts';
 
 const words = (value: unknown) => String(value ?? '').split(' ').filter(Boolean);
 
 /** Scopes the client may have among those requested, plus what a consent to them covers (its attribute groups). */
 export function consentScope(client: ClientRow, requestedScope: unknown): { scopes: string[]; remembered: string[] } {
-  const allowed = new Set([...words(client.scopes), ...words(client.groups), 'openid']);
+  const allowed = allowedScopes(client);
   const scopes = words(requestedScope).filter((s) => allowed.has(s));
   return { scopes, remembered: [...new Set([...scopes, ...words(client.groups)])] };
 }
