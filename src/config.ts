@@ -142,11 +142,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!LOG_LEVELS.has(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${[...LOG_LEVELS].join(', ')}, got '${logLevel}'`);
 
   const claimsNamespace = (env.CLAIMS_NAMESPACE || `${publicUrl}/claims`).replace(/\/$/, '');
+  let claimsUrl: URL;
   try {
-    const u = new URL(claimsNamespace);
-    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error();
+    claimsUrl = new URL(claimsNamespace);
   } catch {
     throw new ConfigError('CLAIMS_NAMESPACE', `must be an absolute URL prefix, got '${claimsNamespace}'`);
+  }
+  // https, as claim names published to relying parties; http only for a service itself on http (development)
+  if (claimsUrl.protocol !== 'https:' && !(claimsUrl.protocol === 'http:' && publicUrl.startsWith('http:'))) {
+    throw new ConfigError('CLAIMS_NAMESPACE', `must be an https URL prefix, got '${claimsNamespace}'`);
   }
 
   const idpNamespace = env.IDP_NAMESPACE || 'idp';

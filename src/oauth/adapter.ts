@@ -27,6 +27,14 @@ export async function clientMetadata(store: Store, clientId: string): Promise<Ad
   } as AdapterPayload;
 }
 
+/**
+ * Ids come from requests (tokens, codes, uids). Ours are short printable strings; anything else
+ * (a NUL byte, which PostgreSQL refuses in text, or an absurd length) cannot name a stored row.
+ */
+function storable(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= 512 && !/[\u0000-\u001f]/.test(value);
+}
+
 function expiresAt(expiresIn: number | undefined): number | null {
   return expiresIn ? Date.now() + expiresIn * 1000 : null;
 }
@@ -90,11 +98,11 @@ export function adapterFactory(store: Store) {
           expires_at: expiresAt(expiresIn),
         });
       },
-      find: async (id) => live(await payloads.findPayload(store.db, name, 'id', id)),
-      findByUid: async (uid) => live(await payloads.findPayload(store.db, name, 'uid', uid)),
-      findByUserCode: async (code) => live(await payloads.findPayload(store.db, name, 'user_code', code)),
-      consume: (id) => payloads.consumePayload(store.db, name, id, Date.now()),
-      destroy: (id) => payloads.destroyPayload(store.db, name, id),
+      find: async (id) => (storable(id) ? live(await payloads.findPayload(store.db, name, 'id', id)) : undefined),
+      findByUid: async (uid) => (storable(uid) ? live(await payloads.findPayload(store.db, name, 'uid', uid)) : undefined),
+      findByUserCode: async (code) => (storable(code) ? live(await payloads.findPayload(store.db, name, 'user_code', code)) : undefined),
+      consume: async (id) => void (storable(id) && (await payloads.consumePayload(store.db, name, id, Date.now()))),
+      destroy: async (id) => void (storable(id) && (await payloads.destroyPayload(store.db, name, id))),
       revokeByGrantId: (grantId) => payloads.revokePayloadsByGrant(store.db, grantId),
     };
   };

@@ -44,6 +44,7 @@ describe('configuration', () => {
     [{ IDP_NAMESPACE: 'facebook' }, 'IDP_NAMESPACE'],
     [{ SUNSET_DATE: '2026-02-30' }, 'SUNSET_DATE'],
     [{ TRUST_PROXY: 'true' }, 'TRUST_PROXY'],
+    [{ PUBLIC_URL: 'https://idp.example.org', CLAIMS_NAMESPACE: 'http://idp.example.org/claims' }, 'CLAIMS_NAMESPACE'],
     [{ TRUST_PROXY: '0.5' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: '10.0.0.0/8, not-an-ip' }, 'TRUST_PROXY'],
   ];

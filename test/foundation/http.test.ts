@@ -197,3 +197,27 @@ describe('client IP behind proxies', () => {
     }
   });
 });
+
+describe('ids from requests that cannot name a stored row', () => {
+  for (const dialect of dialects()) {
+    it(`a NUL byte in a token or code is an OAuth error, not a 500 (${dialect})`, async () => {
+      const ctx = await startTestApp(dialect);
+      try {
+        const form = { 'content-type': 'application/x-www-form-urlencoded' };
+        const userinfo = await ctx.app.inject({ method: 'POST', url: '/openid/userinfo', headers: form, payload: 'access_token=abc%00def' });
+        assert.equal(userinfo.statusCode, 401);
+        const c = await seedClient(ctx, { scopes: ['openid'], redirectUris: ['https://rp.example.org/cb'] });
+        const token = await ctx.app.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          headers: { ...form, authorization: `Basic ${Buffer.from(`${c.clientId}:${c.secret}`).toString('base64')}` },
+          payload: 'grant_type=authorization_code&code=a%00b&redirect_uri=https%3A%2F%2Frp.example.org%2Fcb',
+        });
+        assert.equal(token.statusCode, 400);
+        assert.equal(token.json().error, 'invalid_grant');
+      } finally {
+        await ctx.close();
+      }
+    });
+  }
+});
