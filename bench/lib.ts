@@ -1,7 +1,9 @@
 // Benchmark helpers: a service in a child process, the Fastify constant-JSON floor, autocannon runs.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import pg from 'pg';
 import autocannon from 'autocannon';
 
 export interface LoadResult {
@@ -125,14 +127,60 @@ export function machine(): string {
   return `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 }
 
+export const ADMIN_PG = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** Runs fn with the URL of a fresh PostgreSQL database, dropped afterwards; undefined when PostgreSQL is unreachable. */
+export async function withFreshPostgres<T>(prefix: string, fn: (url: string) => Promise<T>): Promise<T | undefined> {
+  const admin = new pg.Client({ connectionString: ADMIN_PG });
+  try {
+    await admin.connect();
+  } catch {
+    console.log('# PostgreSQL not reachable: skipped');
+    return undefined;
+  }
+  const name = `${prefix}_${process.pid}`;
+  await admin.query(`create database ${name}`);
+  const url = new URL(ADMIN_PG);
+  url.pathname = `/${name}`;
+  try {
+    return await fn(url.toString());
+  } finally {
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  }
+}
+
+/** Replaces (or appends) the section under `heading` in bench/RESULTS.md, leaving the rest alone. */
+export function writeResultsSection(heading: string, section: string): void {
+  const path = new URL('./RESULTS.md', import.meta.url);
+  const current = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmark results\n';
+  const start = current.indexOf(heading);
+  let next;
+  if (start < 0) next = `${current.trimEnd()}\n\n${section}`;
+  else {
+    const end = current.indexOf('\n## ', start + 1);
+    next = current.slice(0, start) + section + (end < 0 ? '' : `\n${current.slice(end + 1)}`);
+  }
+  writeFileSync(path, `${next.trimEnd()}\n`);
+}
+
+/** The run's date, machine and load, for the head of a results section. */
+export function runLine(): string {
+  return `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine()}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')}.`;
+}
+
 export function row(cells: (string | number)[]): string {
   return `| ${cells.join(' | ')} |`;
 }
 
-export function printLoad(results: LoadResult[], floor?: LoadResult): void {
-  console.log(row(['target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'ratio to floor']));
-  console.log(row(['---', '---', '---', '---', '---', '---', '---']));
+export function loadTable(results: LoadResult[], floor?: LoadResult): string {
+  const lines = [row(['target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'ratio to floor']), row(['---', '---', '---', '---', '---', '---', '---'])];
   for (const r of results) {
-    console.log(row([r.label, r.requestsPerSec, r.p50, r.p99, r.errors, r.non2xx, floor ? (r.requestsPerSec / floor.requestsPerSec).toFixed(2) : '-']));
+    lines.push(row([r.label, r.requestsPerSec, r.p50, r.p99, r.errors, r.non2xx, floor ? (r.requestsPerSec / floor.requestsPerSec).toFixed(2) : '-']));
   }
+  return lines.join('\n');
+}
+
+export function printLoad(results: LoadResult[], floor?: LoadResult): void {
+  console.log(loadTable(results, floor));
 }

@@ -4,7 +4,7 @@
 // a full walk following Link headers with the service's peak RSS, and one user's list under
 // 50 connections beside the Fastify constant-JSON floor. Figures go to bench/RESULTS.md.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -17,7 +17,7 @@ import { insertPasskeys } from '../src/store/passkeys.ts';
 import type { PasskeysTable } from '../src/store/schema.ts';
 import { addOrganization } from '../src/directory/index.ts';
 import { createClient } from '../src/clients/index.ts';
-import { load, machine, printLoad, row, startFlags, startFloor, startService, type LoadResult, type Service } from './lib.ts';
+import { load, machine, printLoad, row, startFlags, startFloor, startService, writeResultsSection, type LoadResult, type Service } from './lib.ts';
 
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuv';
 const PG_ADMIN = process.env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -343,20 +343,6 @@ function report(results: DialectResult[], quick: boolean, serviceNodeOptions: st
   return lines.join('\n');
 }
 
-/** Replaces (or appends) the "## Passkey API" section, leaving the rest of the file alone. */
-function writeResults(section: string): void {
-  const path = new URL('./RESULTS.md', import.meta.url);
-  const current = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmark results\n';
-  const start = current.indexOf('## Passkey API');
-  let next;
-  if (start < 0) next = `${current.trimEnd()}\n\n${section}`;
-  else {
-    const end = current.indexOf('\n## ', start + 1);
-    next = current.slice(0, start) + section + (end < 0 ? '' : `\n${current.slice(end + 1)}`);
-  }
-  writeFileSync(path, `${next.trimEnd()}\n`);
-}
-
 export async function main(args: string[]): Promise<void> {
   const quick = args.includes('--quick');
   const passkeys = quick ? 100_000 : 1_000_000;
@@ -375,7 +361,7 @@ export async function main(args: string[]): Promise<void> {
   const section = report(results, quick, serviceNodeOptions, tunedNodeOptions);
   console.log(`\n${section}`);
   if (!args.includes('--no-write')) {
-    writeResults(section);
+    writeResultsSection('## Passkey API', section);
     console.log('written to bench/RESULTS.md');
   }
 }

@@ -3,12 +3,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { runCli } from '../src/cli/index.ts';
-import { load, machine, printLoad, startFloor, startService, type LoadResult } from './lib.ts';
+import { load, loadTable, machine, runLine, startFlags, startFloor, startService, withFreshPostgres, writeResultsSection, type LoadResult } from './lib.ts';
 
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnop';
-const ADMIN_PG = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 async function cli(databaseUrl: string, args: string[]): Promise<string> {
   let out = '';
@@ -43,8 +41,8 @@ async function measure(label: string, databaseUrl: string, port: number, duratio
 
 export async function main(args: string[]) {
   const duration = args.includes('--quick') ? 5 : 20;
-  console.log(`# token issuance benchmark — ${new Date().toISOString()} — ${machine()}`);
-  console.log(`# autocannon, 50 connections, ${duration} s per target, client_credentials with client_secret_basic\n`);
+  const head = `autocannon, 50 connections, ${duration} s per target (after a 3 s warm-up), \`client_credentials\` with \`client_secret_basic\`, scope \`passkey.read\`; the service and the floor each in their own process, started with the flags of \`npm start\` (${startFlags().join(' ')}) for the service.`;
+  console.log(`# token issuance benchmark — ${machine()}\n# ${head}\n`);
   const results: LoadResult[] = [];
 
   const floor = await startFloor();
@@ -59,26 +57,16 @@ export async function main(args: string[]) {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+  const onPg = await withFreshPostgres('idp_bench_token', (url) => measure('POST /oauth/token (PostgreSQL)', url, 18082, duration));
+  if (onPg) results.push(onPg);
 
-  const admin = new pg.Client({ connectionString: ADMIN_PG });
-  let pgAvailable = true;
-  try {
-    await admin.connect();
-  } catch {
-    pgAvailable = false;
-    console.log('# PostgreSQL not reachable: skipped');
+  const table = loadTable(results, floorResult);
+  console.log(table);
+  const sqlite = results[1]!;
+  const verdict = `Goal: at least 2,000 tokens/s on this machine — SQLite ${sqlite.requestsPerSec >= 2000 ? 'met' : 'MISSED'} (${sqlite.requestsPerSec}/s)${onPg ? `, PostgreSQL ${onPg.requestsPerSec >= 2000 ? 'met' : 'MISSED'} (${onPg.requestsPerSec}/s)` : ''}.`;
+  console.log(`\n# ${verdict}`);
+  if (!args.includes('--quick') && !args.includes('--no-write')) {
+    writeResultsSection('## Token issuance', ['## Token issuance', '', runLine(), head, '', table, '', verdict, ''].join('\n'));
+    console.log('written to bench/RESULTS.md');
   }
-  if (pgAvailable) {
-    const name = `idp_bench_token_${process.pid}`;
-    await admin.query(`create database ${name}`);
-    const url = new URL(ADMIN_PG);
-    url.pathname = `/${name}`;
-    try {
-      results.push(await measure('POST /oauth/token (PostgreSQL)', url.toString(), 18082, duration));
-    } finally {
-      await admin.query(`drop database if exists ${name} with (force)`);
-      await admin.end();
-    }
-  }
-  printLoad(results, floorResult);
 }

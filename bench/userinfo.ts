@@ -4,7 +4,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { keyring } from '../src/crypto.ts';
 import { openStore } from '../src/store/index.ts';
@@ -12,10 +11,9 @@ import { buildApp } from '../src/app.ts';
 import { addOrganization, addUser } from '../src/directory/index.ts';
 import { createClient, ATTRIBUTE_GROUPS } from '../src/clients/index.ts';
 import { insertUserId } from '../src/store/directory.ts';
-import { load, machine, printLoad, startFloor, startService, type LoadResult } from './lib.ts';
+import { load, loadTable, machine, runLine, startFlags, startFloor, startService, withFreshPostgres, writeResultsSection, type LoadResult } from './lib.ts';
 
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnop';
-const ADMIN_PG = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const CONNECTIONS = 100;
 const SCOPE = ['openid', 'profile', ...ATTRIBUTE_GROUPS].join(' ');
 
@@ -85,31 +83,19 @@ export async function main(args: string[]) {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const admin = new pg.Client({ connectionString: ADMIN_PG });
-  let pgAvailable = true;
-  try {
-    await admin.connect();
-  } catch {
-    pgAvailable = false;
-    console.log('# PostgreSQL not reachable: skipped');
-  }
-  if (pgAvailable) {
-    const name = `idp_bench_userinfo_${process.pid}`;
-    await admin.query(`create database ${name}`);
-    const url = new URL(ADMIN_PG);
-    url.pathname = `/${name}`;
-    try {
-      results.push(await measure('GET /openid/userinfo (PostgreSQL)', url.toString(), 18092, duration));
-    } finally {
-      await admin.query(`drop database if exists ${name} with (force)`);
-      await admin.end();
-    }
-  }
-  console.log('');
-  printLoad(results, floorResult);
+  const onPg = await withFreshPostgres('idp_bench_userinfo', (url) => measure('GET /openid/userinfo (PostgreSQL)', url, 18092, duration));
+  if (onPg) results.push(onPg);
+  const table = loadTable(results, floorResult);
+  console.log(`\n${table}`);
   if (sqlite) {
     const ratio = sqlite.requestsPerSec / floorResult.requestsPerSec;
     const met = ratio >= 0.5 && sqlite.p99 <= 25 && sqlite.errors === 0 && sqlite.non2xx === 0;
-    console.log(`\n# goal on SQLite (>= 0.5 of the floor, p99 <= 25 ms): ${met ? 'met' : 'MISSED'} (ratio ${ratio.toFixed(2)}, p99 ${sqlite.p99} ms)`);
+    const verdict = `Goal on SQLite (>= 0.5 of the floor's req/s, p99 <= 25 ms): ${met ? 'met' : 'MISSED'} (ratio ${ratio.toFixed(2)}, p99 ${sqlite.p99} ms).`;
+    console.log(`\n# ${verdict}`);
+    if (!args.includes('--quick') && !args.includes('--no-write')) {
+      const head = `autocannon, ${CONNECTIONS} connections, ${duration} s per target, \`GET /openid/userinfo\` with a valid token (client holding every attribute group, scope \`${SCOPE}\`); the service and the floor each in their own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}).`;
+      writeResultsSection('## Userinfo', ['## Userinfo', '', runLine(), head, '', table, '', verdict, ''].join('\n'));
+      console.log('written to bench/RESULTS.md');
+    }
   }
 }
