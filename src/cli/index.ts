@@ -359,10 +359,6 @@ const commands: Record<string, Command> = {
   },
 };
 
-/** Commands other features add (photos, user-existence grants). */
-export function registerCommand(name: string, command: Command): void {
-  commands[name] = command;
-}
 export type { Command, Ctx };
 
 function usage(): string {

@@ -43,17 +43,6 @@ export async function listGrantedOrganizations(db: Q, clientId: string, kind: Gr
   return rows.map((r) => r.org_id);
 }
 
-export async function isOrganizationGranted(db: Q, clientId: string, orgId: number, kind: GrantKind): Promise<boolean> {
-  const row = await db
-    .selectFrom('client_orgs')
-    .select('org_id')
-    .where('client_id', '=', clientId)
-    .where('org_id', '=', orgId)
-    .where('kind', '=', kind)
-    .executeTakeFirst();
-  return row !== undefined;
-}
-
 /** The organization and whether the client holds a grant of this kind for it, in one round trip. */
 export async function findOrganizationWithGrant(db: Q, orgId: number, clientId: string, kind: GrantKind): Promise<{ id: number; realm: string; granted: boolean } | undefined> {
   const row = await db

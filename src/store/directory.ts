@@ -18,10 +18,6 @@ export function findOrganization(db: Q, id: number): Promise<Organization | unde
   return db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export function findOrganizationByRealm(db: Q, realm: string): Promise<Organization | undefined> {
-  return db.selectFrom('organizations').selectAll().where('realm', '=', realm).executeTakeFirst();
-}
-
 export async function insertUser(db: Q, user: Omit<User, 'id'>): Promise<User> {
   return db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
 }
@@ -54,26 +50,12 @@ export async function updateUserPassword(db: Q, eppn: string, passwordHash: stri
   return Number(r.numUpdatedRows) === 1;
 }
 
-export async function updateUserPhoto(db: Q, userId: number, handle: string | null, now: number): Promise<void> {
-  await db.updateTable('users').set({ photo_handle: handle, updated_at: now }).where('id', '=', userId).execute();
-}
-
 export async function insertUserId(db: Q, userId: number, namespace: string, identifier: string): Promise<void> {
   await db.insertInto('user_ids').values({ user_id: userId, namespace, identifier }).execute();
 }
 
 export function listUserIds(db: Q, userId: number): Promise<{ namespace: string; identifier: string }[]> {
   return db.selectFrom('user_ids').select(['namespace', 'identifier']).where('user_id', '=', userId).orderBy('namespace').orderBy('identifier').execute();
-}
-
-export function findUserByNamespacedId(db: Q, namespace: string, identifier: string): Promise<User | undefined> {
-  return db
-    .selectFrom('user_ids')
-    .innerJoin('users', 'users.id', 'user_ids.user_id')
-    .selectAll('users')
-    .where('user_ids.namespace', '=', namespace)
-    .where('user_ids.identifier', '=', identifier)
-    .executeTakeFirst();
 }
 
 export async function deleteUserId(db: Q, userId: number, namespace: string, identifier: string): Promise<boolean> {

@@ -74,7 +74,3 @@ export function isUniqueViolation(err: unknown): boolean {
   return e?.code === '23505' || /UNIQUE constraint failed/.test(e?.message ?? '');
 }
 
-export function isForeignKeyViolation(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return e?.code === '23503' || /FOREIGN KEY constraint failed/.test(e?.message ?? '');
-}

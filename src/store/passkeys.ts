@@ -48,10 +48,6 @@ export function findPasskeyByCredentialId(db: Q, credentialId: Uint8Array): Prom
   return db.selectFrom('passkeys').selectAll().where('credential_id', '=', credentialId).executeTakeFirst();
 }
 
-export function findPasskey(db: Q, id: number): Promise<PasskeyRow | undefined> {
-  return db.selectFrom('passkeys').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
 /** Deletes every passkey of a user; returns the deleted ids. */
 export async function deleteUserPasskeys(db: Q, userId: number): Promise<number[]> {
   const rows = await db.deleteFrom('passkeys').where('user_id', '=', userId).returning('id').execute();

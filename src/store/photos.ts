@@ -9,10 +9,6 @@ export function findPhoto(db: Q, handle: string): Promise<PhotoRow | undefined> 
   return db.selectFrom('photos').selectAll().where('handle', '=', handle).executeTakeFirst();
 }
 
-/** Everything but the bytes: enough to answer a conditional request. */
-export function findPhotoMeta(db: Q, handle: string): Promise<Omit<PhotoRow, 'bytes'> | undefined> {
-  return db.selectFrom('photos').select(['handle', 'user_id', 'etag', 'width', 'height', 'updated_at']).where('handle', '=', handle).executeTakeFirst();
-}
 
 export async function insertPhoto(db: Q, photo: PhotoRow): Promise<void> {
   await db.insertInto('photos').values(photo).execute();
