@@ -82,13 +82,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   registerErrorHandling(app);
   const https = config.publicUrl.startsWith('https:');
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Headers every answer carries; set before routing, so a route may still replace them (a photo
+  // sets its own cache-control). A synchronous hook: this runs on every request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
     // Served over https, every answer tells browsers never to come back over plain http.
     if (https) reply.header('strict-transport-security', 'max-age=31536000');
-    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
-    return payload;
+    reply.header('cache-control', 'no-store');
+    done();
   });
 
   const keyManager = await startKeyManager(config, store, keys, app.log);
