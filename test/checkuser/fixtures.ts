@@ -1,10 +1,7 @@
 // A directory of three organizations, and clients with and without user-existence access.
 import { grantOrganizations } from '../../src/clients/index.ts';
 import { insertUserId } from '../../src/store/directory.ts';
-import { seedClient, seedOrg, seedUser, clientToken, startTestApp, freshDatabase, testConfig, TEST_SECRET, type TestContext } from '../helpers.ts';
-import { keyring } from '../../src/crypto.ts';
-import { openStore } from '../../src/store/index.ts';
-import { buildApp } from '../../src/app.ts';
+import { seedClient, seedOrg, seedUser, clientToken, startTestApp, type TestContext } from '../helpers.ts';
 import type { Dialect } from '../../src/store/index.ts';
 
 export const NINS = { alice: '01017012345', bob: '02027012345', carol: '03037012345' };
@@ -24,30 +21,8 @@ export interface CheckuserWorld {
   };
 }
 
-/** startTestApp with an injectable clock for the rate-limit windows. */
-async function startAppWithClock(dialect: Dialect, env: Record<string, string>, now: () => number): Promise<TestContext> {
-  const database = await freshDatabase(dialect);
-  const config = testConfig(database.url, env);
-  const store = await openStore(config.databaseUrl);
-  const keys = keyring(TEST_SECRET);
-  const built = await buildApp({ config, store, keys, now });
-  await built.app.ready();
-  return {
-    ...built,
-    config,
-    store,
-    keys,
-    dialect,
-    async close() {
-      await built.app.close();
-      await store.close();
-      await database.drop();
-    },
-  };
-}
-
 export async function checkuserWorld(dialect: Dialect, env: Record<string, string> = {}, now?: () => number): Promise<CheckuserWorld> {
-  const ctx = now ? await startAppWithClock(dialect, env, now) : await startTestApp(dialect, env);
+  const ctx = await startTestApp(dialect, env, { now });
   await seedOrg(ctx, 1, 'example.org', 'Example University');
   await seedOrg(ctx, 2, 'other.org', 'Other College');
   await seedOrg(ctx, 3, 'third.org', 'Third School');
