@@ -63,13 +63,14 @@ export interface TestContext extends App {
 }
 
 /** A migrated store and a built app on it; close() tears everything down. */
-export async function startTestApp(dialect: Dialect, env: Record<string, string> = {}, options: { now?: () => number } = {}): Promise<TestContext> {
+export async function startTestApp(dialect: Dialect, env: Record<string, string> = {}, options: { now?: () => number; listen?: number } = {}): Promise<TestContext> {
   const database = await freshDatabase(dialect);
   const config = testConfig(database.url, env);
   const store = await openStore(config.databaseUrl);
   const keys = keyring(TEST_SECRET);
   const built = await buildApp({ config, store, keys, now: options.now });
-  await built.app.ready();
+  if (options.listen !== undefined) await built.app.listen({ port: options.listen, host: '127.0.0.1' });
+  else await built.app.ready();
   return {
     ...built,
     config,

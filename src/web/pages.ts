@@ -35,6 +35,20 @@ export interface CsrfField {
   token: string;
 }
 
+/**
+ * A WebAuthn ceremony: the script (static/*.js) fetches options from data-options, runs the
+ * ceremony, puts the result in `response` and submits. The button stays hidden without script.
+ */
+function ceremonyForm(t: Translate, id: string, action: string, optionsUrl: string, csrf: CsrfField, label: string): Html {
+  return html`<form id="${id}-form" method="post" action="${action}" data-options="${optionsUrl}" data-csrf="${csrf.token}"
+  data-msg-working="${t('js.working')}" data-msg-cancelled="${t('js.cancelled')}" data-msg-unsupported="${t('signin.no_webauthn')}">
+${hidden(csrf.field, csrf.token)}
+<input type="hidden" name="response" value="">
+<button type="button" id="${id}-button" class="primary" hidden>${label}</button>
+<p id="${id}-status" class="status" role="status" aria-live="polite"></p>
+</form>`;
+}
+
 function alert(message: string | undefined): Html {
   return message ? html`<p class="alert" role="alert">${message}</p>` : html``;
 }
@@ -61,13 +75,7 @@ export function signInPage(frame: Frame, v: SignInView): string {
 <h1>${t('signin.title')}</h1>
 <p class="subtitle">${v.subtitle}</p>
 ${alert(v.error)}
-<form id="passkey-form" method="post" action="${v.passkeyAction}" data-options="${v.optionsUrl}" data-csrf="${v.csrf.token}"
-  data-msg-working="${t('js.working')}" data-msg-cancelled="${t('js.cancelled')}" data-msg-unsupported="${t('signin.no_webauthn')}">
-${hidden(v.csrf.field, v.csrf.token)}
-<input type="hidden" name="response" value="">
-<button type="button" id="passkey-button" class="primary" hidden>${t('signin.passkey')}</button>
-<p id="passkey-status" class="status" role="status" aria-live="polite"></p>
-</form>
+${ceremonyForm(t, 'passkey', v.passkeyAction, v.optionsUrl, v.csrf, t('signin.passkey'))}
 <p class="divider"><span>${t('signin.or')}</span></p>
 <form id="password-form" method="post" action="${v.passwordAction}">
 ${hidden(v.csrf.field, v.csrf.token)}
@@ -164,13 +172,7 @@ ${alert(v.error)}
 <h2 id="passkeys-heading">${t('account.passkeys')}</h2>
 <p class="hint">${t('account.passkeys_intro')}</p>
 ${v.passkeys.length ? html`<ul class="passkeys">${passkeys}</ul>` : html`<p id="no-passkeys">${t('account.no_passkeys')}</p>`}
-<form id="register-form" method="post" action="/account/passkeys" data-options="/account/passkeys/options" data-csrf="${v.csrf.token}"
-  data-msg-working="${t('js.working')}" data-msg-cancelled="${t('js.cancelled')}" data-msg-unsupported="${t('signin.no_webauthn')}">
-${hidden(v.csrf.field, v.csrf.token)}
-<input type="hidden" name="response" value="">
-<button type="button" id="register-button" class="primary" hidden>${t('account.add_passkey')}</button>
-<p id="register-status" class="status" role="status" aria-live="polite"></p>
-</form>
+${ceremonyForm(t, 'register', '/account/passkeys', '/account/passkeys/options', v.csrf, t('account.add_passkey'))}
 </section>
 <section aria-labelledby="password-heading">
 <h2 id="password-heading">${t('account.password')}</h2>

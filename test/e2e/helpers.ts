@@ -4,12 +4,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import * as oidc from 'openid-client';
-import { keyring } from '../../src/crypto.ts';
-import { openStore, type Dialect, type Store } from '../../src/store/index.ts';
-import { buildApp, type App } from '../../src/app.ts';
+import type { Dialect, Store } from '../../src/store/index.ts';
+import type { App } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
 import type { Keyring } from '../../src/crypto.ts';
-import { freshDatabase, seedClient, testConfig, TEST_SECRET } from '../helpers.ts';
+import { seedClient, startTestApp } from '../helpers.ts';
 import type { NewClient } from '../../src/clients/index.ts';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -40,25 +39,7 @@ export interface E2EServer extends App {
 export async function startServer(dialect: Dialect, env: Record<string, string> = {}): Promise<E2EServer> {
   const port = await freePort();
   const url = `http://localhost:${port}`;
-  const database = await freshDatabase(dialect);
-  const config = testConfig(database.url, { PUBLIC_URL: url, PORT: String(port), ...env });
-  const store = await openStore(config.databaseUrl);
-  const keys = keyring(TEST_SECRET);
-  const built = await buildApp({ config, store, keys });
-  await built.app.listen({ port, host: '127.0.0.1' });
-  return {
-    ...built,
-    url,
-    config,
-    store,
-    keys,
-    dialect,
-    async close() {
-      await built.app.close();
-      await store.close();
-      await database.drop();
-    },
-  };
+  return { ...(await startTestApp(dialect, { PUBLIC_URL: url, PORT: String(port), ...env }, { listen: port })), url };
 }
 
 export function launchBrowser(): Promise<Browser> {
