@@ -3,8 +3,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createLocalJWKSet, jwtVerify } from 'jose';
-import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, PUBLIC_URL, TEST_SECRET, type TestContext } from '../helpers.ts';
-import { runCli } from '../../src/cli/index.ts';
+import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, PUBLIC_URL, type TestContext, cli as adminCli } from '../helpers.ts';
 import { mintUserToken } from './fixtures.ts';
 
 const REDIRECT = 'https://rp.example.com/callback';
@@ -21,16 +20,7 @@ function bearerChallenge(res: { headers: Record<string, unknown> }): string {
   return bearer;
 }
 
-async function cli(ctx: TestContext, args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(
-    args,
-    { out: (l) => void (out += `${l}\n`), err: (l) => void (err += `${l}\n`), readStdin: async () => '' },
-    { DATABASE_URL: ctx.config.databaseUrl, IDP_SECRET: TEST_SECRET, PUBLIC_URL, LOG_LEVEL: 'silent' },
-  );
-  return { code, out, err };
-}
+const cli = (ctx: TestContext, args: string[]) => adminCli(ctx.config.databaseUrl, args);
 
 for (const dialect of dialects()) {
   describe(`userinfo endpoints (${dialect})`, () => {

@@ -5,8 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { dialects, startTestApp, seedOrg, seedUser, seedClient, PUBLIC_URL, TEST_SECRET, type TestContext } from '../helpers.ts';
-import { runCli } from '../../src/cli/index.ts';
+import { dialects, startTestApp, seedOrg, seedUser, seedClient, PUBLIC_URL, type TestContext, cli as adminCli } from '../helpers.ts';
 import { findUserByEppn } from '../../src/store/directory.ts';
 import { mintUserToken } from './fixtures.ts';
 
@@ -39,16 +38,7 @@ async function writeImages() {
   put('toolarge.jpg', Buffer.alloc(10 * 1024 * 1024 + 1, 0xff));
 }
 
-async function cli(ctx: TestContext, args: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(
-    args,
-    { out: (l) => void (out += `${l}\n`), err: (l) => void (err += `${l}\n`), readStdin: async () => '' },
-    { DATABASE_URL: ctx.config.databaseUrl, IDP_SECRET: TEST_SECRET, PUBLIC_URL, LOG_LEVEL: 'silent' },
-  );
-  return { code, out, err };
-}
+const cli = (ctx: TestContext, args: string[]) => adminCli(ctx.config.databaseUrl, args);
 
 before(writeImages);
 after(() => rmSync(dir, { recursive: true, force: true }));
