@@ -1,5 +1,6 @@
 // Shared test fixtures: stores on both dialects, a configured app, clients and tokens.
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { isoCBOR } from '@simplewebauthn/server/helpers';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -114,19 +115,29 @@ export async function clientToken(ctx: App, clientId: string, secret: string, sc
   return res.json().access_token;
 }
 
-/** A COSE-encoded EC2 P-256 public key, as a WebAuthn authenticator would give it. */
-export async function coseP256PublicKey(): Promise<Buffer> {
-  const { generateKeyPairSync } = await import('node:crypto');
-  const { isoCBOR } = await import('@simplewebauthn/server/helpers');
-  const jwk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
-  const map = new Map<number, number | Uint8Array>([
+export interface TestCredential {
+  id: Buffer;
+  privateKey: KeyObject;
+  /** the COSE-encoded EC2 P-256 public key, as a WebAuthn authenticator gives it */
+  cose: Buffer;
+}
+
+/** A fresh P-256 WebAuthn credential: id, private key for signing assertions, COSE public key. */
+export function p256Credential(): TestCredential {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwk = publicKey.export({ format: 'jwk' });
+  const cose = new Map<number, number | Uint8Array>([
     [1, 2],
     [3, -7],
     [-1, 1],
     [-2, new Uint8Array(Buffer.from(jwk.x!, 'base64url'))],
     [-3, new Uint8Array(Buffer.from(jwk.y!, 'base64url'))],
   ]);
-  return Buffer.from(isoCBOR.encode(map as any));
+  return { id: randomBytes(32), privateKey, cose: Buffer.from(isoCBOR.encode(cose as any)) };
+}
+
+export async function coseP256PublicKey(): Promise<Buffer> {
+  return p256Credential().cose;
 }
 
 /** Runs the admin CLI in-process against a database; returns exit code and output. */

@@ -2,10 +2,9 @@
 // per-IP limit counts failures only and keys IPv6 clients by their /64.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { createHash, sign } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
-import { isoCBOR } from '@simplewebauthn/server/helpers';
-import { dialects, startTestApp, seedOrg, seedUser, PUBLIC_URL, type TestContext } from '../helpers.ts';
+import { dialects, startTestApp, seedOrg, seedUser, PUBLIC_URL, p256Credential, type TestContext, type TestCredential } from '../helpers.ts';
 import { clientKey } from '../../src/http/rate-limit.ts';
 import { insertPasskeys } from '../../src/store/passkeys.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
@@ -66,20 +65,8 @@ const tally = (responses: LightMyRequestResponse[]) => {
   return counts;
 };
 
-interface Key {
-  id: Buffer;
-  privateKey: KeyObject;
-  cose: Buffer;
-}
 
-function newKey(): Key {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const jwk = publicKey.export({ format: 'jwk' });
-  const cose = new Map<number, number | Uint8Array>([[1, 2], [3, -7], [-1, 1], [-2, Buffer.from(jwk.x!, 'base64url')], [-3, Buffer.from(jwk.y!, 'base64url')]]);
-  return { id: randomBytes(32), privateKey, cose: Buffer.from(isoCBOR.encode(cose)) };
-}
-
-function assertion(key: Key, user: User, challenge: string, counter: number): string {
+function assertion(key: TestCredential, user: User, challenge: string, counter: number): string {
   const cd = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge, origin: PUBLIC_URL, crossOrigin: false }));
   const counterBytes = Buffer.alloc(4);
   counterBytes.writeUInt32BE(counter);
@@ -99,14 +86,14 @@ for (const dialect of dialects()) {
   describe(`sign-in rate limits (${dialect})`, () => {
     let ctx: TestContext;
     let ada: User;
-    let key: Key;
+    let key: TestCredential;
 
     before(async () => {
       ctx = await startTestApp(dialect, { LOGIN_RATE_LIMIT_ACCOUNT: '5', LOGIN_RATE_LIMIT_IP: '3' });
       await seedOrg(ctx);
       ada = await seedUser(ctx, 1, 'ada@example.org', { name: 'Ada', password: PASSWORD });
       await seedUser(ctx, 1, 'grace@example.org', { name: 'Grace', password: PASSWORD });
-      key = newKey();
+      key = p256Credential();
       await insertPasskeys(ctx.store.db, [
         { user_id: ada.id, org_id: 1, credential_id: key.id, public_key: key.cose, sign_count: 1, transports: '[]', label: 'Laptop', aaguid: ZERO_AAGUID, backup_eligible: 0, backup_state: 0, mfa_verified: 1, created_at: Date.now(), last_used_at: null },
       ]);

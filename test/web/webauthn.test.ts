@@ -2,9 +2,9 @@
 // challenges, counter regression, user handles, malformed input, registration fields and AAGUIDs.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { createHash, randomBytes, sign } from 'node:crypto';
 import { isoCBOR } from '@simplewebauthn/server/helpers';
-import { dialects, startTestApp, seedOrg, seedUser, PUBLIC_URL, type TestContext } from '../helpers.ts';
+import { dialects, startTestApp, seedOrg, seedUser, PUBLIC_URL, p256Credential, type TestContext, type TestCredential } from '../helpers.ts';
 import { createWebAuthn, CHALLENGE_TTL_MS, type WebAuthn } from '../../src/webauthn/ceremonies.ts';
 import { authenticatorName } from '../../src/webauthn/aaguid.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
@@ -15,24 +15,6 @@ import type { User } from '../../src/store/directory.ts';
 const RP_ID = new URL(PUBLIC_URL).hostname;
 const GOOGLE_PM = 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4';
 
-interface Key {
-  id: Buffer;
-  privateKey: KeyObject;
-  cose: Buffer;
-}
-
-function newKey(): Key {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const jwk = publicKey.export({ format: 'jwk' });
-  const cose = new Map<number, number | Uint8Array>([
-    [1, 2],
-    [3, -7],
-    [-1, 1],
-    [-2, Buffer.from(jwk.x!, 'base64url')],
-    [-3, Buffer.from(jwk.y!, 'base64url')],
-  ]);
-  return { id: randomBytes(32), privateKey, cose: Buffer.from(isoCBOR.encode(cose)) };
-}
 
 const u32 = (n: number) => {
   const b = Buffer.alloc(4);
@@ -42,7 +24,7 @@ const u32 = (n: number) => {
 const rpHash = (rpId = RP_ID) => createHash('sha256').update(rpId).digest();
 const clientData = (type: string, challenge: string, origin = PUBLIC_URL) => Buffer.from(JSON.stringify({ type, challenge, origin, crossOrigin: false }));
 
-function assertion(key: Key, challenge: string, counter: number, opts: { flags?: number; userHandle?: string; rpId?: string } = {}) {
+function assertion(key: TestCredential, challenge: string, counter: number, opts: { flags?: number; userHandle?: string; rpId?: string } = {}) {
   const cd = clientData('webauthn.get', challenge);
   const authData = Buffer.concat([rpHash(opts.rpId), Buffer.from([opts.flags ?? 0x05]), u32(counter)]);
   const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(cd).digest()]), key.privateKey);
@@ -61,7 +43,7 @@ function assertion(key: Key, challenge: string, counter: number, opts: { flags?:
   };
 }
 
-function attestation(key: Key, challenge: string, aaguid: string, flags = 0x45 | 0x08 | 0x10) {
+function attestation(key: TestCredential, challenge: string, aaguid: string, flags = 0x45 | 0x08 | 0x10) {
   const cd = clientData('webauthn.create', challenge);
   const attested = Buffer.concat([Buffer.from(aaguid.replace(/-/g, ''), 'hex'), Buffer.from([key.id.length >> 8, key.id.length & 0xff]), key.id, key.cose]);
   const authData = Buffer.concat([rpHash(), Buffer.from([flags]), u32(0), attested]);
@@ -77,7 +59,7 @@ for (const dialect of dialects()) {
     let clock = Date.now();
     let ada: User;
     let bob: User;
-    let key: Key;
+    let key: TestCredential;
     let passkeyId: number;
 
     before(async () => {
@@ -86,7 +68,7 @@ for (const dialect of dialects()) {
       ada = await seedUser(ctx, 1, 'ada@example.org');
       bob = await seedUser(ctx, 1, 'bob@example.org');
       webauthn = createWebAuthn(ctx.config, ctx.store, () => clock);
-      key = newKey();
+      key = p256Credential();
       [passkeyId] = await insertPasskeys(ctx.store.db, [
         { user_id: ada.id, org_id: 1, credential_id: key.id, public_key: key.cose, sign_count: 5, transports: '["internal"]', label: 'Laptop', aaguid: ZERO_AAGUID, backup_eligible: 0, backup_state: 0, mfa_verified: 1, created_at: clock, last_used_at: null },
       ]) as [number];
@@ -95,7 +77,7 @@ for (const dialect of dialects()) {
 
     const row = async () => (await listUserCredentials(ctx.store.db, ada.id)).find((p) => p.id === passkeyId)!;
     /** An assertion from one of Ada's discoverable credentials, which always carries her user handle. */
-    const signed = (k: Key, challenge: string, counter: number, opts: Parameters<typeof assertion>[3] = {}) => assertion(k, challenge, counter, { userHandle: ada.sub, ...opts });
+    const signed = (k: TestCredential, challenge: string, counter: number, opts: Parameters<typeof assertion>[3] = {}) => assertion(k, challenge, counter, { userHandle: ada.sub, ...opts });
 
     it('derives RP ID and origin from PUBLIC_URL and asks for discoverable credentials', async () => {
       assert.equal(webauthn.rpId, 'idp.example.test');
@@ -144,12 +126,12 @@ for (const dialect of dialects()) {
       const rp = await webauthn.authenticationOptions('b1');
       assert.deepEqual(await webauthn.verifyAuthentication(signed(key, rp.challenge, 7, { rpId: 'evil.example' }), 'b1', 'r'), { ok: false, reason: 'verification' });
       const unknown = await webauthn.authenticationOptions('b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(assertion(newKey(), unknown.challenge, 7), 'b1', 'r'), { ok: false, reason: 'unknown_credential' });
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(p256Credential(), unknown.challenge, 7), 'b1', 'r'), { ok: false, reason: 'unknown_credential' });
       const handle = await webauthn.authenticationOptions('b1');
       assert.deepEqual(await webauthn.verifyAuthentication(signed(key, handle.challenge, 7, { userHandle: bob.sub }), 'b1', 'r'), { ok: false, reason: 'verification' });
       const forged = await webauthn.authenticationOptions('b1');
       const bad = signed(key, forged.challenge, 7);
-      bad.response.signature = assertion(newKey(), forged.challenge, 7).response.signature;
+      bad.response.signature = assertion(p256Credential(), forged.challenge, 7).response.signature;
       assert.deepEqual(await webauthn.verifyAuthentication(bad, 'b1', 'r'), { ok: false, reason: 'verification' });
       assert.equal(Number((await row()).sign_count), 6);
     });
@@ -170,7 +152,7 @@ for (const dialect of dialects()) {
     });
 
     it('accepts authenticators without a counter (always zero) and without user verification', async () => {
-      const zero = newKey();
+      const zero = p256Credential();
       await insertPasskeys(ctx.store.db, [
         { user_id: ada.id, org_id: 1, credential_id: zero.id, public_key: zero.cose, sign_count: 0, transports: '[]', label: 'Synced', aaguid: ZERO_AAGUID, backup_eligible: 1, backup_state: 1, mfa_verified: 0, created_at: clock, last_used_at: null },
       ]);
@@ -222,7 +204,7 @@ for (const dialect of dialects()) {
     });
 
     it('registers a passkey with every field, labelled with the authenticator name, once', async () => {
-      const fresh = newKey();
+      const fresh = p256Credential();
       const { challenge } = await webauthn.registrationOptions(bob, [], 'reg-bob');
       const response = attestation(fresh, challenge, GOOGLE_PM);
       const result = await webauthn.verifyRegistration(bob, JSON.stringify(response), 'reg-bob');
@@ -249,9 +231,9 @@ for (const dialect of dialects()) {
 
     it('refuses a registration challenge issued to another user, and labels unknown authenticators plainly', async () => {
       const forAda = await webauthn.registrationOptions(ada, [], 'shared');
-      assert.deepEqual(await webauthn.verifyRegistration(bob, attestation(newKey(), forAda.challenge, ZERO_AAGUID), 'shared'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await webauthn.verifyRegistration(bob, attestation(p256Credential(), forAda.challenge, ZERO_AAGUID), 'shared'), { ok: false, reason: 'challenge' });
       const plain = await webauthn.registrationOptions(bob, [], 'reg-bob');
-      const result = await webauthn.verifyRegistration(bob, attestation(newKey(), plain.challenge, ZERO_AAGUID, 0x41), 'reg-bob');
+      const result = await webauthn.verifyRegistration(bob, attestation(p256Credential(), plain.challenge, ZERO_AAGUID, 0x41), 'reg-bob');
       assert.equal(result.ok && result.label, 'Passkey');
       const stored = (await listUserCredentials(ctx.store.db, bob.id)).at(-1)!;
       assert.equal(stored.aaguid, ZERO_AAGUID);
