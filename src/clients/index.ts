@@ -53,16 +53,28 @@ export interface NewClient {
   firstParty?: boolean;
   public?: boolean;
   userinfoSignedResponseAlg?: string;
+  /** grant types the operator asked for; empty or absent: the defaults of defaultGrantTypes() */
+  grantTypes?: string[];
 }
+
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+
+/**
+ * The standard OpenID Connect scopes every sign-in client may ask for, as stock relying parties do
+ * (`openid profile email`). They map onto attribute groups (profile: name and photo, email: email),
+ * so they release only what the client's groups allow; asking for one the client holds no group of
+ * releases nothing rather than failing the sign-in.
+ */
+export const STANDARD_OIDC_SCOPES = ['openid', 'profile', 'email'] as const;
 
 /**
  * The scopes a client may be granted: its allowed scopes and its attribute groups (each group is
- * a scope), plus openid for sign-in clients. The authorization server and the consent logic both
- * use this, so they never disagree.
+ * a scope), plus the standard OpenID Connect scopes for sign-in clients. The authorization server
+ * and the consent logic both use this, so they never disagree.
  */
 export function allowedScopes(row: repo.ClientRow): Set<string> {
   const scopes = new Set([...row.scopes.split(' '), ...row.groups.split(' ')].filter(Boolean));
-  if ((JSON.parse(row.grant_types) as string[]).includes('authorization_code')) scopes.add('openid');
+  if ((JSON.parse(row.grant_types) as string[]).includes('authorization_code')) for (const s of STANDARD_OIDC_SCOPES) scopes.add(s);
   return scopes;
 }
 
@@ -107,6 +119,28 @@ export function checkScopes(scopes: string[]): string[] {
 export function checkGroups(groups: string[]): string[] {
   for (const g of groups) if (!(ATTRIBUTE_GROUPS as readonly string[]).includes(g)) throw badRequest(`unknown attribute group '${g}' (known: ${ATTRIBUTE_GROUPS.join(' ')})`);
   return [...new Set(groups)];
+}
+
+/**
+ * Without --grant: a client with redirect URIs signs users in (authorization_code, refresh_token);
+ * a confidential client gets client_credentials when it has API scopes or nothing else to do.
+ */
+function defaultGrantTypes(isPublic: boolean, redirectUris: string[], scopes: string[]): string[] {
+  const grants = redirectUris.length ? ['authorization_code', 'refresh_token'] : [];
+  const wantsApi = scopes.some((s) => (API_SCOPES as readonly string[]).includes(s));
+  if (!isPublic && (wantsApi || grants.length === 0)) grants.push('client_credentials');
+  return grants;
+}
+
+function checkGrantTypes(input: NewClient, redirectUris: string[], scopes: string[]): string[] {
+  const asked = [...new Set(input.grantTypes ?? [])];
+  if (asked.length === 0) return defaultGrantTypes(Boolean(input.public), redirectUris, scopes);
+  for (const g of asked) if (!(GRANT_TYPES as readonly string[]).includes(g)) throw badRequest(`unknown grant type '${g}' (known: ${GRANT_TYPES.join(' ')})`);
+  if (input.public && asked.includes('client_credentials')) throw badRequest('a public client cannot use client_credentials: it has no secret to authenticate with');
+  if (asked.includes('authorization_code') && redirectUris.length === 0) throw badRequest('the authorization_code grant needs at least one --redirect-uri');
+  if (!asked.includes('authorization_code') && redirectUris.length > 0) throw badRequest('--redirect-uri is used only by the authorization_code grant; add --grant authorization_code or drop the redirect URIs');
+  if (asked.includes('refresh_token') && !asked.includes('authorization_code')) throw badRequest('the refresh_token grant needs the authorization_code grant');
+  return GRANT_TYPES.filter((g) => asked.includes(g));
 }
 
 async function checkOrganizations(store: Store, orgIds: number[]): Promise<number[]> {
@@ -158,7 +192,7 @@ export async function createClient(store: Store, keys: Keyring, input: NewClient
   if (input.userinfoSignedResponseAlg !== undefined && !['RS256', 'ES256'].includes(input.userinfoSignedResponseAlg)) {
     throw badRequest('userinfo signing alg must be RS256 or ES256');
   }
-  const grantTypes = [...(input.public ? [] : ['client_credentials']), ...(redirectUris.length ? ['authorization_code', 'refresh_token'] : [])];
+  const grantTypes = checkGrantTypes(input, redirectUris, scopes);
   const clientId = randomUUID();
   const secret = input.public ? null : newSecret();
   await store.db.transaction().execute(async (trx) => {
