@@ -88,10 +88,30 @@ export function interactionRoutes(kit: Kit) {
     return sendPage(reply, status, page, { formTargets: loaded.formTargets }, headers);
   }
 
+  /**
+   * Records the result and sends the browser back to the provider. The result is merged with the
+   * previous step's (the sign-in before a consent page): without it the provider would see a
+   * consent without a login, and prompt=login would ask for the password again.
+   */
   async function finish(request: Req, reply: FastifyReply, result: InteractionResults) {
-    const returnTo = await kit.provider.current().interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: false });
+    const returnTo = await kit.provider.current().interactionResult(request.raw, reply.raw, result);
     adoptRawCookies(reply);
     return reply.code(303).header('location', returnTo).send();
+  }
+
+  /**
+   * Someone signs in while another user's session is open (prompt=login, or a shared browser):
+   * the provider ends that session first — revoking its grants — and then resumes this request
+   * with a fresh one. The request must not keep the other user's grant: it is not the new user's,
+   * and revoking it would take the pending request down with it.
+   */
+  async function signIn(request: Req, reply: FastifyReply, loaded: Loaded, login: NonNullable<InteractionResults['login']>) {
+    const { interaction } = loaded;
+    if (interaction.grantId && interaction.session?.accountId !== login.accountId) {
+      interaction.grantId = undefined;
+      await interaction.persist();
+    }
+    return finish(request, reply, { login });
   }
 
   const consentScope = (loaded: Loaded, client: ClientRow) => scopeOfConsent(client, loaded.interaction.params.scope);
@@ -151,7 +171,7 @@ export function interactionRoutes(kit: Kit) {
       if (loaded.interaction.prompt.name !== 'login') return sendMessage(reply, loaded.frame, 400, 'error.expired');
       const result = await passwordSignIn(kit, request);
       if (!result.ok) return renderSignIn(request, reply, loaded, result.status, result.error, result.username, result.retryAfter ? { 'retry-after': result.retryAfter } : {});
-      return finish(request, reply, { login: { accountId: result.user.sub, amr: ['pwd'], ts: Math.floor(kit.now() / 1000) } });
+      return signIn(request, reply, loaded, { accountId: result.user.sub, amr: ['pwd'], ts: Math.floor(kit.now() / 1000) });
     });
 
     app.post<Params>('/interaction/:uid/passkey/options', async (request, reply) => {
@@ -175,7 +195,7 @@ export function interactionRoutes(kit: Kit) {
         return renderSignIn(request, reply, loaded, 401, 'error.passkey');
       }
       await signInSucceeded(kit, request);
-      return finish(request, reply, { login: { accountId: outcome.user.sub, amr: amrForPasskey(outcome.userVerified), ts: Math.floor(kit.now() / 1000) } });
+      return signIn(request, reply, loaded, { accountId: outcome.user.sub, amr: amrForPasskey(outcome.userVerified), ts: Math.floor(kit.now() / 1000) });
     });
 
     app.post<Params>('/interaction/:uid/consent', async (request, reply) => {
