@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import type { Keyring } from './crypto.ts';
 import type { Store } from './store/index.ts';
 import { registerErrorHandling, sendError } from './http/errors.ts';
+import { registerRequestGuard } from './http/request-guard.ts';
 import { startHousekeeping } from './store/housekeeping.ts';
 import { healthPlugin } from './http/health.ts';
 import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
@@ -92,6 +93,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     reply.header('cache-control', 'no-store');
     done();
   });
+  // After the shared headers, so a refused request still carries its request id.
+  registerRequestGuard(app);
 
   const keyManager = await startKeyManager(config, store, keys, app.log);
   app.addHook('onClose', async () => keyManager.stop());

@@ -1,6 +1,6 @@
 // oidc-provider storage adapter over the store. Clients come from the client registry; every
 // other model is a JSON payload row with an expiry.
-import type { Adapter, AdapterPayload } from 'oidc-provider';
+import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import type { Store } from '../store/index.ts';
 import * as payloads from '../store/oidc.ts';
 import { findClient } from '../store/clients.ts';
@@ -72,13 +72,48 @@ function cachedClients(store: Store) {
   };
 }
 
+/** What oidc-provider answers when it finds an artifact already used (its grant handlers and
+ * authorization endpoint), so a request that loses the race gets the same answer. */
+function alreadyUsed(name: string): Error {
+  switch (name) {
+    case 'AuthorizationCode':
+      return new errors.InvalidGrant('authorization code already consumed');
+    case 'RefreshToken':
+      return new errors.InvalidGrant('refresh token already used');
+    case 'PushedAuthorizationRequest':
+      return new errors.InvalidRequestUri('request_uri is invalid, expired, or was already used');
+    default:
+      return new errors.InvalidGrant(`${name} already consumed`);
+  }
+}
+
+/**
+ * consume() of one-time artifacts (codes, rotating refresh tokens, device codes, PAR). oidc-provider
+ * checks `consumed` on the artifact it loaded and then calls consume(); requests arriving together
+ * all load it unconsumed. The conditional update lets exactly one through. The others are replays:
+ * like oidc-provider on a replay it sees (RFC 6749 4.1.2), revoke the grant, so tokens the winning
+ * request issued die too, and fail the request (the contract's consume() returns nothing, so
+ * failing means throwing the error oidc-provider would answer with).
+ */
+async function consumeOnce(store: Store, name: string, id: string): Promise<void> {
+  if (storable(id) && (await payloads.consumePayload(store.db, name, id, Date.now()))) return;
+  const grantId = storable(id) ? await payloads.payloadGrantId(store.db, name, id) : undefined;
+  if (grantId) {
+    await payloads.revokeGrant(store.db, grantId);
+    const ctx = Provider.ctx;
+    if (ctx) ctx.oidc.provider.emit('grant.revoked', ctx, grantId);
+  }
+  throw alreadyUsed(name);
+}
+
 export function adapterFactory(store: Store) {
   const findClientMetadata = cachedClients(store);
   return (name: string): Adapter => {
     if (name === 'Client') {
       return {
         upsert: async () => {},
-        find: findClientMetadata,
+        // client_id comes from the request (query, form, Basic credentials)
+        find: async (id) => (storable(id) ? findClientMetadata(id) : undefined),
         findByUserCode: async () => undefined,
         findByUid: async () => undefined,
         consume: async () => {},
@@ -101,9 +136,9 @@ export function adapterFactory(store: Store) {
       find: async (id) => (storable(id) ? live(await payloads.findPayload(store.db, name, 'id', id)) : undefined),
       findByUid: async (uid) => (storable(uid) ? live(await payloads.findPayload(store.db, name, 'uid', uid)) : undefined),
       findByUserCode: async (code) => (storable(code) ? live(await payloads.findPayload(store.db, name, 'user_code', code)) : undefined),
-      consume: async (id) => void (storable(id) && (await payloads.consumePayload(store.db, name, id, Date.now()))),
+      consume: (id) => consumeOnce(store, name, id),
       destroy: async (id) => void (storable(id) && (await payloads.destroyPayload(store.db, name, id))),
-      revokeByGrantId: (grantId) => payloads.revokePayloadsByGrant(store.db, grantId),
+      revokeByGrantId: async (grantId) => void (storable(grantId) && (await payloads.revokePayloadsByGrant(store.db, grantId))),
     };
   };
 }

@@ -1,7 +1,12 @@
 // Mounts oidc-provider inside Fastify on the Feide-like paths. The provider is rebuilt when the
 // signing keys change, so every instance signs with the key the others publish.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { handleError } from '../http/errors.ts';
+import { MalformedInput } from '../http/request-guard.ts';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
@@ -31,6 +36,30 @@ export function createProviderHolder(opts: OAuthOptions): ProviderHolder {
   return { current: () => provider };
 }
 
+/** The logger (bound to the request id) of each request handed to oidc-provider. */
+const requestLogs = new WeakMap<IncomingMessage, FastifyBaseLogger>();
+/** Providers whose failures are logged (several handlers may share one provider). */
+const watched = new WeakSet<Provider>();
+
+/**
+ * oidc-provider answers its own unexpected failures with `server_error` and emits them as events;
+ * failures past its error handlers reach Koa's `error` event. Both are logged like every other
+ * 5xx: at error level, with the request id.
+ */
+function logFailures(provider: Provider): void {
+  if (watched.has(provider)) return;
+  watched.add(provider);
+  provider.on('server_error', (ctx: KoaContextWithOIDC, err: Error) => {
+    requestLogs.get(ctx.req)?.error({ err }, 'authorization server error');
+  });
+  // Koa's own event: the provider is a Koa application, but its typings list only its own events
+  (provider as unknown as EventEmitter).on('error', (err: Error & { expose?: boolean; status?: number }, ctx?: KoaContextWithOIDC) => {
+    if (err.expose && (err.status ?? 500) < 500) return;
+    const log = ctx ? requestLogs.get(ctx.req) : undefined;
+    log?.error({ err }, 'authorization server error');
+  });
+}
+
 /** Hands a request to oidc-provider as is (its body unread); other features use it to fall back. */
 export function providerHandler(holder: ProviderHolder, config: Config) {
   const publicUrl = new URL(config.publicUrl);
@@ -40,9 +69,11 @@ export function providerHandler(holder: ProviderHolder, config: Config) {
     const provider = holder.current();
     let callback = callbacks.get(provider);
     if (!callback) {
+      logFailures(provider);
       callback = provider.callback();
       callbacks.set(provider, callback);
     }
+    requestLogs.set(request.raw, request.log);
     const headers = request.raw.headers;
     // Absolute URLs come from PUBLIC_URL, never from what a client or proxy claims.
     headers['x-forwarded-proto'] = proto;
@@ -62,6 +93,11 @@ export function oauthPlugin(holder: ProviderHolder, config: Config) {
     // oidc-provider reads request bodies itself: leave them unparsed in this scope.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+    // Input refused before it reaches the provider gets the OAuth error body.
+    app.setErrorHandler((err, request, reply) => {
+      if (!(err instanceof MalformedInput)) return handleError(err as Error, request, reply);
+      return reply.code(400).type('application/json; charset=utf-8').send({ error: 'invalid_request', error_description: err.message });
+    });
 
     const handler = providerHandler(holder, config);
     for (const url of PROVIDER_PATHS) app.all(url, handler);

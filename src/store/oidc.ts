@@ -33,8 +33,25 @@ export function findPayload(db: Q, type: string, column: 'id' | 'uid' | 'user_co
   return db.selectFrom('oidc_payloads').select(['payload', 'expires_at', 'consumed_at']).where('type', '=', type).where(column, '=', value).executeTakeFirst();
 }
 
-export async function consumePayload(db: Q, type: string, id: string, at: number): Promise<void> {
-  await db.updateTable('oidc_payloads').set({ consumed_at: at }).where('type', '=', type).where('id', '=', id).execute();
+/**
+ * Marks a one-time artifact (authorization code, rotating refresh token, ...) used. One conditional
+ * update: of concurrent callers exactly one sees a row change and gets true; the others, and any
+ * caller after it, get false.
+ */
+export async function consumePayload(db: Q, type: string, id: string, at: number): Promise<boolean> {
+  const r = await db
+    .updateTable('oidc_payloads')
+    .set({ consumed_at: at })
+    .where('type', '=', type)
+    .where('id', '=', id)
+    .where('consumed_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export async function payloadGrantId(db: Q, type: string, id: string): Promise<string | null | undefined> {
+  const row = await db.selectFrom('oidc_payloads').select('grant_id').where('type', '=', type).where('id', '=', id).executeTakeFirst();
+  return row?.grant_id;
 }
 
 export async function destroyPayload(db: Q, type: string, id: string): Promise<void> {
@@ -43,6 +60,14 @@ export async function destroyPayload(db: Q, type: string, id: string): Promise<v
 
 export async function revokePayloadsByGrant(db: Q, grantId: string): Promise<void> {
   await db.deleteFrom('oidc_payloads').where('grant_id', '=', grantId).execute();
+}
+
+/** Revokes a grant: the grant itself and everything issued under it (codes, tokens), in one statement. */
+export async function revokeGrant(db: Q, grantId: string): Promise<void> {
+  await db
+    .deleteFrom('oidc_payloads')
+    .where((eb) => eb.or([eb('grant_id', '=', grantId), eb.and([eb('type', '=', 'Grant'), eb('id', '=', grantId)])]))
+    .execute();
 }
 
 export async function deleteExpiredPayloads(db: Q, now: number): Promise<number> {
