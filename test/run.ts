@@ -33,6 +33,6 @@ if (candidate && (await reachable(candidate))) {
 }
 
 const args = process.argv.slice(2);
-const files = args.length ? args : globSync('test/**/*.test.ts').sort();
+const files = args.length ? args : [...globSync('test/**/*.test.ts'), ...globSync('src/**/*.test.ts')].sort();
 const result = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...files], { stdio: 'inherit', env });
 process.exit(result.status ?? 1);

@@ -21,12 +21,24 @@ export interface TokenVerifier {
   verify(token: string, audience: string): Promise<AccessToken>;
 }
 
-/** Reads the bearer token from the Authorization header; undefined when absent. */
-export function bearerToken(request: FastifyRequest): string | undefined {
-  const header = request.headers.authorization;
-  if (typeof header !== 'string') return undefined;
-  const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
-  return match ? match[1] : '';
+/** What an Authorization header holds, for a resource that takes bearer tokens (RFC 6750 2.1). */
+export type BearerHeader = { kind: 'absent' } | { kind: 'malformed' } | { kind: 'token'; token: string };
+
+// RFC 6750 b64token; the service's tokens are far shorter than the cap.
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const BEARER_SCHEME = /^Bearer(\s|$)/i;
+const MAX_TOKEN_LENGTH = 2048;
+
+/**
+ * The one reading of the Authorization header for every resource endpoint. No header, an empty one
+ * or another scheme is `absent` (answered with the bare challenge); the Bearer scheme with a value
+ * that is not one b64token is `malformed`.
+ */
+export function parseBearer(header: unknown): BearerHeader {
+  if (typeof header !== 'string' || !BEARER_SCHEME.test(header.trim())) return { kind: 'absent' };
+  const match = BEARER.exec(header.trim());
+  if (!match || match[1]!.length > MAX_TOKEN_LENGTH) return { kind: 'malformed' };
+  return { kind: 'token', token: match[1]! };
 }
 
 /**
@@ -82,7 +94,8 @@ export function createTokenVerifier(issuer: string, jwks: () => JSONWebKeySet, r
  * and realm, and error="invalid_token" when a token was presented.
  */
 export async function authenticate(request: FastifyRequest, verifier: TokenVerifier, audience: string): Promise<AccessToken> {
-  const token = bearerToken(request);
+  const parsed = parseBearer(request.headers.authorization);
+  const token = parsed.kind === 'token' ? parsed.token : undefined;
   const challenge = (error?: string) => ({ 'www-authenticate': `Bearer realm="${verifier.issuer}"${error ? `, error="${error}"` : ''}` });
   // no bearer token at all (no header, another scheme, malformed): the bare challenge
   if (!token) throw new AppError(401, 'Token missing or invalid', challenge());

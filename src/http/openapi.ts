@@ -3,12 +3,11 @@
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Config } from '../config.ts';
-import { PROVIDER_PATHS } from '../oauth/plugin.ts';
 
-// oidc-provider documents its own endpoints (discovery); its catch-all mounts are not API routes.
-const UNDOCUMENTED = [...PROVIDER_PATHS, '/openapi.json'];
-
-export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+/** `undocumented`: mounts that are not API routes, such as the authorization server's catch-alls
+ * (oidc-provider documents its own endpoints through discovery). */
+export async function registerOpenApi(app: FastifyInstance, config: Config, undocumented: readonly string[] = []): Promise<void> {
+  const hidden = new Set([...undocumented, '/openapi.json']);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -25,8 +24,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       },
     },
     transform: ({ schema, url }) => {
-      const hidden = UNDOCUMENTED.includes(url);
-      return { schema: hidden ? { ...(schema ?? {}), hide: true } : schema, url };
+      return { schema: hidden.has(url) ? { ...(schema ?? {}), hide: true } : schema, url };
     },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

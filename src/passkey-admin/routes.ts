@@ -15,7 +15,7 @@ import { insertAuditEvent } from '../store/audit.ts';
 import { iso } from '../time.ts';
 import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
 import { deleteOneSchema, deleteUserSchema, listSchema } from './schemas.ts';
-import { cachingVerifier } from './token-cache.ts';
+import { cachingVerifier } from './verified-token-cache.ts';
 
 export interface PasskeyAdminDeps {
   config: Config;

@@ -11,7 +11,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
+import { LRUCache } from 'lru-cache';
 import type { ProviderHolder } from '../oauth/plugin.ts';
+import { parseBearer } from '../http/bearer.ts';
 import { findReleaseSubject, tokenAndGrantLive } from '../store/userinfo.ts';
 import { oidcClaims, releasedGroups, words } from './claims.ts';
 
@@ -23,10 +25,7 @@ export interface OidcUserinfoDeps {
   delegate(request: FastifyRequest, reply: FastifyReply): void;
 }
 
-// Exactly one space and a b64token: anything else is left to the provider's own parsing.
-const PLAIN_BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i;
-
-// Bounds the memory of the claims cache; the oldest entry goes first.
+// Bounds the memory of the claims cache; the least recently used entry goes first.
 const CACHE_ENTRIES = 10_000;
 
 interface Answer {
@@ -50,14 +49,15 @@ function isPlainRequest(request: FastifyRequest): string | undefined {
   if (h.origin !== undefined || h.dpop !== undefined) return undefined;
   if (h['content-type'] !== undefined || h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0')) return undefined;
   if (request.url.includes('?')) return undefined;
-  const match = typeof h.authorization === 'string' ? PLAIN_BEARER.exec(h.authorization) : null;
-  return match?.[1];
+  // Exactly `Bearer <token>`: any other spelling is left to the provider's own parsing.
+  const bearer = parseBearer(h.authorization);
+  return bearer.kind === 'token' && h.authorization!.length === bearer.token.length + 7 ? bearer.token : undefined;
 }
 
 export function oidcUserinfoHandler(deps: OidcUserinfoDeps) {
   const { config, store } = deps;
   const ttlMs = config.userinfoCacheTtl * 1000;
-  const cache = new Map<string, Answer>();
+  const cache = new LRUCache<string, Answer>({ max: CACHE_ENTRIES });
 
   /** The claims to answer with, or undefined when the provider must answer instead. */
   async function compute(value: string, now: number): Promise<Answer | undefined> {
@@ -100,10 +100,7 @@ export function oidcUserinfoHandler(deps: OidcUserinfoDeps) {
       if (hit) return hit;
     }
     const fresh = await compute(value, now);
-    if (fresh && ttlMs > 0) {
-      if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
-      cache.set(value, fresh);
-    }
+    if (fresh && ttlMs > 0) cache.set(value, fresh);
     return fresh;
   }
 

@@ -6,6 +6,7 @@ import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { AppError } from '../errors.ts';
+import { parseBearer } from '../http/bearer.ts';
 import { findClient, type ClientRow } from '../store/clients.ts';
 import { findUserBySub, type User } from '../store/directory.ts';
 import { words } from './claims.ts';
@@ -53,19 +54,12 @@ export function insufficientScope(config: Config, description: string, scope?: s
   });
 }
 
-// RFC 6750 b64token; oidc-provider's opaque tokens are far shorter than the cap.
-const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
-const MAX_TOKEN_LENGTH = 2048;
-
 /** The bearer token of the Authorization header; only the header is accepted (no query or body). */
 export function readBearer(config: Config, request: FastifyRequest): string {
-  const header = request.headers.authorization;
-  if (typeof header !== 'string' || header.trim() === '') throw missingToken(config);
-  const match = /^(\S+)(?: +(.*))?$/.exec(header.trim());
-  if (!match || match[1]!.toLowerCase() !== 'bearer') throw missingToken(config);
-  const token = match[2] ?? '';
-  if (!B64TOKEN.test(token) || token.length > MAX_TOKEN_LENGTH) throw invalidRequest(config, 'Malformed Authorization header');
-  return token;
+  const parsed = parseBearer(request.headers.authorization);
+  if (parsed.kind === 'absent') throw missingToken(config);
+  if (parsed.kind === 'malformed') throw invalidRequest(config, 'Malformed Authorization header');
+  return parsed.token;
 }
 
 /** Resolves a user access token: live, bearer (not sender-constrained), for no other audience,

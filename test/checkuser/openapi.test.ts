@@ -25,7 +25,12 @@ for (const dialect of dialects()) {
         assert.deepEqual(get.security, [{ bearer: scopes }]);
         assert.equal(Boolean(get.deprecated), deprecated, path);
         assert.deepEqual(Object.keys(get.responses).sort(), ['200', '400', '401', '403', '429']);
-        assert.deepEqual(get.responses['200'].content['application/json'].schema.properties, { exists: { type: 'boolean', description: get.responses['200'].content['application/json'].schema.properties.exists.description } });
+        const body = get.responses['200'].content['application/json'].schema;
+        assert.deepEqual(body.required, ['exists']);
+        assert.deepEqual(Object.keys(body.properties), ['exists']);
+        assert.equal(body.properties.exists.type, 'boolean');
+        // The interface's caveat travels with the field: existence does not prove an active account.
+        assert.match(body.properties.exists.description, /^true if the user exists\b.*does not prove an active account/);
       }
     });
 
