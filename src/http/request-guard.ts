@@ -37,6 +37,10 @@ export function containsNul(value: unknown, depth = 0): boolean {
 /** The query as a request arrives; the body once it is parsed (bodies oidc-provider reads itself
  * stay unparsed here: its storage adapter refuses such ids instead). */
 export function registerRequestGuard(app: FastifyInstance): void {
-  app.addHook('onRequest', (request, _reply, done) => done(queryContainsNul(request.url) ? new MalformedInput() : undefined));
-  app.addHook('preValidation', (request, _reply, done) => done(containsNul(request.body) ? new MalformedInput() : undefined));
+  app.addHook('onRequest', (request, _reply, done) =>
+    done(queryContainsNul(request.url) ? new MalformedInput() : undefined),
+  );
+  app.addHook('preValidation', (request, _reply, done) =>
+    done(containsNul(request.body) ? new MalformedInput() : undefined),
+  );
 }

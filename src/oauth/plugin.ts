@@ -53,11 +53,14 @@ function logFailures(provider: Provider): void {
     requestLogs.get(ctx.req)?.error({ err }, 'authorization server error');
   });
   // Koa's own event: the provider is a Koa application, but its typings list only its own events
-  (provider as unknown as EventEmitter).on('error', (err: Error & { expose?: boolean; status?: number }, ctx?: KoaContextWithOIDC) => {
-    if (err.expose && (err.status ?? 500) < 500) return;
-    const log = ctx ? requestLogs.get(ctx.req) : undefined;
-    log?.error({ err }, 'authorization server error');
-  });
+  (provider as unknown as EventEmitter).on(
+    'error',
+    (err: Error & { expose?: boolean; status?: number }, ctx?: KoaContextWithOIDC) => {
+      if (err.expose && (err.status ?? 500) < 500) return;
+      const log = ctx ? requestLogs.get(ctx.req) : undefined;
+      log?.error({ err }, 'authorization server error');
+    },
+  );
 }
 
 /** Hands a request to oidc-provider as is (its body unread); other features use it to fall back. */
@@ -96,7 +99,10 @@ export function oauthPlugin(holder: ProviderHolder, config: Config) {
     // Input refused before it reaches the provider gets the OAuth error body.
     app.setErrorHandler((err, request, reply) => {
       if (!(err instanceof MalformedInput)) return handleError(err as Error, request, reply);
-      return reply.code(400).type('application/json; charset=utf-8').send({ error: 'invalid_request', error_description: err.message });
+      return reply
+        .code(400)
+        .type('application/json; charset=utf-8')
+        .send({ error: 'invalid_request', error_description: err.message });
     });
 
     const handler = providerHandler(holder, config);

@@ -6,7 +6,17 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import { dialects, freshDatabase, testConfig, seedOrg, seedUser, seedClient, basicAuth, TEST_SECRET, type TestDatabase } from '../helpers.ts';
+import {
+  dialects,
+  freshDatabase,
+  testConfig,
+  seedOrg,
+  seedUser,
+  seedClient,
+  basicAuth,
+  TEST_SECRET,
+  type TestDatabase,
+} from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { keyring } from '../../src/crypto.ts';
 import { buildApp, type App } from '../../src/app.ts';
@@ -59,12 +69,21 @@ for (const dialect of dialects()) {
       ctx = await loggedApp(dialect);
       await seedOrg(ctx);
       await seedUser(ctx, 1, 'ada@example.org', { password: PASSWORD });
-      client = await seedClient(ctx, { redirectUris: [REDIRECT], scopes: ['passkey.read', 'offline_access'], orgs: [1] });
+      client = await seedClient(ctx, {
+        redirectUris: [REDIRECT],
+        scopes: ['passkey.read', 'offline_access'],
+        orgs: [1],
+      });
     });
     after(() => ctx?.close());
 
     const form = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
-      ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload: new URLSearchParams(body).toString() });
+      ctx.app.inject({
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        payload: new URLSearchParams(body).toString(),
+      });
 
     function refused(res: LightMyRequestResponse, status: number, error?: string) {
       assert.equal(res.statusCode, status, res.body);
@@ -74,31 +93,58 @@ for (const dialect of dialects()) {
 
     /** No request of this file ended in an unexpected failure. */
     function noServerErrors() {
-      const bad = ctx.lines().filter((l) => (l.level as number) >= 50 || (l.res as { statusCode?: number } | undefined)?.statusCode === 500);
+      const bad = ctx
+        .lines()
+        .filter((l) => (l.level as number) >= 50 || (l.res as { statusCode?: number } | undefined)?.statusCode === 500);
       assert.deepEqual(bad, []);
     }
 
     it('client_id with a NUL in Basic credentials at the token endpoint: 400 invalid_request', async () => {
       const body = { grant_type: 'client_credentials', scope: 'passkey.read' };
       // form-encoded in the header as RFC 6749 2.3.1 asks, and raw
-      refused(await form('/oauth/token', body, { authorization: basicAuth(`${client.clientId}${NUL}`, client.secret) }), 400, 'invalid_request');
+      refused(
+        await form('/oauth/token', body, { authorization: basicAuth(`${client.clientId}${NUL}`, client.secret) }),
+        400,
+        'invalid_request',
+      );
       const raw = `Basic ${Buffer.from(`${client.clientId}${NUL}:${client.secret}`).toString('base64')}`;
       refused(await form('/oauth/token', body, { authorization: raw }), 400, 'invalid_request');
     });
 
     it('client_id with a NUL in the form at the token endpoint: 401 invalid_client', async () => {
-      const res = await form('/oauth/token', { grant_type: 'client_credentials', scope: 'passkey.read', client_id: `x${NUL}`, client_secret: client.secret });
+      const res = await form('/oauth/token', {
+        grant_type: 'client_credentials',
+        scope: 'passkey.read',
+        client_id: `x${NUL}`,
+        client_secret: client.secret,
+      });
       refused(res, 401, 'invalid_client');
     });
 
     it('a code or refresh token with a NUL: 400 invalid_grant', async () => {
       const auth = { authorization: basicAuth(client.clientId, client.secret) };
-      refused(await form('/oauth/token', { grant_type: 'authorization_code', code: `abc${NUL}def`, redirect_uri: REDIRECT }, auth), 400, 'invalid_grant');
-      refused(await form('/oauth/token', { grant_type: 'refresh_token', refresh_token: `abc${NUL}def` }, auth), 400, 'invalid_grant');
+      refused(
+        await form(
+          '/oauth/token',
+          { grant_type: 'authorization_code', code: `abc${NUL}def`, redirect_uri: REDIRECT },
+          auth,
+        ),
+        400,
+        'invalid_grant',
+      );
+      refused(
+        await form('/oauth/token', { grant_type: 'refresh_token', refresh_token: `abc${NUL}def` }, auth),
+        400,
+        'invalid_grant',
+      );
     });
 
     it('a token with a NUL at the revocation endpoint changes nothing and fails nothing', async () => {
-      const res = await form('/oauth/revoke', { token: `abc${NUL}` }, { authorization: basicAuth(client.clientId, client.secret) });
+      const res = await form(
+        '/oauth/revoke',
+        { token: `abc${NUL}` },
+        { authorization: basicAuth(client.clientId, client.secret) },
+      );
       assert.ok(res.statusCode === 200 || res.statusCode === 400, res.body);
     });
 
@@ -107,7 +153,11 @@ for (const dialect of dialects()) {
         `client_id=${encodeURIComponent(`${client.clientId}${NUL}`)}&redirect_uri=${encodeURIComponent(REDIRECT)}&response_type=code&scope=openid`,
         `client_id=${client.clientId}&redirect_uri=${encodeURIComponent(REDIRECT)}&response_type=code&scope=openid&state=a%00b`,
       ]) {
-        const res = await ctx.app.inject({ method: 'GET', url: `/oauth/authorization?${query}`, headers: { accept: 'application/json' } });
+        const res = await ctx.app.inject({
+          method: 'GET',
+          url: `/oauth/authorization?${query}`,
+          headers: { accept: 'application/json' },
+        });
         refused(res, 400, 'invalid_request');
       }
     });
@@ -124,14 +174,18 @@ for (const dialect of dialects()) {
         for (const c of res.cookies) jar.set(c.name, c.value);
         return res;
       };
-      const get = async (url: string) => remember(await ctx.app.inject({ method: 'GET', url, headers: { cookie: cookie() } }));
-      const start = await get(`/oauth/authorization?${new URLSearchParams({ client_id: client.clientId, redirect_uri: REDIRECT, response_type: 'code', scope: 'openid', state: 's' })}`);
+      const get = async (url: string) =>
+        remember(await ctx.app.inject({ method: 'GET', url, headers: { cookie: cookie() } }));
+      const start = await get(
+        `/oauth/authorization?${new URLSearchParams({ client_id: client.clientId, redirect_uri: REDIRECT, response_type: 'code', scope: 'openid', state: 's' })}`,
+      );
       assert.equal(start.statusCode, 303);
       const location = new URL(start.headers.location as string, 'https://x').pathname;
       const page = await get(location);
       assert.equal(page.statusCode, 200);
       const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]!;
-      const login = (username: string, password: string) => form(`${location}/login`, { username, password, _csrf: csrf }, { cookie: cookie() });
+      const login = (username: string, password: string) =>
+        form(`${location}/login`, { username, password, _csrf: csrf }, { cookie: cookie() });
 
       for (const [username, password] of [
         [`ada@example.org${NUL}`, PASSWORD],
@@ -158,11 +212,26 @@ for (const dialect of dialects()) {
     });
 
     it('a NUL in the query or JSON body of an API: 400 with the JSON error body', async () => {
-      const token = (await form('/oauth/token', { grant_type: 'client_credentials', scope: 'passkey.read' }, { authorization: basicAuth(client.clientId, client.secret) })).json().access_token;
-      const list = await ctx.app.inject({ method: 'GET', url: '/2/passkey/1?eppn=ada%00@example.org', headers: { authorization: `Bearer ${token}` } });
+      const token = (
+        await form(
+          '/oauth/token',
+          { grant_type: 'client_credentials', scope: 'passkey.read' },
+          { authorization: basicAuth(client.clientId, client.secret) },
+        )
+      ).json().access_token;
+      const list = await ctx.app.inject({
+        method: 'GET',
+        url: '/2/passkey/1?eppn=ada%00@example.org',
+        headers: { authorization: `Bearer ${token}` },
+      });
       refused(list, 400);
       assert.equal(list.json().code, 400);
-      const json = await ctx.app.inject({ method: 'POST', url: '/account/passkeys', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ response: `x${NUL}` }) });
+      const json = await ctx.app.inject({
+        method: 'POST',
+        url: '/account/passkeys',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ response: `x${NUL}` }),
+      });
       assert.equal(json.statusCode, 400, json.body);
     });
 
@@ -176,8 +245,16 @@ for (const dialect of dialects()) {
       const res = await ctx.app.inject({
         method: 'POST',
         url: '/oauth/token',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basicAuth(client.clientId, client.secret), 'x-request-id': 'broken-storage-1' },
-        payload: new URLSearchParams({ grant_type: 'authorization_code', code: 'abcdef', redirect_uri: REDIRECT }).toString(),
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: basicAuth(client.clientId, client.secret),
+          'x-request-id': 'broken-storage-1',
+        },
+        payload: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code: 'abcdef',
+          redirect_uri: REDIRECT,
+        }).toString(),
       });
       assert.equal(res.statusCode, 500);
       assert.equal(res.json().error, 'server_error');

@@ -68,9 +68,13 @@ for (const dialect of dialects()) {
     }
 
     const redeemConfidential = (code: string) =>
-      token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT }, { authorization: basicAuth(confidential.clientId, confidential.secret) });
+      token(
+        { grant_type: 'authorization_code', code, redirect_uri: REDIRECT },
+        { authorization: basicAuth(confidential.clientId, confidential.secret) },
+      );
 
-    const refreshPublic = (refreshToken: string) => token({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: publicClient.clientId });
+    const refreshPublic = (refreshToken: string) =>
+      token({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: publicClient.clientId });
 
     async function userinfoStatus(accessToken: string): Promise<number> {
       const res = await fetch(`${server.url}/openid/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
@@ -103,7 +107,13 @@ for (const dialect of dialects()) {
     it('a reused rotating refresh token is refused and revokes the grant', async () => {
       const { verifier, challenge } = pkce();
       const code = await mintCode(publicClient.clientId, 'openid offline_access', challenge);
-      const issued = await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: publicClient.clientId, code_verifier: verifier });
+      const issued = await token({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: REDIRECT,
+        client_id: publicClient.clientId,
+        code_verifier: verifier,
+      });
       assert.equal(issued.status, 200);
       const rotated = await refreshPublic(issued.body.refresh_token!);
       assert.equal(rotated.status, 200);
@@ -111,7 +121,11 @@ for (const dialect of dialects()) {
       const reused = await refreshPublic(issued.body.refresh_token!);
       assert.equal(reused.status, 400);
       assert.equal(reused.body.error, 'invalid_grant');
-      assert.equal((await refreshPublic(rotated.body.refresh_token!)).body.error, 'invalid_grant', 'the rotated token died with the grant');
+      assert.equal(
+        (await refreshPublic(rotated.body.refresh_token!)).body.error,
+        'invalid_grant',
+        'the rotated token died with the grant',
+      );
       assert.equal(await userinfoStatus(rotated.body.access_token!), 401);
     });
 
@@ -124,7 +138,11 @@ for (const dialect of dialects()) {
         if (!winner) continue;
         won++;
         // the others were replays: the winner's access token went with the grant
-        assert.equal(await userinfoStatus(winner.body.access_token!), 401, `round ${round}: the first redemption's token survived a replay`);
+        assert.equal(
+          await userinfoStatus(winner.body.access_token!),
+          401,
+          `round ${round}: the first redemption's token survived a replay`,
+        );
       }
       assert.ok(won > 0, 'some round had a winner');
     });
@@ -134,14 +152,30 @@ for (const dialect of dialects()) {
       for (let round = 0; round < ROUNDS; round++) {
         const { verifier, challenge } = pkce();
         const code = await mintCode(publicClient.clientId, 'openid offline_access', challenge);
-        const issued = await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: publicClient.clientId, code_verifier: verifier });
+        const issued = await token({
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: REDIRECT,
+          client_id: publicClient.clientId,
+          code_verifier: verifier,
+        });
         assert.equal(issued.status, 200, JSON.stringify(issued.body));
-        const answers = await Promise.all(Array.from({ length: PARALLEL }, () => refreshPublic(issued.body.refresh_token!)));
+        const answers = await Promise.all(
+          Array.from({ length: PARALLEL }, () => refreshPublic(issued.body.refresh_token!)),
+        );
         const winner = oneWinner(answers, round);
         if (!winner) continue;
         won++;
-        assert.equal((await refreshPublic(winner.body.refresh_token!)).body.error, 'invalid_grant', `round ${round}: the rotated token survived a replay`);
-        assert.equal(await userinfoStatus(winner.body.access_token!), 401, `round ${round}: the winner's access token survived a replay`);
+        assert.equal(
+          (await refreshPublic(winner.body.refresh_token!)).body.error,
+          'invalid_grant',
+          `round ${round}: the rotated token survived a replay`,
+        );
+        assert.equal(
+          await userinfoStatus(winner.body.access_token!),
+          401,
+          `round ${round}: the winner's access token survived a replay`,
+        );
       }
       assert.ok(won > 0, 'some round had a winner');
     });
