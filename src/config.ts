@@ -1,16 +1,30 @@
 // The one typed configuration of the service, read from the environment.
-// Every setting is listed in SETTINGS with its default and meaning; README's table mirrors it.
-import { dirname } from 'node:path';
+// SETTINGS is the single definition of every setting: its name, documented default, meaning and
+// parser. loadConfig reads the environment only through it, and README's table is generated from it.
+import { accessSync, constants, mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { RESERVED_NAMESPACES } from './directory/namespaces.ts';
+
+/** A directory the service keeps files in, and the variable that named it (undefined: the default). */
+export interface StorageDirectory {
+  path: string;
+  variable: 'DATA_DIR' | 'DATABASE_URL' | undefined;
+  holds: 'database' | 'secret';
+}
 
 export interface Config {
   port: number;
   host: string;
   publicUrl: string; // origin only, no trailing slash: the issuer and base of every absolute URL
+  /** true when PUBLIC_URL is plain http on a host that is not loopback (ALLOW_INSECURE_PUBLIC_URL) */
+  allowInsecurePublicUrl: boolean;
   databaseUrl: string; // a SQLite file path, ':memory:', or postgres://...
   dialect: 'sqlite' | 'postgres';
   idpSecret: string | undefined; // resolved to a value by loadSecret() before use
   dataDir: string;
+  /** the directories checkStorage() verifies before start-up */
+  storage: StorageDirectory[];
   logLevel: string;
   accessTokenTtl: number; // seconds
   idTokenTtl: number; // seconds
@@ -25,6 +39,8 @@ export interface Config {
   checkuserRateLimit: number; // lookups per client per minute
   loginRateLimitAccount: number; // failed logins per account per 15 minutes
   loginRateLimitIp: number; // login attempts per client IP per 15 minutes
+  metricsToken: string | undefined; // bearer token every /metrics scrape must present, when set
+  metricsAllow: string[]; // CIDR ranges /metrics answers
 }
 
 export class ConfigError extends Error {
@@ -37,48 +53,58 @@ export class ConfigError extends Error {
 
 export interface Setting {
   name: string;
+  /** the default as documented */
   default: string;
   meaning: string;
+  /** raw is undefined when the variable is unset or empty; earlier settings' results are in soFar */
+  parse(raw: string | undefined, soFar: Partial<Config>): Partial<Config>;
 }
 
-export const SETTINGS: Setting[] = [
-  { name: 'PORT', default: '8080', meaning: 'TCP port to listen on' },
-  { name: 'HOST', default: '127.0.0.1', meaning: 'Address to bind; use 0.0.0.0 (or ::) in a container or behind a load balancer' },
-  { name: 'PUBLIC_URL', default: 'http://localhost:<PORT>', meaning: 'External origin (scheme://host[:port], no path) as clients see it. It is the OIDC issuer and the base of every absolute URL the service emits (discovery, Link headers, photo URLs), whatever Host header a proxy forwards' },
-  { name: 'DATABASE_URL', default: './data/idp.sqlite', meaning: 'A SQLite file path (embedded default) or a postgres:// URL shared by several instances' },
-  { name: 'IDP_SECRET', default: '(generated for SQLite)', meaning: 'Master secret, at least 32 characters. Signing keys are encrypted under it; pagination cursors, cookies and client-secret hashes are keyed from it. With SQLite and none given, `npm start` generates one on first start into <DATA_DIR>/idp-secret (mode 0600); admin commands never generate one. Required with PostgreSQL, and must be the same on every instance' },
-  { name: 'DATA_DIR', default: './data, or the directory of DATABASE_URL when that is a SQLite file', meaning: 'Directory for the default SQLite file and the generated secret' },
-  { name: 'LOG_LEVEL', default: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
-  { name: 'ACCESS_TOKEN_TTL', default: '300', meaning: 'Lifetime in seconds of access tokens (60-86400)' },
-  { name: 'ID_TOKEN_TTL', default: '3600', meaning: 'Lifetime in seconds of ID tokens (60-86400)' },
-  { name: 'PAGINATION_TOKEN_TTL', default: '300', meaning: "Lifetime in seconds of the passkey list 'offset' continuation token (1-3600)" },
-  { name: 'KEY_REFRESH_INTERVAL', default: '60', meaning: 'Seconds between checks for signing keys rotated by another instance or the CLI (1-3600)' },
-  { name: 'TRUST_PROXY', default: 'false', meaning: 'Which X-Forwarded-For hops to trust for the client IP (rate limits, logs): false (none), a hop count such as 1 (one load balancer in front), or a comma-separated list of proxy addresses/CIDR ranges such as 10.0.0.0/8. `true` is refused: it would let any client choose its own IP' },
-  { name: 'CLAIMS_NAMESPACE', default: '<PUBLIC_URL>/claims', meaning: 'https URL prefix of the namespaced OIDC claims ({claims_ns}/userid_sec, ...)' },
-  { name: 'IDP_NAMESPACE', default: 'idp', meaning: 'Namespace of the directory\'s own ids in userid_sec (idp:<eppn>)' },
-  { name: 'SUNSET_DATE', default: '(unset)', meaning: 'Date (YYYY-MM-DD) when the deprecated endpoints stop; sent as the Sunset header when set' },
-  { name: 'USERINFO_CACHE_TTL', default: '5', meaning: 'Seconds (0-300) /openid/userinfo reuses the claims it computed for an access token; the token itself is checked against the database on every call, so revocation is immediate, while group and profile changes show within this time. 0 disables' },
-  { name: 'CHECKUSER_RATE_LIMIT', default: '600', meaning: 'User-existence lookups allowed per client per minute' },
-  { name: 'LOGIN_RATE_LIMIT_ACCOUNT', default: '10', meaning: 'Failed sign-ins allowed per account per 15 minutes' },
-  { name: 'LOGIN_RATE_LIMIT_IP', default: '100', meaning: 'Sign-in attempts allowed per client IP per 15 minutes' },
-];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const URL_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
+const DEFAULT_DATA_DIR = './data';
+const DEFAULT_METRICS_ALLOW = ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'];
 
-const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
-
-function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
+function int(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined) return fallback;
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got '${raw}'`);
   const value = Number(raw.trim());
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
 }
 
-const IPV4_CIDR = /^(\d{1,3}\.){3}\d{1,3}(\/\d{1,2})?$/;
-const IPV6_CIDR = /^[0-9a-f:.]+(\/\d{1,3})?$/i;
+function intSetting(name: string, key: keyof Config, fallback: number, min: number, max: number, meaning: string): Setting {
+  return { name, default: String(fallback), meaning, parse: (raw) => ({ [key]: int(name, raw, fallback, min, max) }) };
+}
 
-function trustProxySetting(raw: string | undefined): Config['trustProxy'] {
-  if (raw === undefined || raw === '' || /^(0|false|no|off)$/i.test(raw)) return false;
+function flag(name: string, raw: string | undefined): boolean {
+  if (raw === undefined || /^(false|0|no|off)$/i.test(raw)) return false;
+  if (/^(true|1|yes|on)$/i.test(raw)) return true;
+  throw new ConfigError(name, `must be true or false, got '${raw}'`);
+}
+
+/** One IP address or CIDR range, written plainly (four-part decimal IPv4, or IPv6); normalized. */
+export function parseRange(entry: string): [ipaddr.IPv4 | ipaddr.IPv6, number] | undefined {
+  const [address = '', bits, extra] = entry.split('/');
+  if (extra !== undefined || (bits !== undefined && !/^\d{1,3}$/.test(bits))) return undefined;
+  if (!ipaddr.IPv4.isValidFourPartDecimal(address) && !(address.includes(':') && ipaddr.IPv6.isValid(address))) return undefined;
+  try {
+    return bits === undefined ? [ipaddr.parse(address), address.includes(':') ? 128 : 32] : ipaddr.parseCIDR(entry);
+  } catch {
+    return undefined;
+  }
+}
+
+function rangeList(name: string, raw: string): string[] {
+  const entries = raw.split(',').map((e) => e.trim());
+  for (const e of entries) {
+    if (!parseRange(e)) throw new ConfigError(name, `'${e}' is not an IP address or CIDR range (such as 10.0.0.0/8 or fd00::/8); fix or remove it`);
+  }
+  return entries;
+}
+
+function trustProxy(raw: string | undefined): Config['trustProxy'] {
+  if (raw === undefined || /^(0|false|no|off)$/i.test(raw)) return false;
   if (/^(true|yes|on)$/i.test(raw)) {
     throw new ConfigError('TRUST_PROXY', 'true would trust every X-Forwarded-For hop (clients could choose their IP); give the number of proxies in front, e.g. 1, or their addresses/CIDR ranges');
   }
@@ -87,16 +113,17 @@ function trustProxySetting(raw: string | undefined): Config['trustProxy'] {
     if (hops < 1 || hops > 10) throw new ConfigError('TRUST_PROXY', `hop count must be between 1 and 10, got ${hops}`);
     return hops;
   }
-  const entries = raw.split(',').map((e) => e.trim());
-  for (const e of entries) {
-    if (!IPV4_CIDR.test(e) && !(e.includes(':') && IPV6_CIDR.test(e))) {
-      throw new ConfigError('TRUST_PROXY', `'${e}' is not an IP address or CIDR range`);
-    }
-  }
-  return entries.join(',');
+  return rangeList('TRUST_PROXY', raw).join(',');
 }
 
-function originSetting(name: string, raw: string): string {
+/** localhost, *.localhost and loopback addresses: browsers treat plain http there as a secure context. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  return ipaddr.isValid(host) && ipaddr.process(host).range() === 'loopback';
+}
+
+function origin(name: string, raw: string): string {
   let url: URL;
   try {
     url = new URL(raw);
@@ -110,14 +137,28 @@ function originSetting(name: string, raw: string): string {
   return url.origin;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = intSetting(env, 'PORT', 8080, 0, 65535);
-  const host = env.HOST || '127.0.0.1';
-  const publicUrl = originSetting('PUBLIC_URL', env.PUBLIC_URL || `http://localhost:${port}`);
-  const databaseUrl = env.DATABASE_URL || `${(env.DATA_DIR || './data').replace(/\/$/, '')}/idp.sqlite`;
-  // The generated secret lives beside the SQLite file it protects unless DATA_DIR says otherwise.
-  const isSqliteFile = !/^[a-z][a-z0-9+.-]*:\/\//i.test(databaseUrl) && databaseUrl !== ':memory:';
-  const dataDir = env.DATA_DIR || (isSqliteFile ? dirname(databaseUrl) : './data');
+function publicUrl(raw: string | undefined, soFar: Partial<Config>): Partial<Config> {
+  if (raw === undefined && soFar.port === 0) {
+    throw new ConfigError('PORT', 'is 0 (any free port), but the issuer URL is built from the port when PUBLIC_URL is unset; set PUBLIC_URL, or choose a fixed PORT');
+  }
+  return { publicUrl: origin('PUBLIC_URL', raw ?? `http://localhost:${soFar.port}`) };
+}
+
+function allowInsecure(raw: string | undefined, soFar: Partial<Config>): Partial<Config> {
+  const allowed = flag('ALLOW_INSECURE_PUBLIC_URL', raw);
+  const url = new URL(soFar.publicUrl!);
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowed) {
+    throw new ConfigError(
+      'PUBLIC_URL',
+      `must be https unless the host is localhost (passkeys and secure cookies need a secure context), got '${soFar.publicUrl}'; use the https address clients see, or set ALLOW_INSECURE_PUBLIC_URL=true to run on plain http anyway`,
+    );
+  }
+  return { allowInsecurePublicUrl: allowed && url.protocol === 'http:' && !isLoopbackHost(url.hostname) };
+}
+
+function database(raw: string | undefined, soFar: Partial<Config>): Partial<Config> {
+  const dataDirGiven = soFar.dataDir;
+  const databaseUrl = raw ?? `${(dataDirGiven ?? DEFAULT_DATA_DIR).replace(/\/$/, '')}/idp.sqlite`;
   let dialect: Config['dialect'] = 'sqlite';
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     dialect = 'postgres';
@@ -126,70 +167,237 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     } catch {
       throw new ConfigError('DATABASE_URL', 'is not a valid postgres:// URL');
     }
-  } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL', 'must be a SQLite file path or a postgres:// URL');
+  } else if (URL_SCHEME.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', `must be a SQLite file path or a postgres:// URL, got a '${databaseUrl.split(':')[0]}:' URL`);
   }
+  // The generated secret lives beside the SQLite file it protects unless DATA_DIR says otherwise.
+  const sqliteFile = dialect === 'sqlite' && databaseUrl !== ':memory:';
+  const dataDir = dataDirGiven ?? (sqliteFile ? dirname(databaseUrl) : DEFAULT_DATA_DIR);
+  const storage: StorageDirectory[] = [];
+  if (dialect === 'sqlite') storage.push({ path: dataDir, variable: dataDirGiven !== undefined ? 'DATA_DIR' : raw !== undefined && sqliteFile ? 'DATABASE_URL' : undefined, holds: 'secret' });
+  if (sqliteFile) storage.push({ path: dirname(databaseUrl), variable: raw !== undefined ? 'DATABASE_URL' : dataDirGiven !== undefined ? 'DATA_DIR' : undefined, holds: 'database' });
+  return { databaseUrl, dialect, dataDir, storage };
+}
 
-  const idpSecret = env.IDP_SECRET || undefined;
-  if (idpSecret !== undefined && idpSecret.length < 32) {
-    throw new ConfigError('IDP_SECRET', `must be at least 32 characters, got ${idpSecret.length}`);
-  }
-  if (dialect === 'postgres' && idpSecret === undefined) {
+function secret(raw: string | undefined, soFar: Partial<Config>): Partial<Config> {
+  if (raw !== undefined && raw.length < 32) throw new ConfigError('IDP_SECRET', `must be at least 32 characters, got ${raw.length}`);
+  if (soFar.dialect === 'postgres' && raw === undefined) {
     throw new ConfigError('IDP_SECRET', 'is required with PostgreSQL (every instance must share the same secret)');
   }
+  return { idpSecret: raw };
+}
 
-  const logLevel = env.LOG_LEVEL || 'info';
-  if (!LOG_LEVELS.has(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${[...LOG_LEVELS].join(', ')}, got '${logLevel}'`);
-
-  const claimsNamespace = (env.CLAIMS_NAMESPACE || `${publicUrl}/claims`).replace(/\/$/, '');
-  let claimsUrl: URL;
+function claimsNamespace(raw: string | undefined, soFar: Partial<Config>): Partial<Config> {
+  const value = (raw ?? `${soFar.publicUrl}/claims`).replace(/\/$/, '');
+  let url: URL;
   try {
-    claimsUrl = new URL(claimsNamespace);
+    url = new URL(value);
   } catch {
-    throw new ConfigError('CLAIMS_NAMESPACE', `must be an absolute URL prefix, got '${claimsNamespace}'`);
+    throw new ConfigError('CLAIMS_NAMESPACE', `must be an absolute URL prefix, got '${value}'`);
   }
-  // https, as claim names published to relying parties; http only for a service itself on http (development)
-  if (claimsUrl.protocol !== 'https:' && !(claimsUrl.protocol === 'http:' && publicUrl.startsWith('http:'))) {
-    throw new ConfigError('CLAIMS_NAMESPACE', `must be an https URL prefix, got '${claimsNamespace}'`);
+  // https, as claim names published to relying parties; http only beside a service on localhost (development)
+  const local = new URL(soFar.publicUrl!);
+  const devHttp = url.protocol === 'http:' && local.protocol === 'http:' && isLoopbackHost(local.hostname);
+  if (url.protocol !== 'https:' && !devHttp) {
+    throw new ConfigError('CLAIMS_NAMESPACE', `must be an https URL prefix (http only when PUBLIC_URL is http on localhost), got '${value}'; set CLAIMS_NAMESPACE=https://...`);
   }
+  return { claimsNamespace: value };
+}
 
-  const idpNamespace = env.IDP_NAMESPACE || 'idp';
-  if (!/^[a-z][a-z0-9_-]{0,31}$/.test(idpNamespace)) {
-    throw new ConfigError('IDP_NAMESPACE', `must be lowercase letters, digits, '-' or '_' starting with a letter, got '${idpNamespace}'`);
+function idpNamespace(raw: string | undefined): Partial<Config> {
+  const value = raw ?? 'idp';
+  if (!/^[a-z][a-z0-9_-]{0,31}$/.test(value)) {
+    throw new ConfigError('IDP_NAMESPACE', `must be lowercase letters, digits, '-' or '_' starting with a letter, got '${value}'`);
   }
-  if (RESERVED_NAMESPACES.includes(idpNamespace)) {
-    throw new ConfigError('IDP_NAMESPACE', `'${idpNamespace}' already names another kind of user id`);
-  }
+  if (RESERVED_NAMESPACES.includes(value)) throw new ConfigError('IDP_NAMESPACE', `'${value}' already names another kind of user id`);
+  return { idpNamespace: value };
+}
 
-  let sunsetDate: string | undefined;
-  if (env.SUNSET_DATE) {
-    const d = /^\d{4}-\d{2}-\d{2}$/.test(env.SUNSET_DATE) ? new Date(`${env.SUNSET_DATE}T00:00:00Z`) : new Date(NaN);
-    if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== env.SUNSET_DATE) {
-      throw new ConfigError('SUNSET_DATE', `must be a calendar date YYYY-MM-DD, got '${env.SUNSET_DATE}'`);
-    }
-    sunsetDate = d.toUTCString();
+function sunsetDate(raw: string | undefined): Partial<Config> {
+  if (raw === undefined) return { sunsetDate: undefined };
+  const d = /^\d{4}-\d{2}-\d{2}$/.test(raw) ? new Date(`${raw}T00:00:00Z`) : new Date(NaN);
+  if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== raw) {
+    throw new ConfigError('SUNSET_DATE', `must be a calendar date YYYY-MM-DD, got '${raw}'`);
   }
+  return { sunsetDate: d.toUTCString() };
+}
 
-  return {
-    port,
-    host,
-    publicUrl,
-    databaseUrl,
-    dialect,
-    idpSecret,
-    dataDir,
-    logLevel,
-    accessTokenTtl: intSetting(env, 'ACCESS_TOKEN_TTL', 300, 60, 86400),
-    idTokenTtl: intSetting(env, 'ID_TOKEN_TTL', 3600, 60, 86400),
-    paginationTokenTtl: intSetting(env, 'PAGINATION_TOKEN_TTL', 300, 1, 3600),
-    keyRefreshInterval: intSetting(env, 'KEY_REFRESH_INTERVAL', 60, 1, 3600),
-    trustProxy: trustProxySetting(env.TRUST_PROXY),
-    claimsNamespace,
-    idpNamespace,
-    sunsetDate,
-    userinfoCacheTtl: intSetting(env, 'USERINFO_CACHE_TTL', 5, 0, 300),
-    checkuserRateLimit: intSetting(env, 'CHECKUSER_RATE_LIMIT', 600, 1, 1_000_000),
-    loginRateLimitAccount: intSetting(env, 'LOGIN_RATE_LIMIT_ACCOUNT', 10, 1, 10_000),
-    loginRateLimitIp: intSetting(env, 'LOGIN_RATE_LIMIT_IP', 100, 1, 1_000_000),
+function metricsToken(raw: string | undefined): Partial<Config> {
+  if (raw !== undefined && raw.length < 32) throw new ConfigError('METRICS_TOKEN', `must be at least 32 characters, got ${raw.length}; generate one with: openssl rand -base64 32`);
+  return { metricsToken: raw };
+}
+
+/** Every setting, in the order they are read (later defaults depend on earlier values) and documented. */
+export const SETTINGS: Setting[] = [
+  intSetting('PORT', 'port', 8080, 0, 65535, 'TCP port to listen on. 0 (any free port) only together with PUBLIC_URL'),
+  { name: 'HOST', default: '127.0.0.1', meaning: 'Address to bind; use 0.0.0.0 (or ::) in a container or behind a load balancer', parse: (raw) => ({ host: raw ?? '127.0.0.1' }) },
+  {
+    name: 'PUBLIC_URL',
+    default: 'http://localhost:<PORT>',
+    meaning:
+      'External origin (scheme://host[:port], no path) as clients see it. It is the OIDC issuer and the base of every absolute URL the service emits (discovery, Link headers, photo URLs), whatever Host header a proxy forwards. Must be https, except on localhost (localhost, *.localhost, 127.0.0.0/8, ::1)',
+    parse: publicUrl,
+  },
+  {
+    name: 'ALLOW_INSECURE_PUBLIC_URL',
+    default: 'false',
+    meaning: 'true accepts a plain-http PUBLIC_URL on a host that is not localhost (a closed test network); the service logs a warning at start. Browsers refuse passkeys there',
+    parse: allowInsecure,
+  },
+  {
+    name: 'DATA_DIR',
+    default: './data, or the directory of DATABASE_URL when that is a SQLite file',
+    meaning: 'Existing writable directory for the default SQLite file and the generated secret. Only the default ./data is created when missing (the log says so)',
+    parse: (raw) => ({ dataDir: raw }),
+  },
+  {
+    name: 'DATABASE_URL',
+    default: './data/idp.sqlite (<DATA_DIR>/idp.sqlite when DATA_DIR is set)',
+    meaning: 'A SQLite file path (embedded default) or a postgres:// URL shared by several instances. The directory of a SQLite file must exist',
+    parse: database,
+  },
+  {
+    name: 'IDP_SECRET',
+    default: '(generated for SQLite)',
+    meaning:
+      'Master secret, at least 32 characters. Signing keys are encrypted under it; pagination cursors, cookies and client-secret hashes are keyed from it. With SQLite and none given, `npm start` generates one on first start into <DATA_DIR>/idp-secret (mode 0600); admin commands never generate one. Required with PostgreSQL, and must be the same on every instance',
+    parse: secret,
+  },
+  {
+    name: 'LOG_LEVEL',
+    default: 'info',
+    meaning: 'fatal, error, warn, info, debug, trace or silent',
+    parse: (raw) => {
+      if (raw !== undefined && !LOG_LEVELS.includes(raw)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
+      return { logLevel: raw ?? 'info' };
+    },
+  },
+  intSetting('ACCESS_TOKEN_TTL', 'accessTokenTtl', 300, 60, 86400, 'Lifetime in seconds of access tokens (60-86400)'),
+  intSetting('ID_TOKEN_TTL', 'idTokenTtl', 3600, 60, 86400, 'Lifetime in seconds of ID tokens (60-86400)'),
+  intSetting('PAGINATION_TOKEN_TTL', 'paginationTokenTtl', 300, 1, 3600, "Lifetime in seconds of the passkey list 'offset' continuation token (1-3600)"),
+  intSetting('KEY_REFRESH_INTERVAL', 'keyRefreshInterval', 60, 1, 3600, 'Seconds between checks for signing keys rotated by another instance or the CLI (1-3600)'),
+  {
+    name: 'TRUST_PROXY',
+    default: 'false',
+    meaning:
+      'Which X-Forwarded-For hops to trust for the client IP (rate limits, logs, METRICS_ALLOW): false (none), a hop count such as 1 (one load balancer in front), or a comma-separated list of proxy addresses/CIDR ranges such as 10.0.0.0/8. `true` is refused: it would let any client choose its own IP',
+    parse: (raw) => ({ trustProxy: trustProxy(raw) }),
+  },
+  {
+    name: 'CLAIMS_NAMESPACE',
+    default: '<PUBLIC_URL>/claims',
+    meaning: 'https URL prefix of the namespaced OIDC claims ({claims_ns}/userid_sec, ...); http only when PUBLIC_URL is http on localhost',
+    parse: claimsNamespace,
+  },
+  { name: 'IDP_NAMESPACE', default: 'idp', meaning: "Namespace of the directory's own ids in userid_sec (idp:<eppn>)", parse: idpNamespace },
+  { name: 'SUNSET_DATE', default: '(unset)', meaning: 'Date (YYYY-MM-DD) when the deprecated endpoints stop; sent as the Sunset header when set', parse: sunsetDate },
+  intSetting(
+    'USERINFO_CACHE_TTL',
+    'userinfoCacheTtl',
+    5,
+    0,
+    300,
+    'Seconds (0-300) /openid/userinfo reuses the claims it computed for an access token; the token itself is checked against the database on every call, so revocation is immediate, while group and profile changes show within this time. 0 disables',
+  ),
+  intSetting('CHECKUSER_RATE_LIMIT', 'checkuserRateLimit', 600, 1, 1_000_000, 'User-existence lookups allowed per client per minute'),
+  intSetting('LOGIN_RATE_LIMIT_ACCOUNT', 'loginRateLimitAccount', 10, 1, 10_000, 'Failed sign-ins allowed per account per 15 minutes'),
+  intSetting('LOGIN_RATE_LIMIT_IP', 'loginRateLimitIp', 100, 1, 1_000_000, 'Sign-in attempts allowed per client IP per 15 minutes'),
+  {
+    name: 'METRICS_TOKEN',
+    default: '(unset)',
+    meaning: 'When set (at least 32 characters), every /metrics scrape must send `Authorization: Bearer <token>`, from loopback too (401 otherwise)',
+    parse: metricsToken,
+  },
+  {
+    name: 'METRICS_ALLOW',
+    default: DEFAULT_METRICS_ALLOW.join(','),
+    meaning: 'Comma-separated addresses/CIDR ranges /metrics answers (403 for others); the client address honours TRUST_PROXY. `0.0.0.0/0,::/0` allows every address',
+    parse: (raw) => ({ metricsAllow: raw === undefined ? DEFAULT_METRICS_ALLOW : rangeList('METRICS_ALLOW', raw) }),
+  },
+];
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const config: Partial<Config> = {};
+  for (const setting of SETTINGS) {
+    const raw = env[setting.name];
+    Object.assign(config, setting.parse(raw === '' ? undefined : raw, config));
+  }
+  return config as Config;
+}
+
+/** README's configuration table, generated from SETTINGS. */
+export function settingsTable(): string {
+  const rows = SETTINGS.map((s) => `| \`${s.name}\` | \`${s.default}\` | ${s.meaning} |`);
+  return ['| Variable | Default | Meaning |', '| --- | --- | --- |', ...rows].join('\n');
+}
+
+const KERNEL_FILE_SYSTEMS = ['/proc', '/sys', '/dev'];
+
+function underKernelFs(path: string): string | undefined {
+  return KERNEL_FILE_SYSTEMS.find((root) => path === root || path.startsWith(`${root}/`));
+}
+
+function describe(dir: StorageDirectory): { variable: string; what: string } {
+  const what = dir.variable === 'DATABASE_URL' ? `the directory '${dir.path}' of the SQLite file` : `'${dir.path}'`;
+  return { variable: dir.variable ?? 'DATA_DIR', what };
+}
+
+function createDefault(absolute: string, fail: (problem: string) => never): true {
+  try {
+    mkdirSync(absolute, { recursive: true, mode: 0o700 });
+    return true;
+  } catch (err) {
+    return fail(`(the default) could not be created (${(err as NodeJS.ErrnoException).code}); run from a writable directory or set DATA_DIR`);
+  }
+}
+
+/**
+ * Checks one storage directory: an existing, writable directory outside the kernel file systems.
+ * Only the default directory is created when missing; returns true when it was.
+ */
+function checkDirectory(dir: StorageDirectory): boolean {
+  const { variable, what } = describe(dir);
+  const fail = (problem: string): never => {
+    throw new ConfigError(variable, `${what} ${problem}`);
   };
+  const absolute = resolve(dir.path);
+  const kernel = underKernelFs(absolute);
+  if (kernel) fail(`is under ${kernel}, a kernel file system that cannot keep files; choose a directory on disk, such as /var/lib/idp`);
+  let stat: Stats | undefined;
+  try {
+    stat = statSync(absolute);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && dir.variable === undefined) return createDefault(absolute, fail);
+    if (code === 'ENOENT') fail(`does not exist; create it (mkdir -p ${absolute}) or correct ${variable}`);
+    if (code === 'ENOTDIR') fail(`is not a directory: a part of the path is a file; correct ${variable}`);
+    fail(`cannot be examined (${code ?? 'unknown error'}); check its permissions or correct ${variable}`);
+  }
+  const real = realpathSync(absolute);
+  const realKernel = underKernelFs(real);
+  if (realKernel) fail(`leads to ${real}, under ${realKernel}, a kernel file system that cannot keep files; choose a directory on disk`);
+  if (!stat!.isDirectory()) fail(`is a file, not a directory; point ${variable} at a directory`);
+  try {
+    accessSync(absolute, constants.W_OK | constants.X_OK);
+  } catch {
+    fail(`is not writable by this process (uid ${process.getuid?.() ?? '?'}); make it writable (chown/chmod) or choose another directory`);
+  }
+  return false;
+}
+
+/**
+ * Verifies the directories the service will write to before anything is opened, so a bad path is
+ * reported as the setting that named it. Returns the default directories it created.
+ */
+export function checkStorage(config: Config): string[] {
+  const created: string[] = [];
+  const seen = new Set<string>();
+  for (const dir of config.storage) {
+    if (dir.holds === 'secret' && config.idpSecret !== undefined) continue;
+    const key = resolve(dir.path);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (checkDirectory(dir)) created.push(dir.path);
+  }
+  return created;
 }

@@ -1,8 +1,8 @@
 // Keys derived from the master secret, and the small primitives built on them.
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from './config.ts';
+import { ConfigError, type Config } from './config.ts';
 
 export interface Keyring {
   /** AES-256-GCM key for signing keys at rest */
@@ -45,17 +45,24 @@ export interface SecretSource {
 export function loadSecret(config: Config, options: { generate: boolean } = { generate: true }): SecretSource {
   if (config.idpSecret) return { secret: config.idpSecret, generated: false };
   const path = join(config.dataDir, 'idp-secret');
-  if (existsSync(path)) {
-    const secret = readFileSync(path, 'utf8').trim();
-    if (secret.length < 32) throw new Error(`${path}: stored secret is too short; remove it or set IDP_SECRET`);
-    return { secret, generated: false, path };
+  const variable = config.storage.find((d) => d.holds === 'secret')?.variable ?? 'DATA_DIR';
+  try {
+    if (existsSync(path)) {
+      const secret = readFileSync(path, 'utf8').trim();
+      if (secret.length < 32) throw new ConfigError('IDP_SECRET', `${path}: stored secret is too short; remove it or set IDP_SECRET`);
+      return { secret, generated: false, path };
+    }
+    if (!options.generate) throw new Error(`no IDP_SECRET set and none stored at ${path}; set IDP_SECRET (or DATA_DIR), or start the service once to generate one`);
+    // The directory was checked by checkStorage() and is never created here.
+    const secret = randomBytes(32).toString('base64url');
+    writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    chmodSync(path, 0o600);
+    return { secret, generated: true, path };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (typeof code !== 'string' || !code.startsWith('E')) throw err;
+    throw new ConfigError(variable, `cannot ${options.generate ? 'read or store' : 'read'} the secret file ${path} (${code}); make the directory writable, or set IDP_SECRET`);
   }
-  if (!options.generate) throw new Error(`no IDP_SECRET set and none stored at ${path}; set IDP_SECRET (or DATA_DIR), or start the service once to generate one`);
-  mkdirSync(config.dataDir, { recursive: true });
-  const secret = randomBytes(32).toString('base64url');
-  writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
-  chmodSync(path, 0o600);
-  return { secret, generated: true, path };
 }
 
 /** AES-256-GCM: iv(12) | tag(16) | ciphertext, base64url. aad binds the box to its use. */

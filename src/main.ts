@@ -1,29 +1,36 @@
-// Entry point: `serve` starts the service; anything else is an admin command.
-import { ConfigError, loadConfig } from './config.ts';
-import { keyring, loadSecret } from './crypto.ts';
+// Entry point: `serve` starts the service; anything else is an admin command (no command: usage).
+import { checkStorage, ConfigError, loadConfig, type Config } from './config.ts';
+import { keyring, loadSecret, type SecretSource } from './crypto.ts';
 import { openStore } from './store/index.ts';
 import { buildApp } from './app.ts';
-import { runCli } from './cli/index.ts';
+import { checkServeArguments, runCli, type Io } from './cli/index.ts';
 
 function fatal(line: string, code = 1): never {
   process.stderr.write(`${line}\n`);
   process.exit(code);
 }
 
-async function serve(): Promise<void> {
-  let config;
+/** Settings, storage directories and the secret: every problem is one `configuration error` line, exit 2. */
+function prepare(): { config: Config; secret: SecretSource; created: string[] } {
   try {
-    config = loadConfig();
+    const config = loadConfig();
+    const created = checkStorage(config);
+    let secret: SecretSource;
+    try {
+      secret = loadSecret(config);
+    } catch (err) {
+      if (err instanceof ConfigError) throw err;
+      throw new ConfigError('IDP_SECRET', (err as Error).message.split('\n')[0]!);
+    }
+    return { config, secret, created };
   } catch (err) {
     if (err instanceof ConfigError) fatal(`configuration error: ${err.message}`, 2);
     throw err;
   }
-  let secret;
-  try {
-    secret = loadSecret(config);
-  } catch (err) {
-    fatal(`configuration error: IDP_SECRET: ${(err as Error).message}`, 2);
-  }
+}
+
+async function serve(): Promise<void> {
+  const { config, secret, created } = prepare();
   let store;
   try {
     store = await openStore(config.databaseUrl);
@@ -37,7 +44,11 @@ async function serve(): Promise<void> {
     await store.close();
     fatal(`start-up failed: ${(err as Error).message.split('\n')[0]}`);
   }
+  for (const path of created) app.log.info({ path }, 'created the default data directory');
   if (secret.generated) app.log.warn({ path: secret.path }, 'generated a new IDP_SECRET and stored it with mode 0600; back it up, signing keys are encrypted under it');
+  if (config.allowInsecurePublicUrl) {
+    app.log.warn({ publicUrl: config.publicUrl }, 'PUBLIC_URL is plain http on a host that is not localhost (ALLOW_INSECURE_PUBLIC_URL=true): browsers will refuse passkeys and traffic is readable on the network');
+  }
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
@@ -62,18 +73,21 @@ async function serve(): Promise<void> {
   app.log.info({ issuer: config.publicUrl, database: config.dialect }, 'identity provider ready');
 }
 
-const [command, ...rest] = process.argv.slice(2);
-if (command === 'serve' || command === undefined) {
-  await serve();
+const io: Io = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+  readStdin: async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  },
+};
+
+const argv = process.argv.slice(2);
+if (argv[0] === 'serve') {
+  const code = checkServeArguments(argv.slice(1), io);
+  if (code === undefined) await serve();
+  else process.exitCode = code;
 } else {
-  const code = await runCli([command, ...rest], {
-    out: (line) => process.stdout.write(`${line}\n`),
-    err: (line) => process.stderr.write(`${line}\n`),
-    readStdin: async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-      return Buffer.concat(chunks).toString('utf8');
-    },
-  });
-  process.exitCode = code;
+  process.exitCode = await runCli(argv, io);
 }

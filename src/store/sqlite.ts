@@ -1,7 +1,5 @@
 // Kysely's SqliteDialect over the built-in node:sqlite driver (no native addon to compile).
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 
 function bind(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
@@ -12,8 +10,9 @@ function bind(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
   });
 }
 
+// The file's directory must exist: it is checked at start-up (checkStorage), never created here,
+// so a mistyped path is an error instead of a new, empty database somewhere else.
 export function openSqlite(path: string): DatabaseSync {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new DatabaseSync(path, { timeout: 5000 });
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA foreign_keys = ON');

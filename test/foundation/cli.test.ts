@@ -50,7 +50,7 @@ for (const dialect of dialects()) {
       [['org', 'add', '--id', 'x', '--realm', 'x.org', '--name', 'X'], /--id must be a positive integer/],
       [['org', 'add', '--id', '4', '--realm', 'not a realm', '--name', 'X'], /not a valid domain name/],
       [['org', 'add', '--id', '4', '--realm', 'x.org'], /--name is required/],
-      [['org', 'add', '--id', '4', '--realm', 'x.org', '--name', 'X', '--colour', 'red'], /Unknown option '--colour'/],
+      [['org', 'add', '--id', '4', '--realm', 'x.org', '--name', 'X', '--colour', 'red'], /^error: unknown option '--colour' \(usage: npm run idp -- org add --id <n> --realm <realm> --name <name>;/],
     ];
     for (const [args, message] of orgErrors) {
       it(`refuses: ${args.join(' ')}`, async () => {

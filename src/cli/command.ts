@@ -1,0 +1,96 @@
+// What an admin command is: its definition (the parser and the help both read it) and the small
+// helpers the command files share.
+import type { Config } from '../config.ts';
+import type { Keyring } from '../crypto.ts';
+import type { Store } from '../store/index.ts';
+import { badRequest } from '../errors.ts';
+import { parseList } from '../clients/index.ts';
+import { findOrganization } from '../store/directory.ts';
+
+export interface Io {
+  out(line: string): void;
+  err(line: string): void;
+  readStdin(): Promise<string>;
+}
+
+export interface Ctx {
+  config: Config;
+  store: Store;
+  keys: Keyring;
+  json: boolean;
+  io: Io;
+}
+
+export interface OptionDef {
+  type: 'string' | 'boolean';
+  /** may be given more than once; the values arrive as an array */
+  multiple?: boolean;
+  /** placeholder shown in usage, e.g. '<id>' */
+  value?: string;
+  /** the command cannot run without it; a string explains why, in the error */
+  required?: true | string;
+  description: string;
+}
+
+export interface ArgumentDef {
+  /** shown as <name>; a missing one is reported as 'client id is required' for client_id */
+  name: string;
+  description: string;
+}
+
+/** A command as help and the parser see it. */
+export interface CommandInfo {
+  /** first word: org, user, client, ... */
+  group: string;
+  /** second word: add, list, ... (empty for a one-word command) */
+  name: string;
+  summary: string;
+  args?: ArgumentDef[];
+  options: Record<string, OptionDef>;
+}
+
+export type Values = Record<string, any>;
+
+export interface CommandDef extends CommandInfo {
+  run(ctx: Ctx, values: Values, positionals: string[]): Promise<unknown>;
+}
+
+export function intOption(value: unknown, name: string): number {
+  if (typeof value !== 'string' || !/^\d{1,15}$/.test(value) || Number(value) < 1) throw badRequest(`--${name} must be a positive integer (at most 15 digits)`);
+  return Number(value);
+}
+
+/** A non-empty string option (the parser has already checked that required options are present). */
+export function required(values: Values, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw badRequest(`--${name} is required`);
+  return v;
+}
+
+export function orgList(value: unknown): number[] {
+  if (value === undefined) return [];
+  return parseList(String(value)).map((v) => intOption(v, 'orgs'));
+}
+
+/** At least one id, each an existing organization: a typo must fail, not silently grant or revoke nothing. */
+export async function existingOrgs(ctx: Ctx, value: string): Promise<number[]> {
+  const ids = orgList(value);
+  if (ids.length === 0) throw badRequest('--orgs needs at least one organization id');
+  for (const id of ids) if (!(await findOrganization(ctx.store.db, id))) throw badRequest(`organization ${id} does not exist`);
+  return ids;
+}
+
+export function table(rows: Record<string, unknown>[], columns: string[]): string {
+  if (rows.length === 0) return '(none)';
+  const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
+  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(columns), ...cells.map(line)].join('\n');
+}
+
+export async function readPassword(ctx: Ctx): Promise<string> {
+  const text = await ctx.io.readStdin();
+  const password = text.replace(/\r?\n$/, '');
+  if (!password) throw badRequest('no password on standard input');
+  return password;
+}
