@@ -118,7 +118,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await registerOpenApi(app, config);
 
   // Features, each a plugin with its dependencies passed in.
-  await app.register(healthPlugin(store));
+  await app.register(healthPlugin(store, config));
   await app.register(oauthPlugin(provider, config));
   await app.register(userinfoPlugin({ config, store, provider, account: web.account }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now }));
