@@ -81,7 +81,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
   });
 
-  registerErrorHandling(app);
   const https = config.publicUrl.startsWith('https:');
   // Headers every answer carries; set before routing, so a route may still replace them (a photo
   // sets its own cache-control). A synchronous hook: this runs on every request.
@@ -106,13 +105,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return set;
   };
   const verifier = createTokenVerifier(config.publicUrl, publishedKeys, async () => void (await keyManager.refresh()));
-  const provider = createProviderHolder({ config, store, keys, keyManager, accounts: { ...basicAccounts, ...userinfoAccounts({ config, store }), ...providerViews, loadExistingGrant: loadExistingGrant(store) } });
+  const provider = createProviderHolder({ config, store, keys, keyManager, accounts: { ...basicAccounts, ...userinfoAccounts({ config, store }), ...providerViews(app.log), loadExistingGrant: loadExistingGrant(store) } });
 
   const now = deps.now ?? Date.now;
   const stopHousekeeping = startHousekeeping(store, app.log);
   app.addHook('onClose', async () => stopHousekeeping());
   // Sign-in pages; web.account lets other features add to the account page.
   const web = createWeb({ config, store, keys, provider, now });
+  // Before any route, which takes the error handler in force when it is added; browsers asking
+  // for an unknown path get the sign-in pages' 404 page, API clients the JSON body.
+  registerErrorHandling(app, { notFoundPage: web.notFoundPage });
 
   // Before the features, so the OpenAPI document sees every route they add.
   await registerOpenApi(app, config);

@@ -1,6 +1,7 @@
 // One error handler: typed errors become { code, message } JSON; anything else is a logged 500
 // whose body says nothing about the cause.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import Negotiator from 'negotiator';
 import { AppError } from '../errors.ts';
 
 export function errorBody(status: number, message: string) {
@@ -27,9 +28,18 @@ export function handleError(err: FastifyError | AppError | Error, request: Fasti
   return sendError(reply, 500, 'Internal Server Error');
 }
 
-export function registerErrorHandling(app: FastifyInstance) {
+/** Answers a browser that asked for a path nothing serves (the sign-in pages provide one). */
+export type NotFoundPage = (request: FastifyRequest, reply: FastifyReply) => unknown;
+
+/** True when the client prefers HTML to JSON: browsers navigating, not API clients (or `Accept: *\/*`). */
+export function prefersHtml(request: FastifyRequest): boolean {
+  return new Negotiator(request.raw).mediaType(['application/json', 'text/html']) === 'text/html';
+}
+
+export function registerErrorHandling(app: FastifyInstance, options: { notFoundPage?: NotFoundPage } = {}) {
+  const { notFoundPage } = options;
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((_request, reply) => sendError(reply, 404, 'Not Found'));
+  app.setNotFoundHandler((request, reply) => (notFoundPage && prefersHtml(request) ? notFoundPage(request, reply) : sendError(reply, 404, 'Not Found')));
 }
 
 /** Answers every method a path does not serve with 405 and an Allow header. */

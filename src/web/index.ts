@@ -1,8 +1,8 @@
 // The sign-in web feature: interaction pages, the account page and their static assets.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
 import { errors as oidcErrors } from 'oidc-provider';
-import { createKit, frameFor, sendMessage, type WebDeps } from './kit.ts';
+import { createKit, frameFor, sendMessage, sendNotFound, type WebDeps } from './kit.ts';
 import { interactionRoutes } from './interactions.ts';
 import { createAccount, type Account } from './account.ts';
 import { staticPlugin } from './static.ts';
@@ -17,6 +17,8 @@ export interface Web {
   /** hooks for other features that add to the account page */
   account: Account;
   plugin: (app: FastifyInstance) => Promise<void>;
+  /** the page for a browser that asked for a path nothing serves */
+  notFoundPage: (request: FastifyRequest, reply: FastifyReply) => unknown;
 }
 
 export function createWeb(deps: WebDeps): Web {
@@ -24,6 +26,7 @@ export function createWeb(deps: WebDeps): Web {
   const { account, plugin: accountRoutes } = createAccount(kit);
   return {
     account,
+    notFoundPage: sendNotFound,
     async plugin(app: FastifyInstance) {
       // Pages are not part of the API document.
       app.addHook('onRoute', (route) => {
@@ -35,9 +38,9 @@ export function createWeb(deps: WebDeps): Web {
         // The sign-in request can expire between showing a page and acting on it.
         if (err instanceof oidcErrors.SessionNotFound) return sendMessage(reply, frameFor(request), 400, 'error.expired');
         const status = (err as { statusCode?: number }).statusCode;
-        if (typeof status === 'number' && status >= 400 && status < 500) return sendMessage(reply, frameFor(request), status, 'error.generic');
+        if (typeof status === 'number' && status >= 400 && status < 500) return sendMessage(reply, frameFor(request), status, 'error.generic', { advice: 'error.try_later' });
         request.log.error({ err }, 'unhandled error');
-        return sendMessage(reply, frameFor(request), 500, 'error.generic');
+        return sendMessage(reply, frameFor(request), 500, 'error.server', { advice: 'error.try_later' });
       });
       await app.register(staticPlugin());
       await app.register(interactionRoutes(kit));

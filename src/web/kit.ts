@@ -67,8 +67,21 @@ export function sendPage(reply: FastifyReply, status: number, body: string, csp:
   return reply.code(status).headers({ ...pageHeaders(csp), ...headers }).send(body);
 }
 
-export function sendMessage(reply: FastifyReply, frame: Frame, status: number, message: MessageKey, headers: Record<string, string> = {}) {
-  return sendPage(reply, status, messagePage(frame, { title: frame.t('error.title'), message: frame.t(message), link: { href: '/account', text: frame.t('error.back_home') } }), {}, headers);
+/** An error page: what happened, what to do, and the request id to give the helpdesk. */
+export function sendMessage(reply: FastifyReply, frame: Frame, status: number, message: MessageKey, more: { title?: MessageKey; advice?: MessageKey } = {}) {
+  const page = messagePage(frame, {
+    title: frame.t(more.title ?? 'error.title'),
+    message: frame.t(message),
+    advice: more.advice && frame.t(more.advice),
+    reference: reply.request.id,
+    link: { href: '/account', text: frame.t('error.back_home') },
+  });
+  return sendPage(reply, status, page);
+}
+
+/** A browser asking for a path nothing serves gets a page rather than JSON. */
+export function sendNotFound(request: FastifyRequest, reply: FastifyReply) {
+  return sendMessage(reply, frameFor(request), 404, 'error.not_found', { title: 'error.not_found_title', advice: 'error.not_found_advice' });
 }
 
 /** Counts one event; returns the Retry-After seconds when the limit is reached. */

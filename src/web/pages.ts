@@ -197,11 +197,24 @@ ${hidden(v.csrf.field, v.csrf.token)}
   return layout(frame, t('account.confirm_title'), body);
 }
 
-export function messagePage(frame: Frame, v: { title: string; message: string; link?: { href: string; text: string } }): string {
+export interface MessageView {
+  title: string;
+  /** what happened */
+  message: string;
+  /** what to do about it */
+  advice?: string;
+  /** the request id, for the helpdesk to find the request in the logs */
+  reference?: string;
+  link?: { href: string; text: string };
+}
+
+export function messagePage(frame: Frame, v: MessageView): string {
   const body = html`
 <h1>${v.title}</h1>
 <p class="message">${v.message}</p>
-${v.link ? html`<p><a href="${v.link.href}">${v.link.text}</a></p>` : html``}`;
+${v.advice ? html`<p class="advice">${v.advice}</p>` : html``}
+${v.link ? html`<p><a href="${v.link.href}">${v.link.text}</a></p>` : html``}
+${v.reference ? html`<p class="hint reference">${frame.t('error.reference', { id: v.reference })}</p>` : html``}`;
   return layout(frame, v.title, body);
 }
 

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { dialects, startTestApp, seedOrg, seedUser, seedClient, PUBLIC_URL, type TestContext } from '../helpers.ts';
 import { findConsent, saveConsent } from '../../src/store/consents.ts';
-import { pickLocale } from '../../src/web/i18n.ts';
+import { pickLocale, translator } from '../../src/web/i18n.ts';
+import { explainError } from '../../src/web/provider-views.ts';
 import { html, raw } from '../../src/web/html.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -330,13 +331,72 @@ for (const dialect of dialects()) {
       assert.match((await b.get('/account')).body, /<h1>Sign in<\/h1>/);
     });
 
-    it('authorization errors render as an HTML page without internals', async () => {
-      const res = await ctx.app.inject({ method: 'GET', url: authorizeUrl('no-such-client') });
+    it('authorization errors explain in the user\'s language what happened and what to do, with a reference', async () => {
+      const res = await ctx.app.inject({ method: 'GET', url: authorizeUrl('no-such-client'), headers: { accept: 'text/html' } });
       assert.equal(res.statusCode, 400);
       assert.match(res.headers['content-type'] as string, /text\/html/);
       assert.match(res.headers['content-security-policy'] as string, /default-src 'none'/);
-      assert.match(res.body, /invalid_client/);
+      assert.match(res.body, /<h1>Something went wrong<\/h1>/);
+      assert.match(res.body, /The application that sent you here is not registered with this sign-in service\./);
+      assert.match(res.body, /Go back to the application and try again/);
+      const id = res.headers['x-request-id'] as string;
+      assert.ok(id);
+      assert.ok(res.body.includes(`Reference for the helpdesk: ${id}`), 'the request id is shown');
+      assert.doesNotMatch(res.body, /invalid_client|client is invalid/, 'no protocol words');
       assert.doesNotMatch(res.body, /at .*\.js:\d+/);
+
+      const nb = await ctx.app.inject({ method: 'GET', url: authorizeUrl('no-such-client', { ui_locales: 'nb' }), headers: { accept: 'text/html' } });
+      assert.match(nb.body, /<html lang="nb">/);
+      assert.match(nb.body, /<h1>Noe gikk galt<\/h1>/);
+      assert.match(nb.body, /Tjenesten som sendte deg hit, er ikke registrert/);
+      assert.ok(nb.body.includes(`Referanse for brukerstøtten: ${nb.headers['x-request-id']}`));
+      const byHeader = await ctx.app.inject({ method: 'GET', url: authorizeUrl('no-such-client'), headers: { accept: 'text/html', 'accept-language': 'nb-NO,nb;q=0.9,en;q=0.5' } });
+      assert.match(byHeader.body, /Tjenesten som sendte deg hit/);
+      assert.doesNotMatch(byHeader.body, /invalid_client/);
+    });
+
+    it('maps the common OAuth errors to explanations; an expired sign-in request says so', async () => {
+      const badRedirect = await ctx.app.inject({ method: 'GET', url: authorizeUrl(rp.clientId, { redirect_uri: 'https://evil.example/cb' }), headers: { accept: 'text/html' } });
+      assert.equal(badRedirect.statusCode, 400);
+      assert.match(badRedirect.body, /asked to send you back to an address it has not registered/);
+      assert.doesNotMatch(badRedirect.body, /evil\.example|redirect_uri/);
+      const expired = await ctx.app.inject({ method: 'GET', url: '/oauth/authorization/nosuchinteraction', headers: { accept: 'text/html' } });
+      assert.equal(expired.statusCode, 400);
+      assert.match(expired.body, /This sign-in request has expired or was already used/);
+      for (const [code, text] of [
+        ['invalid_request', /cannot accept/],
+        ['invalid_scope', /not allowed to have/],
+        ['unauthorized_client', /not allowed to sign you in this way/],
+        ['access_denied', /cancelled or not allowed/],
+        ['login_required', /need to sign in/],
+        ['server_error', /Something went wrong on our side/],
+        ['something_new', /The request could not be completed/],
+      ] as const) {
+        const { message } = explainError(code);
+        assert.match(translator('en')(message), text, code);
+        assert.notEqual(translator('nb')(message), translator('en')(message), `${code} in Norwegian`);
+      }
+    });
+
+    it('an unknown path is an HTML page for browsers and JSON for API clients', async () => {
+      const page = await ctx.app.inject({ method: 'GET', url: '/no/such/page', headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'nb' } });
+      assert.equal(page.statusCode, 404);
+      assert.match(page.headers['content-type'] as string, /^text\/html/);
+      assert.match(page.headers['content-security-policy'] as string, /frame-ancestors 'none'/);
+      assert.match(page.body, /<h1>Fant ikke siden<\/h1>/);
+      assert.match(page.body, /<link rel="stylesheet" href="\/static\/style.css">/);
+      assert.ok(page.body.includes(`Referanse for brukerstøtten: ${page.headers['x-request-id']}`));
+      for (const accept of [undefined, '*/*', 'application/json', 'application/json, text/html;q=0.5']) {
+        const api = await ctx.app.inject({ method: 'GET', url: '/no/such/page', headers: accept ? { accept } : {} });
+        assert.equal(api.statusCode, 404, String(accept));
+        assert.match(api.headers['content-type'] as string, /^application\/json/, String(accept));
+        assert.deepEqual(api.json(), { code: 404, message: 'Not Found' });
+      }
+    });
+
+    it('the sign-in pages\' own error pages show the reference too', async () => {
+      const res = await ctx.app.inject({ method: 'GET', url: '/interaction/nosuchinteraction' });
+      assert.ok(res.body.includes(`Reference for the helpdesk: ${res.headers['x-request-id']}`));
     });
 
     it('serves the static assets, and nothing else from that folder', async () => {
@@ -395,10 +455,10 @@ for (const dialect of dialects()) {
     it('logout refuses a post_logout_redirect_uri the client did not register', async () => {
       const client = await seedClient(ctx, { name: 'Logs out', redirectUris: [REDIRECT], postLogoutRedirectUris: ['https://rp.example.test/bye'] });
       const b = browser(ctx);
-      const evil = await b.get(`/openid/endsession?${new URLSearchParams({ client_id: client.clientId, post_logout_redirect_uri: 'https://evil.example/' })}`);
+      const evil = await b.get(`/openid/endsession?${new URLSearchParams({ client_id: client.clientId, post_logout_redirect_uri: 'https://evil.example/' })}`, { accept: 'text/html' });
       assert.equal(evil.statusCode, 400);
       assert.equal(evil.headers.location, undefined);
-      assert.match(evil.body, /post_logout_redirect_uri not registered/);
+      assert.match(evil.body, /The application sent a request this service cannot accept/);
       assert.doesNotMatch(evil.body, /evil\.example/);
       const registered = await b.get(`/openid/endsession?${new URLSearchParams({ client_id: client.clientId, post_logout_redirect_uri: 'https://rp.example.test/bye' })}`);
       assert.notEqual(registered.statusCode, 400, 'the registered URI is accepted');
