@@ -9,7 +9,8 @@ import { keyring } from '../src/crypto.ts';
 import { openStore } from '../src/store/index.ts';
 import { buildApp } from '../src/app.ts';
 import { addOrganization, addUser } from '../src/directory/index.ts';
-import { createClient, ATTRIBUTE_GROUPS } from '../src/clients/index.ts';
+import { createClient } from '../src/clients/index.ts';
+import { ATTRIBUTE_GROUPS } from '../src/vocabulary.ts';
 import { insertUserId } from '../src/store/directory.ts';
 import { load, loadTable, machine, runLine, startFlags, startFloor, startService, withFreshPostgres, writeResultsSection, type LoadResult } from './lib.ts';
 

@@ -4,7 +4,7 @@
 import { accessSync, constants, mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import ipaddr from 'ipaddr.js';
-import { RESERVED_NAMESPACES } from './directory/namespaces.ts';
+import { RESERVED_NAMESPACES } from './vocabulary.ts';
 
 /** A directory the service keeps files in, and the variable that named it (undefined: the default). */
 export interface StorageDirectory {

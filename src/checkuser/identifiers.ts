@@ -14,7 +14,7 @@ export const MAX_EPPN = 320;
 export const MAX_USERID_SEC = 400;
 export const MAX_MAIL = 320;
 
-import { NIN_NAMESPACE, SECONDARY_NAMESPACES as NAMESPACES } from '../directory/namespaces.ts';
+import { NIN_NAMESPACE, SECONDARY_NAMESPACES as NAMESPACES } from '../vocabulary.ts';
 
 /** Namespaces held in user_ids and searchable by the exists endpoint (besides the IdP namespace and nin). */
 export const SECONDARY_NAMESPACES = Object.keys(NAMESPACES);

@@ -5,27 +5,9 @@ import * as repo from '../store/clients.ts';
 import { findOrganization } from '../store/directory.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { hmac, safeEqual, type Keyring } from '../crypto.ts';
+import { API_SCOPES, ATTRIBUTE_GROUPS, KNOWN_SCOPES, STANDARD_OIDC_SCOPES } from '../vocabulary.ts';
 
 export type { ClientRow, GrantKind } from '../store/clients.ts';
-
-/** Attribute groups an operator authorizes per client; each is also a scope of the same name. */
-export const ATTRIBUTE_GROUPS = [
-  'userid-idp',
-  'userid-nin',
-  'userid-edugain',
-  'userid-social',
-  'eidas',
-  'email',
-  'userinfo-name',
-  'userinfo-photo',
-] as const;
-export type AttributeGroup = (typeof ATTRIBUTE_GROUPS)[number];
-
-/** Scopes of the machine-to-machine APIs (client_credentials). */
-export const API_SCOPES = ['passkey.read', 'passkey.delete', 'system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'] as const;
-/** Scopes of sign-in (authorization code). */
-export const OIDC_SCOPES = ['openid', 'profile', 'email', 'offline_access', ...ATTRIBUTE_GROUPS.filter((g) => g !== 'email')] as const;
-export const KNOWN_SCOPES = new Set<string>([...API_SCOPES, ...OIDC_SCOPES]);
 
 export interface Client {
   clientId: string;
@@ -58,14 +40,6 @@ export interface NewClient {
 }
 
 export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
-
-/**
- * The standard OpenID Connect scopes every sign-in client may ask for, as stock relying parties do
- * (`openid profile email`). They map onto attribute groups (profile: name and photo, email: email),
- * so they release only what the client's groups allow; asking for one the client holds no group of
- * releases nothing rather than failing the sign-in.
- */
-export const STANDARD_OIDC_SCOPES = ['openid', 'profile', 'email'] as const;
 
 /**
  * The scopes a client may be granted: its allowed scopes and its attribute groups (each group is

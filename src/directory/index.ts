@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { hashPassword, validatePassword } from './passwords.ts';
-import { SECONDARY_NAMESPACES } from './namespaces.ts';
+import { SECONDARY_NAMESPACES } from '../vocabulary.ts';
 
 export type { Organization, User } from '../store/directory.ts';
 

@@ -3,10 +3,10 @@ import Provider, { errors, type Configuration, type KoaContextWithOIDC, type Acc
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
-import { KNOWN_SCOPES, secretMatches } from '../clients/index.ts';
+import { secretMatches } from '../clients/index.ts';
+import { KNOWN_SCOPES, resourceForScopes, resourceServers } from '../vocabulary.ts';
 import { adapterFactory } from './adapter.ts';
 import type { KeySet } from './keys.ts';
-import { resourceForScopes, resourceServers } from './resources.ts';
 
 export const ROUTES = {
   authorization: '/oauth/authorization',
@@ -53,7 +53,7 @@ export const basicAccounts: AccountSource = {
 };
 
 export function createProvider(config: Config, store: Store, keys: Keyring, keySet: KeySet, accounts: AccountSource): Provider {
-  const servers = resourceServers(config);
+  const servers = resourceServers(config.publicUrl);
   const configuration: Configuration = {
     adapter: adapterFactory(store),
     jwks: { keys: keySet.providerJwks as any },
@@ -106,7 +106,7 @@ export function createProvider(config: Config, store: Store, keys: Keyring, keyS
         // Authorization-code flows get userinfo tokens; client_credentials gets the API its scope names.
         defaultResource: (ctx) => {
           if (ctx.oidc.params?.grant_type !== 'client_credentials') return undefined as any;
-          const server = resourceForScopes(config, ctx.oidc.params?.scope as string | undefined);
+          const server = resourceForScopes(config.publicUrl, ctx.oidc.params?.scope as string | undefined);
           if (!server) throw new errors.InvalidScope('scope must name the API scopes the token is for', String(ctx.oidc.params?.scope ?? ''));
           return server.id;
         },

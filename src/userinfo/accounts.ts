@@ -6,7 +6,8 @@ import type { Store } from '../store/index.ts';
 import type { AccountSource } from '../oauth/provider.ts';
 import { findUserBySub, listUserIds } from '../store/directory.ts';
 import { findClient } from '../store/clients.ts';
-import { needsSecondaryIds, oidcClaims, providerClaims, releasedGroups, RELEASE_SCOPES, words } from './claims.ts';
+import { RELEASE_SCOPES, words } from '../vocabulary.ts';
+import { needsSecondaryIds, oidcClaims, providerClaims, releasedGroups } from './claims.ts';
 
 export interface UserinfoDeps {
   config: Config;

@@ -4,23 +4,12 @@
 // A group's data is released when the operator authorized the group for the client AND the
 // authorization request was granted a scope that maps onto the group.
 import type { Config } from '../config.ts';
-import { ATTRIBUTE_GROUPS, type AttributeGroup } from '../clients/index.ts';
 import type { User } from '../store/directory.ts';
-import { NIN_NAMESPACE, SECONDARY_NAMESPACES as NAMESPACE_GROUPS } from '../directory/namespaces.ts';
-
-/**
- * Scopes and the groups they map onto. Every group is also a scope of the same name. `openid`
- * alone releases only `sub`; `profile` is the standard bundle of name and picture.
- */
-export const SCOPE_GROUPS: Readonly<Record<string, readonly AttributeGroup[]>> = {
-  openid: [],
-  profile: ['userinfo-name', 'userinfo-photo'],
-  ...Object.fromEntries(ATTRIBUTE_GROUPS.map((g) => [g, [g]])),
-};
+import { NIN_NAMESPACE, SCOPE_GROUPS, SECONDARY_NAMESPACES as NAMESPACE_GROUPS, words, type AttributeGroup } from '../vocabulary.ts';
 
 // Which group releases which secondary-id namespace is the directory's table, shared with the
 // user-existence checks.
-export { NAMESPACE_GROUPS, NIN_NAMESPACE };
+export { NAMESPACE_GROUPS, NIN_NAMESPACE, words };
 
 export interface ClaimNames {
   useridSec: string;
@@ -65,8 +54,6 @@ export function providerClaims(config: Pick<Config, 'claimsNamespace'>): Record<
   );
 }
 
-export const RELEASE_SCOPES = Object.keys(SCOPE_GROUPS);
-
 /** The groups whose data may be released: authorized for the client and covered by a granted scope. */
 export function releasedGroups(authorized: Iterable<string>, granted: Iterable<string>): Set<AttributeGroup> {
   const allowed = new Set(authorized);
@@ -77,10 +64,6 @@ export function releasedGroups(authorized: Iterable<string>, granted: Iterable<s
   return released;
 }
 
-/** Splits a space-separated scope or group list. */
-export function words(value: string | undefined | null): string[] {
-  return (value ?? '').split(' ').filter(Boolean);
-}
 
 export interface SecondaryId {
   namespace: string;

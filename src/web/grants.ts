@@ -6,8 +6,7 @@ import { findClient, type ClientRow } from '../store/clients.ts';
 import { findUserBySub } from '../store/directory.ts';
 import { findConsent } from '../store/consents.ts';
 import { allowedScopes } from '../clients/index.ts';
-
-const words = (value: unknown) => String(value ?? '').split(' ').filter(Boolean);
+import { words } from '../vocabulary.ts';
 
 /** Scopes the client may have among those requested, plus what a consent to them covers (its attribute groups). */
 export function consentScope(client: ClientRow, requestedScope: unknown): { scopes: string[]; remembered: string[] } {

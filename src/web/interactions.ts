@@ -7,7 +7,7 @@ import { findClient, type ClientRow } from '../store/clients.ts';
 import { findUserBySub, type User } from '../store/directory.ts';
 import { saveConsent } from '../store/consents.ts';
 import { consentCovers, consentScope as scopeOfConsent } from './grants.ts';
-import { ATTRIBUTE_GROUPS } from '../clients/index.ts';
+import { ATTRIBUTE_GROUPS } from '../vocabulary.ts';
 import { adoptRawCookies } from './session.ts';
 import { originOf } from './html.ts';
 import { consentPage, signInPage, type Frame } from './pages.ts';

@@ -1,7 +1,8 @@
 // `client` commands: relying parties and API clients, their grants, scopes and organizations.
 import * as clients from '../../clients/index.ts';
 import { iso } from '../../time.ts';
-import { existingOrgs, orgList, required, table, type CommandDef, type Ctx, type OptionDef } from '../command.ts';
+import { API_SCOPES, ATTRIBUTE_GROUPS } from '../../vocabulary.ts';
+import { existingOrgs, optional, orgList, repeated, required, table, type CommandDef, type Ctx, type OptionDef, type Values } from '../command.ts';
 
 function clientView(c: clients.Client) {
   return {
@@ -33,7 +34,7 @@ const CLIENT_ID = [{ name: 'client_id', description: 'the client' }];
 const ORGS: OptionDef = { type: 'string', value: '<id,...>', required: true, description: 'organization ids, comma-separated' };
 
 /** A command on one existing client that changes it and shows the result. */
-function change(name: string, summary: string, options: Record<string, OptionDef>, apply: (ctx: Ctx, id: string, v: Record<string, any>) => Promise<clients.Client>): CommandDef {
+function change(name: string, summary: string, options: Record<string, OptionDef>, apply: (ctx: Ctx, id: string, v: Values) => Promise<clients.Client>): CommandDef {
   return { group: 'client', name, summary, args: CLIENT_ID, options, run: async (ctx, v, [id]) => showClient(ctx, await apply(ctx, id!, v)) };
 }
 
@@ -43,8 +44,8 @@ const add: CommandDef = {
   summary: 'register a client; prints client_id and the secret, the secret only this once',
   options: {
     name: { type: 'string', value: '<name>', required: true, description: 'display name, shown on the consent page' },
-    scopes: { type: 'string', value: '"..."', description: `allowed scopes, space- or comma-separated (API: ${clients.API_SCOPES.join(' ')})` },
-    groups: { type: 'string', value: '"..."', description: `attribute groups, space- or comma-separated (${clients.ATTRIBUTE_GROUPS.join(' ')})` },
+    scopes: { type: 'string', value: '"..."', description: `allowed scopes, space- or comma-separated (API: ${API_SCOPES.join(' ')})` },
+    groups: { type: 'string', value: '"..."', description: `attribute groups, space- or comma-separated (${ATTRIBUTE_GROUPS.join(' ')})` },
     orgs: { type: 'string', value: '<id,...>', description: 'organizations it may administer through the passkey API' },
     'redirect-uri': { type: 'string', multiple: true, value: '<uri>', description: 'sign-in redirect URI (https; http for localhost only)' },
     'post-logout-redirect-uri': { type: 'string', multiple: true, value: '<uri>', description: 'where to return after logout' },
@@ -61,15 +62,15 @@ const add: CommandDef = {
   async run(ctx, v) {
     const { client, secret } = await clients.createClient(ctx.store, ctx.keys, {
       name: required(v, 'name'),
-      scopes: clients.parseList(v.scopes),
-      groups: clients.parseList(v.groups),
-      orgs: orgList(v.orgs),
-      redirectUris: v['redirect-uri'],
-      postLogoutRedirectUris: v['post-logout-redirect-uri'],
-      grantTypes: (v.grant as string[] | undefined)?.flatMap((g) => clients.parseList(g)),
-      firstParty: v['first-party'],
-      public: v.public,
-      userinfoSignedResponseAlg: v['userinfo-signed-alg'],
+      scopes: clients.parseList(optional(v, 'scopes')),
+      groups: clients.parseList(optional(v, 'groups')),
+      orgs: orgList(optional(v, 'orgs')),
+      redirectUris: repeated(v, 'redirect-uri'),
+      postLogoutRedirectUris: repeated(v, 'post-logout-redirect-uri'),
+      grantTypes: repeated(v, 'grant')?.flatMap((g) => clients.parseList(g)),
+      firstParty: v['first-party'] === true,
+      public: v.public === true,
+      userinfoSignedResponseAlg: optional(v, 'userinfo-signed-alg'),
     });
     return showClient(ctx, client, secret);
   },
@@ -104,10 +105,10 @@ export const clientCommands: CommandDef[] = [
     },
   },
   change('set-groups', 'replace the authorized attribute groups', { groups: { type: 'string', value: '"..."', required: 'use --groups "" to remove all', description: 'attribute groups; "" removes all' } }, (ctx, id, v) =>
-    clients.setGroups(ctx.store, id, clients.parseList(v.groups)),
+    clients.setGroups(ctx.store, id, clients.parseList(optional(v, 'groups'))),
   ),
   change('set-scopes', 'replace the allowed scopes', { scopes: { type: 'string', value: '"..."', required: true, description: 'allowed scopes, space- or comma-separated' } }, (ctx, id, v) =>
-    clients.setScopes(ctx.store, id, clients.parseList(v.scopes)),
+    clients.setScopes(ctx.store, id, clients.parseList(optional(v, 'scopes'))),
   ),
   change('grant-orgs', 'organizations the client may administer through the passkey API', { orgs: ORGS }, async (ctx, id, v) =>
     clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'admin'),
