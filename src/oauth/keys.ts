@@ -3,8 +3,6 @@
 // activation delay (two refresh intervals), so every instance publishes it before any token
 // carries it; the old key stays published until tokens it signed have expired.
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { sql, type Transaction } from 'kysely';
-import type { DB } from '../store/schema.ts';
 import type { JWK } from 'jose';
 import type { Store } from '../store/index.ts';
 import * as repo from '../store/keys.ts';
@@ -47,14 +45,9 @@ function generate(alg: SigningAlg, now: number, activatesAt: number, keys: Keyri
   };
 }
 
-async function lockKeys(store: Store, trx: Transaction<DB>): Promise<void> {
-  if (store.dialect === 'postgres') await sql`select pg_advisory_xact_lock(7301001)`.execute(trx);
-}
-
 /** Creates the first key of each algorithm when there is none (safe when instances start at once). */
 export async function ensureSigningKeys(store: Store, keys: Keyring, now = Date.now()): Promise<string[]> {
-  return store.db.transaction().execute(async (trx) => {
-    await lockKeys(store, trx);
+  return repo.inSigningKeyTransaction(store, async (trx) => {
     const existing = await repo.listSigningKeys(trx);
     const missing = SIGNING_ALGS.filter((alg) => !existing.some((k) => k.alg === alg));
     const rows = missing.map((alg) => generate(alg, now, now, keys));
@@ -65,8 +58,7 @@ export async function ensureSigningKeys(store: Store, keys: Keyring, now = Date.
 
 /** Adds a new key per algorithm, active after the delay; the current ones retire then. */
 export async function rotateSigningKeys(store: Store, keys: Keyring, timing: KeyTiming, now = Date.now()): Promise<{ kid: string; alg: string; activatesAt: number }[]> {
-  return store.db.transaction().execute(async (trx) => {
-    await lockKeys(store, trx);
+  return repo.inSigningKeyTransaction(store, async (trx) => {
     const activatesAt = now + timing.activationDelayMs;
     const rows = SIGNING_ALGS.map((alg) => generate(alg, now, activatesAt, keys));
     await repo.insertSigningKeys(trx, rows);

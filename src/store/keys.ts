@@ -1,6 +1,7 @@
 // Signing keys, shared by every instance. Private parts are sealed before they reach this module.
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DB, SigningKeysTable } from './schema.ts';
+import type { Store } from './index.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type SigningKeyRow = Selectable<SigningKeysTable>;
@@ -22,4 +23,16 @@ export async function retireSigningKeys(db: Q, alg: string, exceptKid: string, a
 export async function deleteSigningKeysRetiredBefore(db: Q, before: number): Promise<number> {
   const r = await db.deleteFrom('signing_keys').where('retired_at', '<', before).executeTakeFirst();
   return Number(r.numDeletedRows);
+}
+
+/**
+ * Runs fn in a transaction that holds the signing-key lock, so instances starting at once (or a
+ * rotation racing a start) never create two first keys: a PostgreSQL advisory lock; SQLite
+ * serializes writers by itself.
+ */
+export function inSigningKeyTransaction<T>(store: Store, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  return store.db.transaction().execute(async (trx) => {
+    if (store.dialect === 'postgres') await sql`select pg_advisory_xact_lock(7301001)`.execute(trx);
+    return fn(trx);
+  });
 }
