@@ -73,7 +73,14 @@ function int(name: string, raw: string | undefined, fallback: number, min: numbe
   return value;
 }
 
-function intSetting(name: string, key: keyof Config, fallback: number, min: number, max: number, meaning: string): Setting {
+function intSetting(
+  name: string,
+  key: keyof Config,
+  fallback: number,
+  min: number,
+  max: number,
+  meaning: string,
+): Setting {
   return { name, default: String(fallback), meaning, parse: (raw) => ({ [key]: int(name, raw, fallback, min, max) }) };
 }
 
@@ -87,7 +94,8 @@ function flag(name: string, raw: string | undefined): boolean {
 export function parseRange(entry: string): [ipaddr.IPv4 | ipaddr.IPv6, number] | undefined {
   const [address = '', bits, extra] = entry.split('/');
   if (extra !== undefined || (bits !== undefined && !/^\d{1,3}$/.test(bits))) return undefined;
-  if (!ipaddr.IPv4.isValidFourPartDecimal(address) && !(address.includes(':') && ipaddr.IPv6.isValid(address))) return undefined;
+  if (!ipaddr.IPv4.isValidFourPartDecimal(address) && !(address.includes(':') && ipaddr.IPv6.isValid(address)))
+    return undefined;
   try {
     return bits === undefined ? [ipaddr.parse(address), address.includes(':') ? 128 : 32] : ipaddr.parseCIDR(entry);
   } catch {
@@ -98,7 +106,11 @@ export function parseRange(entry: string): [ipaddr.IPv4 | ipaddr.IPv6, number] |
 function rangeList(name: string, raw: string): string[] {
   const entries = raw.split(',').map((e) => e.trim());
   for (const e of entries) {
-    if (!parseRange(e)) throw new ConfigError(name, `'${e}' is not an IP address or CIDR range (such as 10.0.0.0/8 or fd00::/8); fix or remove it`);
+    if (!parseRange(e))
+      throw new ConfigError(
+        name,
+        `'${e}' is not an IP address or CIDR range (such as 10.0.0.0/8 or fd00::/8); fix or remove it`,
+      );
   }
   return entries;
 }
@@ -106,7 +118,10 @@ function rangeList(name: string, raw: string): string[] {
 function trustProxy(raw: string | undefined): Config['trustProxy'] {
   if (raw === undefined || /^(0|false|no|off)$/i.test(raw)) return false;
   if (/^(true|yes|on)$/i.test(raw)) {
-    throw new ConfigError('TRUST_PROXY', 'true would trust every X-Forwarded-For hop (clients could choose their IP); give the number of proxies in front, e.g. 1, or their addresses/CIDR ranges');
+    throw new ConfigError(
+      'TRUST_PROXY',
+      'true would trust every X-Forwarded-For hop (clients could choose their IP); give the number of proxies in front, e.g. 1, or their addresses/CIDR ranges',
+    );
   }
   if (/^\d+$/.test(raw)) {
     const hops = Number(raw);
@@ -130,16 +145,23 @@ function origin(name: string, raw: string): string {
   } catch {
     throw new ConfigError(name, `must be an absolute http(s) URL, got '${raw}'`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(name, `must use http or https, got '${url.protocol}'`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(name, `must use http or https, got '${url.protocol}'`);
   if (url.pathname !== '/' || url.search || url.hash || url.username || url.password) {
-    throw new ConfigError(name, `must be an origin only (scheme://host[:port]), without path, query or credentials, got '${raw}'`);
+    throw new ConfigError(
+      name,
+      `must be an origin only (scheme://host[:port]), without path, query or credentials, got '${raw}'`,
+    );
   }
   return url.origin;
 }
 
 function publicUrl(raw: string | undefined, soFar: Partial<Config>): Partial<Config> {
   if (raw === undefined && soFar.port === 0) {
-    throw new ConfigError('PORT', 'is 0 (any free port), but the issuer URL is built from the port when PUBLIC_URL is unset; set PUBLIC_URL, or choose a fixed PORT');
+    throw new ConfigError(
+      'PORT',
+      'is 0 (any free port), but the issuer URL is built from the port when PUBLIC_URL is unset; set PUBLIC_URL, or choose a fixed PORT',
+    );
   }
   return { publicUrl: origin('PUBLIC_URL', raw ?? `http://localhost:${soFar.port}`) };
 }
@@ -168,19 +190,33 @@ function database(raw: string | undefined, soFar: Partial<Config>): Partial<Conf
       throw new ConfigError('DATABASE_URL', 'is not a valid postgres:// URL');
     }
   } else if (URL_SCHEME.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL', `must be a SQLite file path or a postgres:// URL, got a '${databaseUrl.split(':')[0]}:' URL`);
+    throw new ConfigError(
+      'DATABASE_URL',
+      `must be a SQLite file path or a postgres:// URL, got a '${databaseUrl.split(':')[0]}:' URL`,
+    );
   }
   // The generated secret lives beside the SQLite file it protects unless DATA_DIR says otherwise.
   const sqliteFile = dialect === 'sqlite' && databaseUrl !== ':memory:';
   const dataDir = dataDirGiven ?? (sqliteFile ? dirname(databaseUrl) : DEFAULT_DATA_DIR);
   const storage: StorageDirectory[] = [];
-  if (dialect === 'sqlite') storage.push({ path: dataDir, variable: dataDirGiven !== undefined ? 'DATA_DIR' : raw !== undefined && sqliteFile ? 'DATABASE_URL' : undefined, holds: 'secret' });
-  if (sqliteFile) storage.push({ path: dirname(databaseUrl), variable: raw !== undefined ? 'DATABASE_URL' : dataDirGiven !== undefined ? 'DATA_DIR' : undefined, holds: 'database' });
+  if (dialect === 'sqlite')
+    storage.push({
+      path: dataDir,
+      variable: dataDirGiven !== undefined ? 'DATA_DIR' : raw !== undefined && sqliteFile ? 'DATABASE_URL' : undefined,
+      holds: 'secret',
+    });
+  if (sqliteFile)
+    storage.push({
+      path: dirname(databaseUrl),
+      variable: raw !== undefined ? 'DATABASE_URL' : dataDirGiven !== undefined ? 'DATA_DIR' : undefined,
+      holds: 'database',
+    });
   return { databaseUrl, dialect, dataDir, storage };
 }
 
 function secret(raw: string | undefined, soFar: Partial<Config>): Partial<Config> {
-  if (raw !== undefined && raw.length < 32) throw new ConfigError('IDP_SECRET', `must be at least 32 characters, got ${raw.length}`);
+  if (raw !== undefined && raw.length < 32)
+    throw new ConfigError('IDP_SECRET', `must be at least 32 characters, got ${raw.length}`);
   if (soFar.dialect === 'postgres' && raw === undefined) {
     throw new ConfigError('IDP_SECRET', 'is required with PostgreSQL (every instance must share the same secret)');
   }
@@ -199,7 +235,10 @@ function claimsNamespace(raw: string | undefined, soFar: Partial<Config>): Parti
   const local = new URL(soFar.publicUrl!);
   const devHttp = url.protocol === 'http:' && local.protocol === 'http:' && isLoopbackHost(local.hostname);
   if (url.protocol !== 'https:' && !devHttp) {
-    throw new ConfigError('CLAIMS_NAMESPACE', `must be an https URL prefix (http only when PUBLIC_URL is http on localhost), got '${value}'; set CLAIMS_NAMESPACE=https://...`);
+    throw new ConfigError(
+      'CLAIMS_NAMESPACE',
+      `must be an https URL prefix (http only when PUBLIC_URL is http on localhost), got '${value}'; set CLAIMS_NAMESPACE=https://...`,
+    );
   }
   return { claimsNamespace: value };
 }
@@ -207,9 +246,13 @@ function claimsNamespace(raw: string | undefined, soFar: Partial<Config>): Parti
 function idpNamespace(raw: string | undefined): Partial<Config> {
   const value = raw ?? 'idp';
   if (!/^[a-z][a-z0-9_-]{0,31}$/.test(value)) {
-    throw new ConfigError('IDP_NAMESPACE', `must be lowercase letters, digits, '-' or '_' starting with a letter, got '${value}'`);
+    throw new ConfigError(
+      'IDP_NAMESPACE',
+      `must be lowercase letters, digits, '-' or '_' starting with a letter, got '${value}'`,
+    );
   }
-  if (RESERVED_NAMESPACES.includes(value)) throw new ConfigError('IDP_NAMESPACE', `'${value}' already names another kind of user id`);
+  if (RESERVED_NAMESPACES.includes(value))
+    throw new ConfigError('IDP_NAMESPACE', `'${value}' already names another kind of user id`);
   return { idpNamespace: value };
 }
 
@@ -223,14 +266,23 @@ function sunsetDate(raw: string | undefined): Partial<Config> {
 }
 
 function metricsToken(raw: string | undefined): Partial<Config> {
-  if (raw !== undefined && raw.length < 32) throw new ConfigError('METRICS_TOKEN', `must be at least 32 characters, got ${raw.length}; generate one with: openssl rand -base64 32`);
+  if (raw !== undefined && raw.length < 32)
+    throw new ConfigError(
+      'METRICS_TOKEN',
+      `must be at least 32 characters, got ${raw.length}; generate one with: openssl rand -base64 32`,
+    );
   return { metricsToken: raw };
 }
 
 /** Every setting, in the order they are read (later defaults depend on earlier values) and documented. */
 export const SETTINGS: Setting[] = [
   intSetting('PORT', 'port', 8080, 0, 65535, 'TCP port to listen on. 0 (any free port) only together with PUBLIC_URL'),
-  { name: 'HOST', default: '127.0.0.1', meaning: 'Address to bind; use 0.0.0.0 (or ::) in a container or behind a load balancer', parse: (raw) => ({ host: raw ?? '127.0.0.1' }) },
+  {
+    name: 'HOST',
+    default: '127.0.0.1',
+    meaning: 'Address to bind; use 0.0.0.0 (or ::) in a container or behind a load balancer',
+    parse: (raw) => ({ host: raw ?? '127.0.0.1' }),
+  },
   {
     name: 'PUBLIC_URL',
     default: 'http://localhost:<PORT>',
@@ -241,19 +293,22 @@ export const SETTINGS: Setting[] = [
   {
     name: 'ALLOW_INSECURE_PUBLIC_URL',
     default: 'false',
-    meaning: 'true accepts a plain-http PUBLIC_URL on a host that is not localhost (a closed test network); the service logs a warning at start. Browsers refuse passkeys there',
+    meaning:
+      'true accepts a plain-http PUBLIC_URL on a host that is not localhost (a closed test network); the service logs a warning at start. Browsers refuse passkeys there',
     parse: allowInsecure,
   },
   {
     name: 'DATA_DIR',
     default: './data, or the directory of DATABASE_URL when that is a SQLite file',
-    meaning: 'Existing writable directory for the default SQLite file and the generated secret. Only the default ./data is created when missing (the log says so)',
+    meaning:
+      'Existing writable directory for the default SQLite file and the generated secret. Only the default ./data is created when missing (the log says so)',
     parse: (raw) => ({ dataDir: raw }),
   },
   {
     name: 'DATABASE_URL',
     default: './data/idp.sqlite (<DATA_DIR>/idp.sqlite when DATA_DIR is set)',
-    meaning: 'A SQLite file path (embedded default) or a postgres:// URL shared by several instances. The directory of a SQLite file must exist',
+    meaning:
+      'A SQLite file path (embedded default) or a postgres:// URL shared by several instances. The directory of a SQLite file must exist',
     parse: database,
   },
   {
@@ -268,14 +323,29 @@ export const SETTINGS: Setting[] = [
     default: 'info',
     meaning: 'fatal, error, warn, info, debug, trace or silent',
     parse: (raw) => {
-      if (raw !== undefined && !LOG_LEVELS.includes(raw)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
+      if (raw !== undefined && !LOG_LEVELS.includes(raw))
+        throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
       return { logLevel: raw ?? 'info' };
     },
   },
   intSetting('ACCESS_TOKEN_TTL', 'accessTokenTtl', 300, 60, 86400, 'Lifetime in seconds of access tokens (60-86400)'),
   intSetting('ID_TOKEN_TTL', 'idTokenTtl', 3600, 60, 86400, 'Lifetime in seconds of ID tokens (60-86400)'),
-  intSetting('PAGINATION_TOKEN_TTL', 'paginationTokenTtl', 300, 1, 3600, "Lifetime in seconds of the passkey list 'offset' continuation token (1-3600)"),
-  intSetting('KEY_REFRESH_INTERVAL', 'keyRefreshInterval', 60, 1, 3600, 'Seconds between checks for signing keys rotated by another instance or the CLI (1-3600)'),
+  intSetting(
+    'PAGINATION_TOKEN_TTL',
+    'paginationTokenTtl',
+    300,
+    1,
+    3600,
+    "Lifetime in seconds of the passkey list 'offset' continuation token (1-3600)",
+  ),
+  intSetting(
+    'KEY_REFRESH_INTERVAL',
+    'keyRefreshInterval',
+    60,
+    1,
+    3600,
+    'Seconds between checks for signing keys rotated by another instance or the CLI (1-3600)',
+  ),
   {
     name: 'TRUST_PROXY',
     default: 'false',
@@ -286,11 +356,22 @@ export const SETTINGS: Setting[] = [
   {
     name: 'CLAIMS_NAMESPACE',
     default: '<PUBLIC_URL>/claims',
-    meaning: 'https URL prefix of the namespaced OIDC claims ({claims_ns}/userid_sec, ...); http only when PUBLIC_URL is http on localhost',
+    meaning:
+      'https URL prefix of the namespaced OIDC claims ({claims_ns}/userid_sec, ...); http only when PUBLIC_URL is http on localhost',
     parse: claimsNamespace,
   },
-  { name: 'IDP_NAMESPACE', default: 'idp', meaning: "Namespace of the directory's own ids in userid_sec (idp:<eppn>)", parse: idpNamespace },
-  { name: 'SUNSET_DATE', default: '(unset)', meaning: 'Date (YYYY-MM-DD) when the deprecated endpoints stop; sent as the Sunset header when set', parse: sunsetDate },
+  {
+    name: 'IDP_NAMESPACE',
+    default: 'idp',
+    meaning: "Namespace of the directory's own ids in userid_sec (idp:<eppn>)",
+    parse: idpNamespace,
+  },
+  {
+    name: 'SUNSET_DATE',
+    default: '(unset)',
+    meaning: 'Date (YYYY-MM-DD) when the deprecated endpoints stop; sent as the Sunset header when set',
+    parse: sunsetDate,
+  },
   intSetting(
     'USERINFO_CACHE_TTL',
     'userinfoCacheTtl',
@@ -299,19 +380,42 @@ export const SETTINGS: Setting[] = [
     300,
     'Seconds (0-300) /openid/userinfo reuses the claims it computed for an access token; the token itself is checked against the database on every call, so revocation is immediate, while group and profile changes show within this time. 0 disables',
   ),
-  intSetting('CHECKUSER_RATE_LIMIT', 'checkuserRateLimit', 600, 1, 1_000_000, 'User-existence lookups allowed per client per minute'),
-  intSetting('LOGIN_RATE_LIMIT_ACCOUNT', 'loginRateLimitAccount', 10, 1, 10_000, 'Failed sign-ins allowed per account per 15 minutes'),
-  intSetting('LOGIN_RATE_LIMIT_IP', 'loginRateLimitIp', 100, 1, 1_000_000, 'Sign-in attempts allowed per client IP per 15 minutes'),
+  intSetting(
+    'CHECKUSER_RATE_LIMIT',
+    'checkuserRateLimit',
+    600,
+    1,
+    1_000_000,
+    'User-existence lookups allowed per client per minute',
+  ),
+  intSetting(
+    'LOGIN_RATE_LIMIT_ACCOUNT',
+    'loginRateLimitAccount',
+    10,
+    1,
+    10_000,
+    'Failed sign-ins allowed per account per 15 minutes',
+  ),
+  intSetting(
+    'LOGIN_RATE_LIMIT_IP',
+    'loginRateLimitIp',
+    100,
+    1,
+    1_000_000,
+    'Sign-in attempts allowed per client IP per 15 minutes',
+  ),
   {
     name: 'METRICS_TOKEN',
     default: '(unset)',
-    meaning: 'When set (at least 32 characters), every /metrics scrape must send `Authorization: Bearer <token>`, from loopback too (401 otherwise)',
+    meaning:
+      'When set (at least 32 characters), every /metrics scrape must send `Authorization: Bearer <token>`, from loopback too (401 otherwise)',
     parse: metricsToken,
   },
   {
     name: 'METRICS_ALLOW',
     default: DEFAULT_METRICS_ALLOW.join(','),
-    meaning: 'Comma-separated addresses/CIDR ranges /metrics answers (403 for others); the client address honours TRUST_PROXY. `0.0.0.0/0,::/0` allows every address',
+    meaning:
+      'Comma-separated addresses/CIDR ranges /metrics answers (403 for others); the client address honours TRUST_PROXY. `0.0.0.0/0,::/0` allows every address',
     parse: (raw) => ({ metricsAllow: raw === undefined ? DEFAULT_METRICS_ALLOW : rangeList('METRICS_ALLOW', raw) }),
   },
 ];
@@ -347,7 +451,9 @@ function createDefault(absolute: string, fail: (problem: string) => never): true
     mkdirSync(absolute, { recursive: true, mode: 0o700 });
     return true;
   } catch (err) {
-    return fail(`(the default) could not be created (${(err as NodeJS.ErrnoException).code}); run from a writable directory or set DATA_DIR`);
+    return fail(
+      `(the default) could not be created (${(err as NodeJS.ErrnoException).code}); run from a writable directory or set DATA_DIR`,
+    );
   }
 }
 
@@ -362,7 +468,10 @@ function checkDirectory(dir: StorageDirectory): boolean {
   };
   const absolute = resolve(dir.path);
   const kernel = underKernelFs(absolute);
-  if (kernel) fail(`is under ${kernel}, a kernel file system that cannot keep files; choose a directory on disk, such as /var/lib/idp`);
+  if (kernel)
+    fail(
+      `is under ${kernel}, a kernel file system that cannot keep files; choose a directory on disk, such as /var/lib/idp`,
+    );
   let stat: Stats | undefined;
   try {
     stat = statSync(absolute);
@@ -375,12 +484,17 @@ function checkDirectory(dir: StorageDirectory): boolean {
   }
   const real = realpathSync(absolute);
   const realKernel = underKernelFs(real);
-  if (realKernel) fail(`leads to ${real}, under ${realKernel}, a kernel file system that cannot keep files; choose a directory on disk`);
+  if (realKernel)
+    fail(
+      `leads to ${real}, under ${realKernel}, a kernel file system that cannot keep files; choose a directory on disk`,
+    );
   if (!stat!.isDirectory()) fail(`is a file, not a directory; point ${variable} at a directory`);
   try {
     accessSync(absolute, constants.W_OK | constants.X_OK);
   } catch {
-    fail(`is not writable by this process (uid ${process.getuid?.() ?? '?'}); make it writable (chown/chmod) or choose another directory`);
+    fail(
+      `is not writable by this process (uid ${process.getuid?.() ?? '?'}); make it writable (chown/chmod) or choose another directory`,
+    );
   }
   return false;
 }

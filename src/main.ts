@@ -35,7 +35,9 @@ async function serve(): Promise<void> {
   try {
     store = await openStore(config.databaseUrl);
   } catch (err) {
-    fatal(`database error: cannot open ${config.dialect === 'postgres' ? 'PostgreSQL' : config.databaseUrl}: ${(err as Error).message.split('\n')[0]}`);
+    fatal(
+      `database error: cannot open ${config.dialect === 'postgres' ? 'PostgreSQL' : config.databaseUrl}: ${(err as Error).message.split('\n')[0]}`,
+    );
   }
   let app;
   try {
@@ -45,9 +47,16 @@ async function serve(): Promise<void> {
     fatal(`start-up failed: ${(err as Error).message.split('\n')[0]}`);
   }
   for (const path of created) app.log.info({ path }, 'created the default data directory');
-  if (secret.generated) app.log.warn({ path: secret.path }, 'generated a new IDP_SECRET and stored it with mode 0600; back it up, signing keys are encrypted under it');
+  if (secret.generated)
+    app.log.warn(
+      { path: secret.path },
+      'generated a new IDP_SECRET and stored it with mode 0600; back it up, signing keys are encrypted under it',
+    );
   if (config.allowInsecurePublicUrl) {
-    app.log.warn({ publicUrl: config.publicUrl }, 'PUBLIC_URL is plain http on a host that is not localhost (ALLOW_INSECURE_PUBLIC_URL=true): browsers will refuse passkeys and traffic is readable on the network');
+    app.log.warn(
+      { publicUrl: config.publicUrl },
+      'PUBLIC_URL is plain http on a host that is not localhost (ALLOW_INSECURE_PUBLIC_URL=true): browsers will refuse passkeys and traffic is readable on the network',
+    );
   }
   let closing = false;
   const shutdown = (signal: string) => {

@@ -49,14 +49,27 @@ export interface CommandInfo {
   options: Record<string, OptionDef>;
 }
 
-export type Values = Record<string, any>;
+export type Values = Record<string, string | boolean | (string | boolean)[] | undefined>;
+
+/** A string option's value, or undefined when it was not given. */
+export function optional(values: Values, name: string): string | undefined {
+  const v = values[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** A repeatable string option's values. */
+export function repeated(values: Values, name: string): string[] | undefined {
+  const v = values[name];
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : undefined;
+}
 
 export interface CommandDef extends CommandInfo {
   run(ctx: Ctx, values: Values, positionals: string[]): Promise<unknown>;
 }
 
 export function intOption(value: unknown, name: string): number {
-  if (typeof value !== 'string' || !/^\d{1,15}$/.test(value) || Number(value) < 1) throw badRequest(`--${name} must be a positive integer (at most 15 digits)`);
+  if (typeof value !== 'string' || !/^\d{1,15}$/.test(value) || Number(value) < 1)
+    throw badRequest(`--${name} must be a positive integer (at most 15 digits)`);
   return Number(value);
 }
 
@@ -67,24 +80,31 @@ export function required(values: Values, name: string): string {
   return v;
 }
 
-export function orgList(value: unknown): number[] {
+export function orgList(value: string | undefined): number[] {
   if (value === undefined) return [];
-  return parseList(String(value)).map((v) => intOption(v, 'orgs'));
+  return parseList(value).map((v) => intOption(v, 'orgs'));
 }
 
 /** At least one id, each an existing organization: a typo must fail, not silently grant or revoke nothing. */
 export async function existingOrgs(ctx: Ctx, value: string): Promise<number[]> {
   const ids = orgList(value);
   if (ids.length === 0) throw badRequest('--orgs needs at least one organization id');
-  for (const id of ids) if (!(await findOrganization(ctx.store.db, id))) throw badRequest(`organization ${id} does not exist`);
+  for (const id of ids)
+    if (!(await findOrganization(ctx.store.db, id))) throw badRequest(`organization ${id} does not exist`);
   return ids;
 }
 
 export function table(rows: Record<string, unknown>[], columns: string[]): string {
   if (rows.length === 0) return '(none)';
-  const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))));
+  const cells = rows.map((r) =>
+    columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c] as string | number | boolean))),
+  );
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
-  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (vals: string[]) =>
+    vals
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(columns), ...cells.map(line)].join('\n');
 }
 

@@ -1,7 +1,7 @@
 // The admin CLI: `npm run idp -- <group> <command> [options]`. Human output by default, --json for
 // scripts. Commands are defined once (src/cli/commands/); the parser and --help both read those
 // definitions. Every failure is one line on stderr and a non-zero exit; nothing is changed.
-import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 import { checkStorage, ConfigError, loadConfig, type Config } from '../config.ts';
 import { keyring, loadSecret } from '../crypto.ts';
 import { openStore, type Store } from '../store/index.ts';
@@ -18,10 +18,23 @@ import { auditCommands } from './commands/audit.ts';
 
 export type { Io } from './command.ts';
 
-export const COMMANDS: CommandDef[] = [...orgCommands, ...userCommands, ...photoCommands, ...clientCommands, ...passkeyCommands, ...keysCommands, ...auditCommands];
+export const COMMANDS: CommandDef[] = [
+  ...orgCommands,
+  ...userCommands,
+  ...photoCommands,
+  ...clientCommands,
+  ...passkeyCommands,
+  ...keysCommands,
+  ...auditCommands,
+];
 
 /** `serve` starts the service (src/main.ts); it is listed here so help and argument checks cover it. */
-const SERVE: CommandInfo = { group: 'serve', name: '', summary: 'start the service; every setting comes from the environment (README: Configuration)', options: {} };
+const SERVE: CommandInfo = {
+  group: 'serve',
+  name: '',
+  summary: 'start the service; every setting comes from the environment (README: Configuration)',
+  options: {},
+};
 
 /** Options every command takes. */
 const COMMON: Record<string, OptionDef & { short?: string }> = {
@@ -60,7 +73,11 @@ function commandHelp(c: CommandInfo): string {
     `${'short' in o && o.short ? `-${o.short}, ` : ''}${optionText(name, o)}`,
     `${o.description}${o.required ? ' (required)' : ''}${o.multiple ? ' (repeatable)' : ''}`,
   ]);
-  const lines = [`usage: ${PROGRAM} ${synopsis(c)}${c === SERVE ? '   (npm start runs it)' : ' [--json]'}`, '', c.summary];
+  const lines = [
+    `usage: ${PROGRAM} ${synopsis(c)}${c === SERVE ? '   (npm start runs it)' : ' [--json]'}`,
+    '',
+    c.summary,
+  ];
   if (c.args?.length) lines.push('', 'arguments:', ...columns(c.args.map((a) => [`<${a.name}>`, a.description])));
   lines.push('', 'options:', ...columns(options));
   return lines.join('\n');
@@ -72,11 +89,23 @@ function listing(commands: CommandInfo[]): string[] {
 
 function groupHelp(group: string): string {
   const commands = COMMANDS.filter((c) => c.group === group);
-  return [`usage: ${PROGRAM} ${group} <command> [options] [--json]`, `       ${PROGRAM} ${group} <command> --help`, '', `${group} commands:`, ...listing(commands)].join('\n');
+  return [
+    `usage: ${PROGRAM} ${group} <command> [options] [--json]`,
+    `       ${PROGRAM} ${group} <command> --help`,
+    '',
+    `${group} commands:`,
+    ...listing(commands),
+  ].join('\n');
 }
 
 export function usage(): string {
-  return [`usage: ${PROGRAM} <command> [options] [--json]`, `       ${PROGRAM} <command> --help      (the options of one command)`, '', 'commands:', ...listing([SERVE, ...COMMANDS])].join('\n');
+  return [
+    `usage: ${PROGRAM} <command> [options] [--json]`,
+    `       ${PROGRAM} <command> --help      (the options of one command)`,
+    '',
+    'commands:',
+    ...listing([SERVE, ...COMMANDS]),
+  ].join('\n');
 }
 
 const GROUPS = [...new Set(COMMANDS.map((c) => c.group))];
@@ -88,13 +117,20 @@ class UsageError extends Error {}
 /** parseArgs in non-strict mode, so every complaint is ours: short, naming the option and the usage. */
 function parseCommand(c: CommandInfo, args: string[]): Parsed {
   const options = { ...c.options, ...COMMON };
-  const { values, positionals, tokens } = parseArgs({ args, options: options as ParseArgsOptionsConfig, allowPositionals: true, strict: false, tokens: true });
+  const { values, positionals, tokens } = parseArgs({
+    args,
+    options,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
   if (values.help === true) return { help: true };
   for (const t of tokens) {
     if (t.kind !== 'option') continue;
     const def = options[t.name];
     if (!def) throw new UsageError(`unknown option '${t.rawName}'`);
-    if (def.type === 'string' && typeof t.value !== 'string') throw new UsageError(`option '${t.rawName}' needs a value ${def.value ?? '<value>'}`);
+    if (def.type === 'string' && typeof t.value !== 'string')
+      throw new UsageError(`option '${t.rawName}' needs a value ${def.value ?? '<value>'}`);
     if (def.type === 'boolean' && t.value !== undefined) throw new UsageError(`option '${t.rawName}' takes no value`);
   }
   const expected = c.args?.length ?? 0;
@@ -105,7 +141,8 @@ function parseCommand(c: CommandInfo, args: string[]): Parsed {
 /** Required options and arguments: missing ones are reported like every other invalid input (exit 1). */
 function checkRequired(c: CommandInfo, values: Values, positionals: string[]): void {
   for (const [name, o] of Object.entries(c.options)) {
-    if (o.required && values[name] === undefined) throw new AppError(400, `--${name} is required${typeof o.required === 'string' ? ` (${o.required})` : ''}`);
+    if (o.required && values[name] === undefined)
+      throw new AppError(400, `--${name} is required${typeof o.required === 'string' ? ` (${o.required})` : ''}`);
   }
   (c.args ?? []).forEach((a, i) => {
     if (!positionals[i]) throw new AppError(400, `${a.name.replace(/_/g, ' ')} is required`);
@@ -114,7 +151,8 @@ function checkRequired(c: CommandInfo, values: Values, positionals: string[]): v
 
 /** Help on stdout (exit 0) or usage on stderr after a mistake (exit 2). */
 function say(io: Io, text: string, code: 0 | 2): number {
-  (code === 0 ? io.out : io.err)(text);
+  if (code === 0) io.out(text);
+  else io.err(text);
   return code;
 }
 
@@ -130,7 +168,11 @@ function resolve(argv: string[], io: Io): { command: CommandDef; rest: string[] 
   if (command) return { command, rest: argv.slice(2) };
   if (second === undefined) return say(io, groupHelp(first), 2);
   const names = COMMANDS.filter((c) => c.group === first).map((c) => c.name);
-  return say(io, `error: unknown command '${first} ${second}'; ${first} commands: ${names.join(', ')} (see ${PROGRAM} ${first} --help)`, 2);
+  return say(
+    io,
+    `error: unknown command '${first} ${second}'; ${first} commands: ${names.join(', ')} (see ${PROGRAM} ${first} --help)`,
+    2,
+  );
 }
 
 /** Parses a command's arguments; undefined when it should run, else the exit code (help printed or usage error). */
@@ -141,7 +183,7 @@ function parseOrExplain(c: CommandInfo, args: string[], io: Io): Parsed | number
     return parsed;
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
-      return say(io, `error: ${err.message} (usage: ${PROGRAM} ${synopsis(c)}; see ${PROGRAM} ${title(c)} --help)`, 2);
+    return say(io, `error: ${err.message} (usage: ${PROGRAM} ${synopsis(c)}; see ${PROGRAM} ${title(c)} --help)`, 2);
   }
 }
 

@@ -1,6 +1,6 @@
 // Prometheus metrics registry, served at /metrics, and who may scrape it.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import ipaddr from 'ipaddr.js';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { parseRange, type Config } from '../config.ts';
@@ -28,13 +28,23 @@ const sha256 = (value: string) => createHash('sha256').update(value).digest();
 export function metricsAccess(config: Pick<Config, 'metricsAllow' | 'metricsToken'>) {
   const ranges = config.metricsAllow.map((entry) => parseRange(entry)!);
   const expected = config.metricsToken === undefined ? undefined : sha256(config.metricsToken);
-  return async function checkScraper(request: FastifyRequest): Promise<void> {
+  const check = (request: FastifyRequest): void => {
     if (!addressIn(ranges, request.ip)) throw forbidden('Metrics are not available from this address');
     if (!expected) return;
     const match = /^Bearer ([^\s]+)$/i.exec(request.headers.authorization ?? '');
     if (!match) throw new AppError(401, 'Bearer token required', { 'www-authenticate': 'Bearer realm="metrics"' });
     if (!timingSafeEqual(sha256(match[1]!), expected)) {
-      throw new AppError(401, 'Bearer token invalid', { 'www-authenticate': 'Bearer realm="metrics", error="invalid_token"' });
+      throw new AppError(401, 'Bearer token invalid', {
+        'www-authenticate': 'Bearer realm="metrics", error="invalid_token"',
+      });
+    }
+  };
+  return function checkScraper(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    try {
+      check(request);
+      done();
+    } catch (err) {
+      done(err as Error);
     }
   };
 }

@@ -16,7 +16,10 @@ for (const dialect of dialects()) {
       ctx.app.inject({
         method: 'POST',
         url: '/oauth/token',
-        headers: { authorization: basicAuth(c.client_id, c.client_secret), 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          authorization: basicAuth(c.client_id, c.client_secret),
+          'content-type': 'application/x-www-form-urlencoded',
+        },
         payload: new URLSearchParams({ grant_type: 'client_credentials', scope }).toString(),
       });
 
@@ -34,7 +37,18 @@ for (const dialect of dialects()) {
     });
 
     it('--grant client_credentials (repeatable, comma-separated) adds the grant', async () => {
-      const both = await add('--name', 'Portal with API', '--redirect-uri', REDIRECT, '--scopes', 'passkey.read', '--grant', 'authorization_code,refresh_token', '--grant', 'client_credentials');
+      const both = await add(
+        '--name',
+        'Portal with API',
+        '--redirect-uri',
+        REDIRECT,
+        '--scopes',
+        'passkey.read',
+        '--grant',
+        'authorization_code,refresh_token',
+        '--grant',
+        'client_credentials',
+      );
       assert.deepEqual(both.grant_types, ['authorization_code', 'refresh_token', 'client_credentials']);
       const res = await clientCredentials(both, 'passkey.read');
       assert.equal(res.statusCode, 200, res.body);
@@ -50,11 +64,28 @@ for (const dialect of dialects()) {
     });
 
     const refusals: [string[], RegExp][] = [
-      [['--name', 'SPA', '--public', '--redirect-uri', REDIRECT, '--grant', 'client_credentials'], /public client cannot use client_credentials/],
+      [
+        ['--name', 'SPA', '--public', '--redirect-uri', REDIRECT, '--grant', 'client_credentials'],
+        /public client cannot use client_credentials/,
+      ],
       [['--name', 'X', '--grant', 'password'], /unknown grant type 'password'/],
       [['--name', 'X', '--grant', 'authorization_code'], /authorization_code grant needs at least one --redirect-uri/],
-      [['--name', 'X', '--redirect-uri', REDIRECT, '--grant', 'refresh_token'], /used only by the authorization_code grant/],
-      [['--name', 'X', '--redirect-uri', REDIRECT, '--grant', 'authorization_code refresh_token client_credentials', '--public'], /public client cannot use client_credentials/],
+      [
+        ['--name', 'X', '--redirect-uri', REDIRECT, '--grant', 'refresh_token'],
+        /used only by the authorization_code grant/,
+      ],
+      [
+        [
+          '--name',
+          'X',
+          '--redirect-uri',
+          REDIRECT,
+          '--grant',
+          'authorization_code refresh_token client_credentials',
+          '--public',
+        ],
+        /public client cannot use client_credentials/,
+      ],
     ];
     for (const [args, message] of refusals) {
       it(`refuses ${args.join(' ')}`, async () => {

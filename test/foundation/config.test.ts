@@ -86,7 +86,7 @@ describe('configuration', () => {
 
   it('reads exactly the variables SETTINGS defines', () => {
     const read = new Set<string>();
-    const spy = new Proxy({} as NodeJS.ProcessEnv, {
+    const spy = new Proxy({}, {
       get(_target, name) {
         if (typeof name === 'string') read.add(name);
         return undefined;

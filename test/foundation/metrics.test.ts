@@ -15,7 +15,16 @@ describe('/metrics access', () => {
     before(async () => (ctx = await startTestApp('sqlite')));
     after(async () => ctx.close());
 
-    for (const address of ['127.0.0.1', '::1', '10.1.2.3', '172.20.0.5', '192.168.1.5', 'fd00::5', '::ffff:192.168.1.5', '::ffff:127.0.0.1']) {
+    for (const address of [
+      '127.0.0.1',
+      '::1',
+      '10.1.2.3',
+      '172.20.0.5',
+      '192.168.1.5',
+      'fd00::5',
+      '::ffff:192.168.1.5',
+      '::ffff:127.0.0.1',
+    ]) {
       it(`answers ${address}`, async () => {
         const res = await scrape(ctx, address);
         assert.equal(res.statusCode, 200, res.body);
@@ -35,7 +44,10 @@ describe('/metrics access', () => {
 
   describe('METRICS_TOKEN and METRICS_ALLOW', () => {
     let ctx: TestContext;
-    before(async () => (ctx = await startTestApp('sqlite', { METRICS_TOKEN: TOKEN, METRICS_ALLOW: '127.0.0.0/8, 203.0.113.0/24' })));
+    before(
+      async () =>
+        (ctx = await startTestApp('sqlite', { METRICS_TOKEN: TOKEN, METRICS_ALLOW: '127.0.0.0/8, 203.0.113.0/24' })),
+    );
     after(async () => ctx.close());
 
     it('needs the bearer token from loopback too: 401 with a Bearer challenge', async () => {
@@ -43,7 +55,13 @@ describe('/metrics access', () => {
       assert.equal(missing.statusCode, 401);
       assert.match(String(missing.headers['www-authenticate']), /^Bearer realm="metrics"$/);
       assert.deepEqual(missing.json(), { code: 401, message: 'Bearer token required' });
-      for (const authorization of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, 'Bearer x', `Basic ${TOKEN}`, TOKEN]) {
+      for (const authorization of [
+        `Bearer ${TOKEN}x`,
+        `Bearer ${TOKEN.slice(0, -1)}`,
+        'Bearer x',
+        `Basic ${TOKEN}`,
+        TOKEN,
+      ]) {
         const wrong = await scrape(ctx, '127.0.0.1', { authorization });
         assert.equal(wrong.statusCode, 401, authorization);
         assert.match(String(wrong.headers['www-authenticate']), /^Bearer /);

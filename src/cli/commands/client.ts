@@ -2,7 +2,18 @@
 import * as clients from '../../clients/index.ts';
 import { iso } from '../../time.ts';
 import { API_SCOPES, ATTRIBUTE_GROUPS } from '../../vocabulary.ts';
-import { existingOrgs, optional, orgList, repeated, required, table, type CommandDef, type Ctx, type OptionDef, type Values } from '../command.ts';
+import {
+  existingOrgs,
+  optional,
+  orgList,
+  repeated,
+  required,
+  table,
+  type CommandDef,
+  type Ctx,
+  type OptionDef,
+  type Values,
+} from '../command.ts';
 
 function clientView(c: clients.Client) {
   return {
@@ -25,17 +36,36 @@ function clientView(c: clients.Client) {
 function showClient(ctx: Ctx, c: clients.Client, secret?: string | null) {
   const view = { ...clientView(c), ...(secret ? { client_secret: secret } : {}) };
   if (ctx.json) return view;
-  const lines = Object.entries(view).map(([k, v]) => `${k.padEnd(28)} ${Array.isArray(v) ? v.join(' ') || '-' : (v ?? '-')}`);
+  const lines = Object.entries(view).map(
+    ([k, v]) => `${k.padEnd(28)} ${Array.isArray(v) ? v.join(' ') || '-' : (v ?? '-')}`,
+  );
   if (secret) lines.push('', 'The client secret is shown only now; store it safely.');
   return lines.join('\n');
 }
 
 const CLIENT_ID = [{ name: 'client_id', description: 'the client' }];
-const ORGS: OptionDef = { type: 'string', value: '<id,...>', required: true, description: 'organization ids, comma-separated' };
+const ORGS: OptionDef = {
+  type: 'string',
+  value: '<id,...>',
+  required: true,
+  description: 'organization ids, comma-separated',
+};
 
 /** A command on one existing client that changes it and shows the result. */
-function change(name: string, summary: string, options: Record<string, OptionDef>, apply: (ctx: Ctx, id: string, v: Values) => Promise<clients.Client>): CommandDef {
-  return { group: 'client', name, summary, args: CLIENT_ID, options, run: async (ctx, v, [id]) => showClient(ctx, await apply(ctx, id!, v)) };
+function change(
+  name: string,
+  summary: string,
+  options: Record<string, OptionDef>,
+  apply: (ctx: Ctx, id: string, v: Values) => Promise<clients.Client>,
+): CommandDef {
+  return {
+    group: 'client',
+    name,
+    summary,
+    args: CLIENT_ID,
+    options,
+    run: async (ctx, v, [id]) => showClient(ctx, await apply(ctx, id!, v)),
+  };
 }
 
 const add: CommandDef = {
@@ -44,20 +74,43 @@ const add: CommandDef = {
   summary: 'register a client; prints client_id and the secret, the secret only this once',
   options: {
     name: { type: 'string', value: '<name>', required: true, description: 'display name, shown on the consent page' },
-    scopes: { type: 'string', value: '"..."', description: `allowed scopes, space- or comma-separated (API: ${API_SCOPES.join(' ')})` },
-    groups: { type: 'string', value: '"..."', description: `attribute groups, space- or comma-separated (${ATTRIBUTE_GROUPS.join(' ')})` },
+    scopes: {
+      type: 'string',
+      value: '"..."',
+      description: `allowed scopes, space- or comma-separated (API: ${API_SCOPES.join(' ')})`,
+    },
+    groups: {
+      type: 'string',
+      value: '"..."',
+      description: `attribute groups, space- or comma-separated (${ATTRIBUTE_GROUPS.join(' ')})`,
+    },
     orgs: { type: 'string', value: '<id,...>', description: 'organizations it may administer through the passkey API' },
-    'redirect-uri': { type: 'string', multiple: true, value: '<uri>', description: 'sign-in redirect URI (https; http for localhost only)' },
-    'post-logout-redirect-uri': { type: 'string', multiple: true, value: '<uri>', description: 'where to return after logout' },
+    'redirect-uri': {
+      type: 'string',
+      multiple: true,
+      value: '<uri>',
+      description: 'sign-in redirect URI (https; http for localhost only)',
+    },
+    'post-logout-redirect-uri': {
+      type: 'string',
+      multiple: true,
+      value: '<uri>',
+      description: 'where to return after logout',
+    },
     grant: {
       type: 'string',
       multiple: true,
       value: '<grant>',
-      description: 'grant types: authorization_code, refresh_token, client_credentials (repeat or separate with commas); default: authorization_code refresh_token with --redirect-uri, client_credentials for API scopes or without redirect URIs',
+      description:
+        'grant types: authorization_code, refresh_token, client_credentials (repeat or separate with commas); default: authorization_code refresh_token with --redirect-uri, client_credentials for API scopes or without redirect URIs',
     },
     'first-party': { type: 'boolean', description: 'skip the consent page (the operator’s own applications)' },
     public: { type: 'boolean', description: 'no secret (browser or native app; PKCE required, no client_credentials)' },
-    'userinfo-signed-alg': { type: 'string', value: 'RS256|ES256', description: 'answer /openid/userinfo as a signed JWT' },
+    'userinfo-signed-alg': {
+      type: 'string',
+      value: 'RS256|ES256',
+      description: 'answer /openid/userinfo as a signed JWT',
+    },
   },
   async run(ctx, v) {
     const { client, secret } = await clients.createClient(ctx.store, ctx.keys, {
@@ -87,12 +140,24 @@ export const clientCommands: CommandDef[] = [
       const all = (await clients.listClients(ctx.store)).map(clientView);
       if (ctx.json) return all;
       return table(
-        all.map((c) => ({ ...c, scopes: c.scopes.join(' '), groups: c.groups.join(' '), organizations: c.organizations.join(',') })),
+        all.map((c) => ({
+          ...c,
+          scopes: c.scopes.join(' '),
+          groups: c.groups.join(' '),
+          organizations: c.organizations.join(','),
+        })),
         ['client_id', 'name', 'type', 'scopes', 'groups', 'organizations'],
       );
     },
   },
-  { group: 'client', name: 'show', summary: 'show a client (never its secret)', args: CLIENT_ID, options: {}, run: async (ctx, _v, [id]) => showClient(ctx, await clients.getClient(ctx.store, id!)) },
+  {
+    group: 'client',
+    name: 'show',
+    summary: 'show a client (never its secret)',
+    args: CLIENT_ID,
+    options: {},
+    run: async (ctx, _v, [id]) => showClient(ctx, await clients.getClient(ctx.store, id!)),
+  },
   {
     group: 'client',
     name: 'rotate-secret',
@@ -101,26 +166,59 @@ export const clientCommands: CommandDef[] = [
     options: {},
     async run(ctx, _v, [id]) {
       const secret = await clients.rotateSecret(ctx.store, ctx.keys, id!);
-      return ctx.json ? { client_id: id, client_secret: secret } : `new secret for ${id}: ${secret}\nThe old secret no longer works. This secret is shown only now.`;
+      return ctx.json
+        ? { client_id: id, client_secret: secret }
+        : `new secret for ${id}: ${secret}\nThe old secret no longer works. This secret is shown only now.`;
     },
   },
-  change('set-groups', 'replace the authorized attribute groups', { groups: { type: 'string', value: '"..."', required: 'use --groups "" to remove all', description: 'attribute groups; "" removes all' } }, (ctx, id, v) =>
-    clients.setGroups(ctx.store, id, clients.parseList(optional(v, 'groups'))),
+  change(
+    'set-groups',
+    'replace the authorized attribute groups',
+    {
+      groups: {
+        type: 'string',
+        value: '"..."',
+        required: 'use --groups "" to remove all',
+        description: 'attribute groups; "" removes all',
+      },
+    },
+    (ctx, id, v) => clients.setGroups(ctx.store, id, clients.parseList(optional(v, 'groups'))),
   ),
-  change('set-scopes', 'replace the allowed scopes', { scopes: { type: 'string', value: '"..."', required: true, description: 'allowed scopes, space- or comma-separated' } }, (ctx, id, v) =>
-    clients.setScopes(ctx.store, id, clients.parseList(optional(v, 'scopes'))),
+  change(
+    'set-scopes',
+    'replace the allowed scopes',
+    {
+      scopes: {
+        type: 'string',
+        value: '"..."',
+        required: true,
+        description: 'allowed scopes, space- or comma-separated',
+      },
+    },
+    (ctx, id, v) => clients.setScopes(ctx.store, id, clients.parseList(optional(v, 'scopes'))),
   ),
-  change('grant-orgs', 'organizations the client may administer through the passkey API', { orgs: ORGS }, async (ctx, id, v) =>
-    clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'admin'),
+  change(
+    'grant-orgs',
+    'organizations the client may administer through the passkey API',
+    { orgs: ORGS },
+    async (ctx, id, v) =>
+      clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'admin'),
   ),
   change('revoke-orgs', 'stop the client administering organizations', { orgs: ORGS }, async (ctx, id, v) =>
     clients.revokeOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'admin'),
   ),
-  change('grant-checkuser', 'organizations the client may query for user existence', { orgs: ORGS }, async (ctx, id, v) =>
-    clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'checkuser'),
+  change(
+    'grant-checkuser',
+    'organizations the client may query for user existence',
+    { orgs: ORGS },
+    async (ctx, id, v) =>
+      clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'checkuser'),
   ),
-  change('revoke-checkuser', 'stop the client querying organizations for user existence', { orgs: ORGS }, async (ctx, id, v) =>
-    clients.revokeOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'checkuser'),
+  change(
+    'revoke-checkuser',
+    'stop the client querying organizations for user existence',
+    { orgs: ORGS },
+    async (ctx, id, v) =>
+      clients.revokeOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'checkuser'),
   ),
 ];
-

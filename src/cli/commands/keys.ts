@@ -14,7 +14,9 @@ export const keysCommands: CommandDef[] = [
       await ensureSigningKeys(ctx.store, ctx.keys);
       const added = await rotateSigningKeys(ctx.store, ctx.keys, keyTiming(ctx.config));
       const view = added.map((k) => ({ kid: k.kid, alg: k.alg, activates_at: iso(k.activatesAt) }));
-      return ctx.json ? view : `${view.map((k) => `new ${k.alg} key ${k.kid}, signs from ${k.activates_at}`).join('\n')}\nThe previous keys stay in the JWKS until tokens they signed have expired.`;
+      return ctx.json
+        ? view
+        : `${view.map((k) => `new ${k.alg} key ${k.kid}, signs from ${k.activates_at}`).join('\n')}\nThe previous keys stay in the JWKS until tokens they signed have expired.`;
     },
   },
 ];

@@ -10,12 +10,26 @@ export const orgCommands: CommandDef[] = [
     name: 'add',
     summary: "add an organization (realm = the part after @ in its users' eppn)",
     options: {
-      id: { type: 'string', value: '<n>', required: true, description: 'numeric organization id, the org_id of the passkey API' },
-      realm: { type: 'string', value: '<realm>', required: true, description: "domain after @ in the users' eppn, e.g. example.org" },
+      id: {
+        type: 'string',
+        value: '<n>',
+        required: true,
+        description: 'numeric organization id, the org_id of the passkey API',
+      },
+      realm: {
+        type: 'string',
+        value: '<realm>',
+        required: true,
+        description: "domain after @ in the users' eppn, e.g. example.org",
+      },
       name: { type: 'string', value: '<name>', required: true, description: 'display name' },
     },
     async run(ctx, v) {
-      const org = await addOrganization(ctx.store, { id: intOption(required(v, 'id'), 'id'), realm: required(v, 'realm'), name: required(v, 'name') });
+      const org = await addOrganization(ctx.store, {
+        id: intOption(required(v, 'id'), 'id'),
+        realm: required(v, 'realm'),
+        name: required(v, 'name'),
+      });
       return ctx.json ? { ...org, created_at: iso(org.created_at) } : `organization ${org.id} (${org.realm}) added`;
     },
   },

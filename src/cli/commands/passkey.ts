@@ -6,21 +6,30 @@ import { findOrganization, findUserByEppn } from '../../store/directory.ts';
 import { listOrganizationPasskeys, listUserPasskeys } from '../../store/passkeys.ts';
 import { importPasskeys } from '../../webauthn/import.ts';
 import { iso } from '../../time.ts';
-import { intOption, required, table, type CommandDef } from '../command.ts';
+import { intOption, optional, required, table, type CommandDef } from '../command.ts';
 
 export const passkeyCommands: CommandDef[] = [
   {
     group: 'passkey',
     name: 'import',
     summary: 'import WebAuthn credentials from another IdP, all or nothing',
-    options: { file: { type: 'string', value: '<json>', required: true, description: 'JSON array of credentials (README: Admin CLI)' } },
+    options: {
+      file: {
+        type: 'string',
+        value: '<json>',
+        required: true,
+        description: 'JSON array of credentials (README: Admin CLI)',
+      },
+    },
     async run(ctx, v) {
       const path = required(v, 'file');
       let data: unknown;
       try {
         data = JSON.parse(readFileSync(path, 'utf8'));
       } catch (err) {
-        throw badRequest(`${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : 'not valid JSON'}`);
+        throw badRequest(
+          `${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : 'not valid JSON'}`,
+        );
       }
       const result = await importPasskeys(ctx.store, data);
       return ctx.json ? result : `imported ${result.imported} passkeys`;
@@ -39,15 +48,26 @@ export const passkeyCommands: CommandDef[] = [
       const org = await findOrganization(ctx.store.db, orgId);
       if (!org) throw badRequest(`organization ${orgId} does not exist`);
       let rows;
-      if (v.eppn !== undefined) {
-        const user = await findUserByEppn(ctx.store.db, normalizeEppn(v.eppn));
-        if (!user || user.org_id !== orgId) throw badRequest(`user '${v.eppn}' does not exist in organization ${orgId}`);
+      const eppn = optional(v, 'eppn');
+      if (eppn !== undefined) {
+        const user = await findUserByEppn(ctx.store.db, normalizeEppn(eppn));
+        if (!user || user.org_id !== orgId) throw badRequest(`user '${eppn}' does not exist in organization ${orgId}`);
         rows = await listUserPasskeys(ctx.store.db, user.id, 0, Number.MAX_SAFE_INTEGER);
       } else {
         rows = await listOrganizationPasskeys(ctx.store.db, orgId, 0, Number.MAX_SAFE_INTEGER);
       }
-      const view = rows.map((r) => ({ id: r.id, eppn: r.eppn, label: r.label, created_at: iso(r.created_at), last_used_at: r.last_used_at === null ? null : iso(r.last_used_at), mfa_verified: r.mfa_verified === 1, aaguid: r.aaguid }));
-      return ctx.json ? view : table(view, ['id', 'eppn', 'label', 'created_at', 'last_used_at', 'mfa_verified', 'aaguid']);
+      const view = rows.map((r) => ({
+        id: r.id,
+        eppn: r.eppn,
+        label: r.label,
+        created_at: iso(r.created_at),
+        last_used_at: r.last_used_at === null ? null : iso(r.last_used_at),
+        mfa_verified: r.mfa_verified === 1,
+        aaguid: r.aaguid,
+      }));
+      return ctx.json
+        ? view
+        : table(view, ['id', 'eppn', 'label', 'created_at', 'last_used_at', 'mfa_verified', 'aaguid']);
     },
   },
 ];

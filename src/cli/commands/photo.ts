@@ -9,7 +9,8 @@ function readImage(path: string): Buffer {
     // Checked before reading, so a huge file is refused without loading it.
     const stat = statSync(path);
     if (!stat.isFile()) throw badRequest(`${path}: not a regular file`);
-    if (stat.size > PHOTO_LIMITS.maxBytes) throw badRequest(`${path}: the file is larger than ${PHOTO_LIMITS.maxBytes / 1024 / 1024} MiB`);
+    if (stat.size > PHOTO_LIMITS.maxBytes)
+      throw badRequest(`${path}: the file is larger than ${PHOTO_LIMITS.maxBytes / 1024 / 1024} MiB`);
     return readFileSync(path);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
@@ -19,7 +20,12 @@ function readImage(path: string): Buffer {
   }
 }
 
-const EPPN = { type: 'string', value: '<eppn>', required: true, description: 'the user (eduPersonPrincipalName)' } as const;
+const EPPN = {
+  type: 'string',
+  value: '<eppn>',
+  required: true,
+  description: 'the user (eduPersonPrincipalName)',
+} as const;
 
 export const photoCommands: CommandDef[] = [
   {
@@ -39,8 +45,16 @@ export const photoCommands: CommandDef[] = [
         if (err instanceof AppError && err.status === 400) throw badRequest(`${path}: ${err.message}`);
         throw err;
       }
-      const view = { eppn: stored.eppn, handle: stored.handle, width: stored.width, height: stored.height, replaced: stored.replaced };
-      return ctx.json ? view : `photo of ${stored.eppn} set: ${stored.handle} (${stored.width} x ${stored.height})${stored.replaced ? `, replacing ${stored.replaced}` : ''}`;
+      const view = {
+        eppn: stored.eppn,
+        handle: stored.handle,
+        width: stored.width,
+        height: stored.height,
+        replaced: stored.replaced,
+      };
+      return ctx.json
+        ? view
+        : `photo of ${stored.eppn} set: ${stored.handle} (${stored.width} x ${stored.height})${stored.replaced ? `, replacing ${stored.replaced}` : ''}`;
     },
   },
   {
@@ -50,7 +64,11 @@ export const photoCommands: CommandDef[] = [
     options: { eppn: EPPN },
     async run(ctx, v) {
       const result = await removePhotoByEppn(ctx.store, required(v, 'eppn'));
-      return ctx.json ? result : result.removed ? `photo of ${result.eppn} removed (${result.removed})` : `${result.eppn} had no photo`;
+      return ctx.json
+        ? result
+        : result.removed
+          ? `photo of ${result.eppn} removed (${result.removed})`
+          : `${result.eppn} had no photo`;
     },
   },
 ];

@@ -2,10 +2,20 @@
 import { addSecondaryId, addUser, normalizeEppn, removeSecondaryId, setPassword } from '../../directory/index.ts';
 import { listUsersOfOrganization } from '../../store/directory.ts';
 import { iso } from '../../time.ts';
-import { intOption, readPassword, required, table, type CommandDef } from '../command.ts';
+import { intOption, optional, readPassword, required, table, type CommandDef } from '../command.ts';
 
-const EPPN = { type: 'string', value: '<eppn>', required: true, description: 'the user (eduPersonPrincipalName, user@realm)' } as const;
-const SECONDARY_ID = { type: 'string', value: '<namespace>:<identifier>', required: true, description: 'secondary id; namespaces edugain, eidas, facebook, google, ...' } as const;
+const EPPN = {
+  type: 'string',
+  value: '<eppn>',
+  required: true,
+  description: 'the user (eduPersonPrincipalName, user@realm)',
+} as const;
+const SECONDARY_ID = {
+  type: 'string',
+  value: '<namespace>:<identifier>',
+  required: true,
+  description: 'secondary id; namespaces edugain, eidas, facebook, google, ...',
+} as const;
 
 export const userCommands: CommandDef[] = [
   {
@@ -22,8 +32,22 @@ export const userCommands: CommandDef[] = [
     },
     async run(ctx, v) {
       const password = v['password-stdin'] ? await readPassword(ctx) : undefined;
-      const user = await addUser(ctx.store, { orgId: intOption(required(v, 'org'), 'org'), eppn: required(v, 'eppn'), name: required(v, 'name'), email: v.email, nin: v.nin, password });
-      const view = { sub: user.sub, org_id: user.org_id, eppn: user.eppn, name: user.name, email: user.email, has_password: user.password_hash !== null };
+      const user = await addUser(ctx.store, {
+        orgId: intOption(required(v, 'org'), 'org'),
+        eppn: required(v, 'eppn'),
+        name: required(v, 'name'),
+        email: optional(v, 'email'),
+        nin: optional(v, 'nin'),
+        password,
+      });
+      const view = {
+        sub: user.sub,
+        org_id: user.org_id,
+        eppn: user.eppn,
+        name: user.name,
+        email: user.email,
+        has_password: user.password_hash !== null,
+      };
       return ctx.json ? view : `user ${user.eppn} added (sub ${user.sub})`;
     },
   },
@@ -34,7 +58,14 @@ export const userCommands: CommandDef[] = [
     options: { org: { type: 'string', value: '<id>', required: true, description: 'organization id' } },
     async run(ctx, v) {
       const users = await listUsersOfOrganization(ctx.store.db, intOption(required(v, 'org'), 'org'));
-      const rows = users.map((u) => ({ sub: u.sub, eppn: u.eppn, name: u.name, email: u.email, password: u.password_hash ? 'yes' : 'no', created_at: iso(u.created_at) }));
+      const rows = users.map((u) => ({
+        sub: u.sub,
+        eppn: u.eppn,
+        name: u.name,
+        email: u.email,
+        password: u.password_hash ? 'yes' : 'no',
+        created_at: iso(u.created_at),
+      }));
       return ctx.json ? rows : table(rows, ['eppn', 'name', 'email', 'password', 'sub', 'created_at']);
     },
   },
@@ -44,7 +75,11 @@ export const userCommands: CommandDef[] = [
     summary: 'set a password (read from standard input, never from the command line)',
     options: {
       eppn: EPPN,
-      'password-stdin': { type: 'boolean', required: 'passwords are never taken from the command line', description: 'read the password from standard input' },
+      'password-stdin': {
+        type: 'boolean',
+        required: 'passwords are never taken from the command line',
+        description: 'read the password from standard input',
+      },
     },
     async run(ctx, v) {
       const eppn = required(v, 'eppn');
