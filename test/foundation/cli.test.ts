@@ -297,3 +297,41 @@ describe('admin CLI as a process', () => {
     assert.equal(dup.stderr.trim(), 'error: organization 1 already exists');
   });
 });
+
+describe('admin CLI usage and help (a real process)', () => {
+  const idp = (...args: string[]) => spawnSync(process.execPath, ['src/main.ts', ...args], { env: { ...process.env, DATABASE_URL: join(tmp, 'absent', 'x.sqlite') }, encoding: 'utf8', timeout: 20000 });
+
+  it('with no command prints the usage and exits 2, starting nothing', () => {
+    const r = idp();
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /^usage: npm run idp -- <command>/);
+    assert.match(r.stderr, /\n {2}org add --id <n> --realm <realm> --name <name>\n/);
+    assert.equal(r.stdout, '');
+  });
+
+  for (const flag of ['--help', '-h']) {
+    it(`${flag} works at every level and exits 0`, () => {
+      const top = idp(flag);
+      assert.equal(top.status, 0);
+      assert.match(top.stdout, /^usage: npm run idp -- <command>/);
+      const group = idp('org', flag);
+      assert.equal(group.status, 0);
+      assert.match(group.stdout, /org add --id <n>/);
+      assert.match(group.stdout, /org list/);
+      assert.doesNotMatch(group.stdout, /client add/);
+      const command = idp('client', 'add', flag);
+      assert.equal(command.status, 0);
+      assert.match(command.stdout, /^usage: npm run idp -- client add --name <name>/);
+      // each option with its description, from the same definition the parser uses
+      assert.match(command.stdout, /--grant <grant>\s+\S.*client_credentials/);
+    });
+  }
+
+  it('an unknown option names the option and the command usage, not the parser text', () => {
+    const r = idp('org', 'add', '--bogus', '1');
+    assert.equal(r.status, 2);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.match(r.stderr, /^error: unknown option '--bogus' \(usage: npm run idp -- org add --id <n>/);
+    assert.doesNotMatch(r.stderr, /ERR_PARSE_ARGS|To specify a positional argument/);
+  });
+});
