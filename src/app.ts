@@ -15,7 +15,7 @@ import { createProviderHolder, oauthPlugin, type ProviderHolder } from './oauth/
 import { basicAccounts } from './oauth/provider.ts';
 import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
-import { passkeyAdminPlugin } from './passkey-admin/routes.ts';
+import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
 import { createWeb, loadExistingGrant, providerViews } from './web/index.ts';
 

@@ -2,7 +2,7 @@
 // other model is a JSON payload row with an expiry.
 import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import type { Store } from '../store/index.ts';
-import * as payloads from '../store/oidc.ts';
+import * as payloads from '../store/oidc-payloads.ts';
 import { findClient } from '../store/clients.ts';
 import { allowedScopes } from '../clients/index.ts';
 

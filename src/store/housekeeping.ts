@@ -2,7 +2,7 @@
 // windows long closed. Safe to run on every instance at once (plain deletes by time).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Store } from './index.ts';
-import { deleteExpiredPayloads } from './oidc.ts';
+import { deleteExpiredPayloads } from './oidc-payloads.ts';
 import { deleteOlderThan } from './rate-limits.ts';
 
 const RATE_LIMIT_RETENTION_MS = 24 * 3600 * 1000;

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { methodNotAllowed } from '../http/errors.ts';
 import { providerHandler } from '../oauth/plugin.ts';
 import { ROUTES } from '../oauth/provider.ts';
-import { oidcUserinfoHandler } from './oidc.ts';
+import { oidcUserinfoHandler } from './openid-userinfo.ts';
 import { LEGACY_PATH, legacyUserinfoHandler } from './legacy.ts';
 import { photoHandler } from './photos.ts';
 import type { TokenDeps } from './tokens.ts';
@@ -12,7 +12,7 @@ import type { Account } from '../web/index.ts';
 import { accountPhotoPlugin } from './account.ts';
 import { legacyUserinfoSchema, oidcUserinfoSchema, photoSchema } from './schemas.ts';
 
-export { userinfoAccounts } from './accounts.ts';
+export { userinfoAccounts } from './provider-account.ts';
 
 export const PHOTO_PATH = '/userinfo/v1/user/media/:handle';
 

@@ -110,7 +110,7 @@ describe('housekeeping', () => {
   for (const dialect of dialects()) {
     it(`removes expired authorization artifacts and keeps live ones (${dialect})`, async () => {
       const { sweepExpired } = await import('../../src/store/housekeeping.ts');
-      const { upsertPayload, findPayload } = await import('../../src/store/oidc.ts');
+      const { upsertPayload, findPayload } = await import('../../src/store/oidc-payloads.ts');
       const ctx = await startTestApp(dialect);
       try {
         const row = (id: string, expires_at: number) => ({ type: 'Session', id, payload: '{}', grant_id: null, user_code: null, uid: null, expires_at });
