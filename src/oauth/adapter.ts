@@ -1,5 +1,6 @@
 // oidc-provider storage adapter over the store. Clients come from the client registry; every
 // other model is a JSON payload row with an expiry.
+import { LRUCache } from 'lru-cache';
 import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import type { Store } from '../store/index.ts';
 import * as payloads from '../store/oidc-payloads.ts';
@@ -54,19 +55,19 @@ const CLIENT_CACHE_MS = 1000;
 const CLIENT_CACHE_ENTRIES = 1000;
 
 function cachedClients(store: Store) {
-  const cache = new Map<string, { until: number; metadata: Promise<AdapterPayload | undefined> }>();
+  const cache = new LRUCache<string, Promise<AdapterPayload | undefined>>({ max: CLIENT_CACHE_ENTRIES, ttl: CLIENT_CACHE_MS });
+  const forget = (id: string, metadata: Promise<AdapterPayload | undefined>) => {
+    if (cache.peek(id) === metadata) cache.delete(id);
+  };
   return (id: string): Promise<AdapterPayload | undefined> => {
-    const now = Date.now();
     const hit = cache.get(id);
-    if (hit && hit.until > now) return hit.metadata;
+    if (hit) return hit;
+    // Concurrent lookups of one id share the query in flight.
     const metadata = clientMetadata(store, id);
+    cache.set(id, metadata);
     metadata.then(
-      (found) => {
-        if (!found) return cache.delete(id);
-        if (cache.size >= CLIENT_CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
-        cache.set(id, { until: now + CLIENT_CACHE_MS, metadata });
-      },
-      () => cache.delete(id),
+      (found) => void (found || forget(id, metadata)),
+      () => forget(id, metadata),
     );
     return metadata;
   };
