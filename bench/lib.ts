@@ -53,7 +53,9 @@ export async function load(label: string, o: LoadOptions): Promise<LoadResult> {
  * child process, as the service does, so both compete with the load generator the same way.
  */
 export async function startFloor(): Promise<{ url: string; close(): Promise<void> }> {
-  const child = spawn(process.execPath, [new URL('./floor-server.ts', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [new URL('./floor-server.ts', import.meta.url).pathname], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.once('data', (d) => resolve(Number(String(d).trim())));
     child.once('exit', () => reject(new Error('floor server exited')));
@@ -80,7 +82,9 @@ export interface Service {
 
 /** The Node flags of `npm start` (package.json), so the benchmarks measure the service as it is run. */
 export function startFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    scripts: { start: string };
+  };
   const match = /^node((?: --[\w-]+(?:=\S+)?)*) src\/main\.ts serve$/.exec(pkg.scripts.start);
   if (!match) throw new Error(`unexpected start script: ${pkg.scripts.start}`);
   return match[1]!.trim().split(' ').filter(Boolean);
@@ -89,7 +93,14 @@ export function startFlags(): string[] {
 /** Starts `node src/main.ts serve` in a child process (the real service) and waits for /readyz. */
 export async function startService(env: Record<string, string>, port: number): Promise<Service> {
   const child = spawn(process.execPath, [...startFlags(), 'src/main.ts', 'serve'], {
-    env: { ...process.env, LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: `http://127.0.0.1:${port}`, ...env },
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -166,7 +177,9 @@ export function writeResultsSection(heading: string, section: string): void {
 
 /** The run's date, machine and load, for the head of a results section. */
 export function runLine(): string {
-  return `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine()}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')}.`;
+  return `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine()}; load average at the end ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}.`;
 }
 
 export function row(cells: (string | number)[]): string {
@@ -174,9 +187,22 @@ export function row(cells: (string | number)[]): string {
 }
 
 export function loadTable(results: LoadResult[], floor?: LoadResult): string {
-  const lines = [row(['target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'ratio to floor']), row(['---', '---', '---', '---', '---', '---', '---'])];
+  const lines = [
+    row(['target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'ratio to floor']),
+    row(['---', '---', '---', '---', '---', '---', '---']),
+  ];
   for (const r of results) {
-    lines.push(row([r.label, r.requestsPerSec, r.p50, r.p99, r.errors, r.non2xx, floor ? (r.requestsPerSec / floor.requestsPerSec).toFixed(2) : '-']));
+    lines.push(
+      row([
+        r.label,
+        r.requestsPerSec,
+        r.p50,
+        r.p99,
+        r.errors,
+        r.non2xx,
+        floor ? (r.requestsPerSec / floor.requestsPerSec).toFixed(2) : '-',
+      ]),
+    );
   }
   return lines.join('\n');
 }

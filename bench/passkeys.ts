@@ -17,7 +17,18 @@ import { insertPasskeys } from '../src/store/passkeys.ts';
 import type { PasskeysTable } from '../src/store/schema.ts';
 import { addOrganization } from '../src/directory/index.ts';
 import { createClient } from '../src/clients/index.ts';
-import { load, machine, printLoad, row, startFlags, startFloor, startService, writeResultsSection, type LoadResult, type Service } from './lib.ts';
+import {
+  load,
+  machine,
+  printLoad,
+  row,
+  startFlags,
+  startFloor,
+  startService,
+  writeResultsSection,
+  type LoadResult,
+  type Service,
+} from './lib.ts';
 
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuv';
 const PG_ADMIN = process.env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -27,7 +38,12 @@ const PER_PAGE = 1000;
 const LATENCY_SAMPLES = 200;
 const BATCH = 1000; // rows per INSERT (14 columns: well under both dialects' parameter limits)
 const BATCHES_PER_TRANSACTION = 20;
-const AAGUIDS = ['00000000-0000-0000-0000-000000000000', 'cb69481e-8ff7-4039-93ec-0a2729a154a8', 'adce0002-35bc-c60a-648b-0b25f1f05503', 'fbfc3007-154e-4ecc-8c0b-6e020557d7bd'];
+const AAGUIDS = [
+  '00000000-0000-0000-0000-000000000000',
+  'cb69481e-8ff7-4039-93ec-0a2729a154a8',
+  'adce0002-35bc-c60a-648b-0b25f1f05503',
+  'fbfc3007-154e-4ecc-8c0b-6e020557d7bd',
+];
 
 interface DialectResult {
   dialect: 'sqlite' | 'postgres';
@@ -82,10 +98,18 @@ async function freshDatabase(dialect: 'sqlite' | 'postgres'): Promise<{ url: str
 }
 
 /** users then passkeys, multi-row inserts in transactions; passkey i belongs to user i mod users. */
-async function seed(store: Store, passkeys: number, users: number): Promise<{ seconds: number; secret: string; clientId: string }> {
+async function seed(
+  store: Store,
+  passkeys: number,
+  users: number,
+): Promise<{ seconds: number; secret: string; clientId: string }> {
   const keys = keyring(SECRET);
   await addOrganization(store, { id: ORG, realm: REALM, name: 'Benchmark University' });
-  const { client, secret } = await createClient(store, keys, { name: 'bench admin', scopes: ['passkey.read', 'passkey.delete'], orgs: [ORG] });
+  const { client, secret } = await createClient(store, keys, {
+    name: 'bench admin',
+    scopes: ['passkey.read', 'passkey.delete'],
+    orgs: [ORG],
+  });
   const started = performance.now();
   const userIds: number[] = [];
   const now = Date.now();
@@ -94,7 +118,18 @@ async function seed(store: Store, passkeys: number, users: number): Promise<{ se
       for (let b = start; b < Math.min(users, start + BATCH * BATCHES_PER_TRANSACTION); b += BATCH) {
         const rows = [];
         for (let i = b; i < Math.min(users, b + BATCH); i++) {
-          rows.push({ sub: randomUUID(), org_id: ORG, eppn: `user${i}@${REALM}`, name: `User ${i}`, email: null, nin: null, password_hash: null, photo_handle: null, created_at: now, updated_at: now });
+          rows.push({
+            sub: randomUUID(),
+            org_id: ORG,
+            eppn: `user${i}@${REALM}`,
+            name: `User ${i}`,
+            email: null,
+            nin: null,
+            password_hash: null,
+            photo_handle: null,
+            created_at: now,
+            updated_at: now,
+          });
         }
         userIds.push(...(await insertUsers(trx, rows)));
       }
@@ -136,7 +171,8 @@ async function seed(store: Store, passkeys: number, users: number): Promise<{ se
 
 /** Plans of the list endpoints' queries (as the store builds them): a deep organization page, one user's page. */
 async function queryPlans(store: Store, afterId: number): Promise<string> {
-  const columns = 'passkeys.id, users.eppn, passkeys.label, passkeys.created_at, passkeys.last_used_at, passkeys.mfa_verified, passkeys.aaguid from passkeys inner join users on users.id = passkeys.user_id';
+  const columns =
+    'passkeys.id, users.eppn, passkeys.label, passkeys.created_at, passkeys.last_used_at, passkeys.mfa_verified, passkeys.aaguid from passkeys inner join users on users.id = passkeys.user_id';
   const queries = {
     [`organization page, id > ${afterId}`]: `select ${columns} where passkeys.org_id = ${ORG} and passkeys.id > ${afterId} order by passkeys.id limit ${PER_PAGE + 1}`,
     "one user's page": `select ${columns} where users.eppn = 'user4242@${REALM}' and passkeys.org_id = ${ORG} and passkeys.id > 0 order by passkeys.id limit ${PER_PAGE + 1}`,
@@ -147,7 +183,9 @@ async function queryPlans(store: Store, afterId: number): Promise<string> {
   for (const [label, query] of Object.entries(queries)) {
     out.push(`-- ${label}`);
     if (store.dialect === 'postgres') {
-      const r = await sql.raw<{ 'QUERY PLAN': string }>(`explain (analyze, buffers, costs off, timing off) ${query}`).execute(store.db);
+      const r = await sql
+        .raw<{ 'QUERY PLAN': string }>(`explain (analyze, buffers, costs off, timing off) ${query}`)
+        .execute(store.db);
       out.push(...r.rows.map((x) => x['QUERY PLAN']));
     } else {
       const r = await sql.raw<{ detail: string }>(`explain query plan ${query}`).execute(store.db);
@@ -160,7 +198,10 @@ async function queryPlans(store: Store, afterId: number): Promise<string> {
 async function accessToken(base: string, clientId: string, secret: string): Promise<string> {
   const res = await fetch(`${base}/oauth/token`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: 'grant_type=client_credentials&scope=passkey.read',
   });
   if (!res.ok) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
@@ -226,10 +267,25 @@ async function walk(service: Service, firstUrl: string, auth: string, deepPage: 
 }
 
 function serviceEnv(url: string, nodeOptions: string): Record<string, string> {
-  return { DATABASE_URL: url, IDP_SECRET: SECRET, ACCESS_TOKEN_TTL: '3600', PAGINATION_TOKEN_TTL: '3600', LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions };
+  return {
+    DATABASE_URL: url,
+    IDP_SECRET: SECRET,
+    ACCESS_TOKEN_TTL: '3600',
+    PAGINATION_TOKEN_TTL: '3600',
+    LOG_LEVEL: 'warn',
+    NODE_OPTIONS: nodeOptions,
+  };
 }
 
-async function runDialect(dialect: 'sqlite' | 'postgres', passkeys: number, users: number, port: number, loadSeconds: number, serviceNodeOptions: string, tunedNodeOptions: string): Promise<DialectResult> {
+async function runDialect(
+  dialect: 'sqlite' | 'postgres',
+  passkeys: number,
+  users: number,
+  port: number,
+  loadSeconds: number,
+  serviceNodeOptions: string,
+  tunedNodeOptions: string,
+): Promise<DialectResult> {
   const DEEP_PAGE = deepPageOf(passkeys);
   console.log(`\n## ${dialect}: seeding ${passkeys} passkeys over ${users} users`);
   const database = await freshDatabase(dialect);
@@ -237,7 +293,9 @@ async function runDialect(dialect: 'sqlite' | 'postgres', passkeys: number, user
   try {
     const store = await openStore(database.url);
     const seeded = await seed(store, passkeys, users);
-    console.log(`  seeded in ${seeded.seconds.toFixed(1)} s (${Math.round(passkeys / seeded.seconds)} passkeys/s, users included)`);
+    console.log(
+      `  seeded in ${seeded.seconds.toFixed(1)} s (${Math.round(passkeys / seeded.seconds)} passkeys/s, users included)`,
+    );
     const plan = await queryPlans(store, Math.floor(passkeys * 0.9));
     await store.close();
     console.log(`  query plans:\n    ${plan.replace(/\n/g, '\n    ')}`);
@@ -247,7 +305,9 @@ async function runDialect(dialect: 'sqlite' | 'postgres', passkeys: number, user
     const firstUrl = `${service.url}/2/passkey/${ORG}?per_page=${PER_PAGE}`;
     for (let i = 0; i < 20; i++) await getPage(firstUrl, auth);
     const w = await walk(service, firstUrl, auth, DEEP_PAGE);
-    console.log(`  walk: ${w.count} passkeys in ${w.pages} pages, ${w.seconds.toFixed(2)} s, peak RSS ${w.rssPeakMb} MB (at start ${w.rssStartMb} MB)`);
+    console.log(
+      `  walk: ${w.count} passkeys in ${w.pages} pages, ${w.seconds.toFixed(2)} s, peak RSS ${w.rssPeakMb} MB (at start ${w.rssStartMb} MB)`,
+    );
     if (!w.deepUrl) throw new Error(`fewer than ${DEEP_PAGE} pages`);
     const deepUrl = w.deepUrl;
 
@@ -262,11 +322,17 @@ async function runDialect(dialect: 'sqlite' | 'postgres', passkeys: number, user
     deep.sort((a, b) => a - b);
     const f = { p50: ms(percentile(first, 50)), p99: ms(percentile(first, 99)) };
     const d = { p50: ms(percentile(deep, 50)), p99: ms(percentile(deep, 99)) };
-    console.log(`  first page p50 ${f.p50} ms p99 ${f.p99} ms; page ${DEEP_PAGE} p50 ${d.p50} ms p99 ${d.p99} ms; deep/first p50 ${(d.p50 / f.p50).toFixed(2)}`);
+    console.log(
+      `  first page p50 ${f.p50} ms p99 ${f.p99} ms; page ${DEEP_PAGE} p50 ${d.p50} ms p99 ${d.p99} ms; deep/first p50 ${(d.p50 / f.p50).toFixed(2)}`,
+    );
 
     // The floor right before the measurement it is compared with: the machine may be shared.
     const floorServer = await startFloor();
-    const floor = await load('Fastify constant-JSON floor', { url: floorServer.url, connections: 50, duration: loadSeconds });
+    const floor = await load('Fastify constant-JSON floor', {
+      url: floorServer.url,
+      connections: 50,
+      duration: loadSeconds,
+    });
     await floorServer.close();
     const oneUser = await load(`${dialect}: one user's passkeys`, {
       url: `${service.url}/2/passkey/${ORG}?eppn=${encodeURIComponent(`user4242@${REALM}`)}`,
@@ -281,7 +347,9 @@ async function runDialect(dialect: 'sqlite' | 'postgres', passkeys: number, user
     service = await startService(serviceEnv(database.url, tunedNodeOptions), port);
     for (let i = 0; i < 20; i++) await getPage(firstUrl, auth);
     const tuned = await walk(service, firstUrl, auth, DEEP_PAGE);
-    console.log(`  walk with NODE_OPTIONS=${tunedNodeOptions}: ${tuned.count} passkeys, ${tuned.seconds.toFixed(2)} s, peak RSS ${tuned.rssPeakMb} MB (at start ${tuned.rssStartMb} MB)`);
+    console.log(
+      `  walk with NODE_OPTIONS=${tunedNodeOptions}: ${tuned.count} passkeys, ${tuned.seconds.toFixed(2)} s, peak RSS ${tuned.rssPeakMb} MB (at start ${tuned.rssStartMb} MB)`,
+    );
 
     return {
       dialect,
@@ -314,29 +382,99 @@ const NOTES = [
   '- With every passkey in one organization, PostgreSQL reads a page through the primary key with `org_id` as a filter that removes',
   '  nothing (1001 rows read for 1001 returned, see the plan); for a small organization (the third plan, an empty one) it uses',
   '  `passkeys_org (org_id, id)`. Either way a page costs the same at any depth.',
-  '- Most of the service\'s RSS is code (about 150-165 MB at rest). Uncapped, V8 lets the heap grow with the garbage of a long',
+  "- Most of the service's RSS is code (about 150-165 MB at rest). Uncapped, V8 lets the heap grow with the garbage of a long",
   '  walk; `npm start` caps the heap (`--max-heap-size=256`) so it collects earlier. See docs/passkey-api.md, "Performance and memory".',
 ];
 
-function report(results: DialectResult[], quick: boolean, serviceNodeOptions: string, tunedNodeOptions: string): string {
+function report(
+  results: DialectResult[],
+  quick: boolean,
+  serviceNodeOptions: string,
+  tunedNodeOptions: string,
+): string {
   const lines: string[] = [];
   const n = results[0]?.passkeys ?? 0;
   const DEEP_PAGE = deepPageOf(n);
   lines.push('## Passkey API', '');
-  lines.push(`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine()}; load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')} (the machine may be shared: compare figures within one run).${quick ? ' QUICK RUN (reduced size), not the reference figures.' : ''}`);
-  lines.push(`One organization, ${n.toLocaleString('en')} passkeys over ${(results[0]?.users ?? 0).toLocaleString('en')} users; the real service (\`node src/main.ts serve\`) in a child process; per_page=${PER_PAGE}; latencies measured by the client, ${LATENCY_SAMPLES} sequential requests each, first page and page ${DEEP_PAGE} interleaved.${serviceNodeOptions ? ` Service started with NODE_OPTIONS=\"${serviceNodeOptions}\".` : ` Service started with the Node flags of npm start (${startFlags().join(' ')}).`}`, '');
+  lines.push(
+    `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine()}; load average at the end ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(
+        ' ',
+      )} (the machine may be shared: compare figures within one run).${quick ? ' QUICK RUN (reduced size), not the reference figures.' : ''}`,
+  );
+  lines.push(
+    `One organization, ${n.toLocaleString('en')} passkeys over ${(results[0]?.users ?? 0).toLocaleString('en')} users; the real service (\`node src/main.ts serve\`) in a child process; per_page=${PER_PAGE}; latencies measured by the client, ${LATENCY_SAMPLES} sequential requests each, first page and page ${DEEP_PAGE} interleaved.${serviceNodeOptions ? ` Service started with NODE_OPTIONS=\"${serviceNodeOptions}\".` : ` Service started with the Node flags of npm start (${startFlags().join(' ')}).`}`,
+    '',
+  );
   lines.push(row(['measure', ...results.map((r) => r.dialect), 'goal']));
   lines.push(row(['---', ...results.map(() => '---'), '---']));
-  lines.push(row(['seeding (multi-row inserts, users included)', ...results.map((r) => `${r.seedRate.toLocaleString('en')} passkeys/s (${r.seedSeconds.toFixed(1)} s)`), '-']));
+  lines.push(
+    row([
+      'seeding (multi-row inserts, users included)',
+      ...results.map((r) => `${r.seedRate.toLocaleString('en')} passkeys/s (${r.seedSeconds.toFixed(1)} s)`),
+      '-',
+    ]),
+  );
   lines.push(row(['first page p50 / p99 ms', ...results.map((r) => `${r.first.p50} / ${r.first.p99}`), '-']));
   lines.push(row([`page ${DEEP_PAGE} p50 / p99 ms`, ...results.map((r) => `${r.deep.p50} / ${r.deep.p99}`), '-']));
-  lines.push(row(['deep / first (p50; p99)', ...results.map((r) => `${(r.deep.p50 / r.first.p50).toFixed(2)}; ${(r.deep.p99 / r.first.p99).toFixed(2)}`), '<= 1.3']));
-  lines.push(row(['full walk following Link', ...results.map((r) => `${r.walkCount.toLocaleString('en')} in ${r.walkPages} pages, ${r.walkSeconds.toFixed(1)} s${r.walkExactlyOnce ? '' : ' (NOT exactly once!)'}`), '1,000,000 in <= 30 s']));
-  lines.push(row([`service peak RSS during the walk (npm start flags: ${startFlags().join(' ')})`, ...results.map((r) => `${r.rssPeakMb} MB (${r.rssStartMb} MB before)`), '<= 200 MB']));
-  lines.push(row([`same walk, V8 heap uncapped (NODE_OPTIONS=${tunedNodeOptions})`, ...results.map((r) => `${r.tuned.rssPeakMb} MB (${r.tuned.rssStartMb} MB before), walk ${r.tuned.seconds.toFixed(1)} s`), '<= 200 MB']));
-  lines.push(row(["one user's passkeys, 50 connections: req/s, p99 ms", ...results.map((r) => `${r.oneUser.requestsPerSec.toLocaleString('en')} req/s, p99 ${r.oneUser.p99} ms (${(r.oneUser.requestsPerSec / r.floor.requestsPerSec).toFixed(2)} of floor; errors ${r.oneUser.errors}, non-2xx ${r.oneUser.non2xx})`), '-']));
-  lines.push(row(['Fastify constant-JSON floor, 50 connections, measured just before', ...results.map((r) => `${r.floor.requestsPerSec.toLocaleString('en')} req/s, p99 ${r.floor.p99} ms`), '-']));
-  lines.push(row(['organization page plan uses the (org_id, id) index', ...results.map((r) => (r.usesOrgIndex ? 'yes' : 'no (see plans)')), 'yes']));
+  lines.push(
+    row([
+      'deep / first (p50; p99)',
+      ...results.map((r) => `${(r.deep.p50 / r.first.p50).toFixed(2)}; ${(r.deep.p99 / r.first.p99).toFixed(2)}`),
+      '<= 1.3',
+    ]),
+  );
+  lines.push(
+    row([
+      'full walk following Link',
+      ...results.map(
+        (r) =>
+          `${r.walkCount.toLocaleString('en')} in ${r.walkPages} pages, ${r.walkSeconds.toFixed(1)} s${r.walkExactlyOnce ? '' : ' (NOT exactly once!)'}`,
+      ),
+      '1,000,000 in <= 30 s',
+    ]),
+  );
+  lines.push(
+    row([
+      `service peak RSS during the walk (npm start flags: ${startFlags().join(' ')})`,
+      ...results.map((r) => `${r.rssPeakMb} MB (${r.rssStartMb} MB before)`),
+      '<= 200 MB',
+    ]),
+  );
+  lines.push(
+    row([
+      `same walk, V8 heap uncapped (NODE_OPTIONS=${tunedNodeOptions})`,
+      ...results.map(
+        (r) => `${r.tuned.rssPeakMb} MB (${r.tuned.rssStartMb} MB before), walk ${r.tuned.seconds.toFixed(1)} s`,
+      ),
+      '<= 200 MB',
+    ]),
+  );
+  lines.push(
+    row([
+      "one user's passkeys, 50 connections: req/s, p99 ms",
+      ...results.map(
+        (r) =>
+          `${r.oneUser.requestsPerSec.toLocaleString('en')} req/s, p99 ${r.oneUser.p99} ms (${(r.oneUser.requestsPerSec / r.floor.requestsPerSec).toFixed(2)} of floor; errors ${r.oneUser.errors}, non-2xx ${r.oneUser.non2xx})`,
+      ),
+      '-',
+    ]),
+  );
+  lines.push(
+    row([
+      'Fastify constant-JSON floor, 50 connections, measured just before',
+      ...results.map((r) => `${r.floor.requestsPerSec.toLocaleString('en')} req/s, p99 ${r.floor.p99} ms`),
+      '-',
+    ]),
+  );
+  lines.push(
+    row([
+      'organization page plan uses the (org_id, id) index',
+      ...results.map((r) => (r.usesOrgIndex ? 'yes' : 'no (see plans)')),
+      'yes',
+    ]),
+  );
   lines.push('');
   lines.push(...NOTES, '');
   for (const r of results) lines.push(`Query plans (${r.dialect}):`, '', '```', r.plan, '```', '');
@@ -348,7 +486,9 @@ export async function main(args: string[]): Promise<void> {
   const passkeys = quick ? 100_000 : 1_000_000;
   const users = passkeys / 10;
   const loadSeconds = quick ? 5 : 10;
-  const dialects = (['sqlite', 'postgres'] as const).filter((d) => !args.includes(d === 'sqlite' ? '--postgres' : '--sqlite'));
+  const dialects = (['sqlite', 'postgres'] as const).filter(
+    (d) => !args.includes(d === 'sqlite' ? '--postgres' : '--sqlite'),
+  );
   console.log(`# passkey API benchmark: ${passkeys} passkeys, ${users} users, ${machine()}`);
 
   const results: DialectResult[] = [];
@@ -356,7 +496,8 @@ export async function main(args: string[]): Promise<void> {
   const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
   const serviceNodeOptions = option('service-node-options') ?? '';
   const tunedNodeOptions = option('tuned-node-options') ?? '--max-heap-size=4096';
-  for (const dialect of dialects) results.push(await runDialect(dialect, passkeys, users, port++, loadSeconds, serviceNodeOptions, tunedNodeOptions));
+  for (const dialect of dialects)
+    results.push(await runDialect(dialect, passkeys, users, port++, loadSeconds, serviceNodeOptions, tunedNodeOptions));
 
   const section = report(results, quick, serviceNodeOptions, tunedNodeOptions);
   console.log(`\n${section}`);

@@ -4,21 +4,48 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../src/cli/index.ts';
-import { load, loadTable, machine, runLine, startFlags, startFloor, startService, withFreshPostgres, writeResultsSection, type LoadResult } from './lib.ts';
+import {
+  load,
+  loadTable,
+  machine,
+  runLine,
+  startFlags,
+  startFloor,
+  startService,
+  withFreshPostgres,
+  writeResultsSection,
+  type LoadResult,
+} from './lib.ts';
 
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnop';
 
 async function cli(databaseUrl: string, args: string[]): Promise<string> {
   let out = '';
   let err = '';
-  const code = await runCli(args, { out: (l) => (out += l), err: (l) => (err += l), readStdin: async () => '' }, { DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, LOG_LEVEL: 'silent' });
+  const code = await runCli(
+    args,
+    { out: (l) => (out += l), err: (l) => (err += l), readStdin: async () => '' },
+    { DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, LOG_LEVEL: 'silent' },
+  );
   if (code !== 0) throw new Error(err);
   return out;
 }
 
 async function measure(label: string, databaseUrl: string, port: number, duration: number): Promise<LoadResult> {
   await cli(databaseUrl, ['org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example']);
-  const client = JSON.parse(await cli(databaseUrl, ['client', 'add', '--name', 'bench', '--scopes', 'passkey.read passkey.delete', '--orgs', '1', '--json']));
+  const client = JSON.parse(
+    await cli(databaseUrl, [
+      'client',
+      'add',
+      '--name',
+      'bench',
+      '--scopes',
+      'passkey.read passkey.delete',
+      '--orgs',
+      '1',
+      '--json',
+    ]),
+  );
   const service = await startService({ DATABASE_URL: databaseUrl, IDP_SECRET: SECRET }, port);
   try {
     const request = {
@@ -57,7 +84,9 @@ export async function main(args: string[]) {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const onPg = await withFreshPostgres('idp_bench_token', (url) => measure('POST /oauth/token (PostgreSQL)', url, 18082, duration));
+  const onPg = await withFreshPostgres('idp_bench_token', (url) =>
+    measure('POST /oauth/token (PostgreSQL)', url, 18082, duration),
+  );
   if (onPg) results.push(onPg);
 
   const table = loadTable(results, floorResult);
@@ -66,7 +95,10 @@ export async function main(args: string[]) {
   const verdict = `Goal: at least 2,000 tokens/s on this machine — SQLite ${sqlite.requestsPerSec >= 2000 ? 'met' : 'MISSED'} (${sqlite.requestsPerSec}/s)${onPg ? `, PostgreSQL ${onPg.requestsPerSec >= 2000 ? 'met' : 'MISSED'} (${onPg.requestsPerSec}/s)` : ''}.`;
   console.log(`\n# ${verdict}`);
   if (!args.includes('--quick') && !args.includes('--no-write')) {
-    writeResultsSection('## Token issuance', ['## Token issuance', '', runLine(), head, '', table, '', verdict, ''].join('\n'));
+    writeResultsSection(
+      '## Token issuance',
+      ['## Token issuance', '', runLine(), head, '', table, '', verdict, ''].join('\n'),
+    );
     console.log('written to bench/RESULTS.md');
   }
 }

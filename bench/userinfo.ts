@@ -12,7 +12,18 @@ import { addOrganization, addUser } from '../src/directory/index.ts';
 import { createClient } from '../src/clients/index.ts';
 import { ATTRIBUTE_GROUPS } from '../src/vocabulary.ts';
 import { insertUserId } from '../src/store/directory.ts';
-import { load, loadTable, machine, runLine, startFlags, startFloor, startService, withFreshPostgres, writeResultsSection, type LoadResult } from './lib.ts';
+import {
+  load,
+  loadTable,
+  machine,
+  runLine,
+  startFlags,
+  startFloor,
+  startService,
+  withFreshPostgres,
+  writeResultsSection,
+  type LoadResult,
+} from './lib.ts';
 
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnop';
 const CONNECTIONS = 100;
@@ -23,29 +34,61 @@ const SCOPE = ['openid', 'profile', ...ATTRIBUTE_GROUPS].join(' ');
  * authorization code flow stores it, with the app running in this process against the database.
  */
 async function mintToken(databaseUrl: string, publicUrl: string): Promise<string> {
-  const config = loadConfig({ DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, PUBLIC_URL: publicUrl, LOG_LEVEL: 'silent', ACCESS_TOKEN_TTL: '3600' });
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    IDP_SECRET: SECRET,
+    PUBLIC_URL: publicUrl,
+    LOG_LEVEL: 'silent',
+    ACCESS_TOKEN_TTL: '3600',
+  });
   const store = await openStore(databaseUrl);
   const { app, provider } = await buildApp({ config, store, keys: keyring(SECRET) });
   try {
     await addOrganization(store, { id: 1, realm: 'example.org', name: 'Example' });
-    const user = await addUser(store, { orgId: 1, eppn: 'ada@example.org', name: 'Ada Lovelace', email: 'ada@example.org', nin: '01017012345' });
+    const user = await addUser(store, {
+      orgId: 1,
+      eppn: 'ada@example.org',
+      name: 'Ada Lovelace',
+      email: 'ada@example.org',
+      nin: '01017012345',
+    });
     await insertUserId(store.db, user.id, 'github', 'ada');
-    const { client } = await createClient(store, keyring(SECRET), { name: 'bench', groups: [...ATTRIBUTE_GROUPS], scopes: ['profile'], redirectUris: ['https://rp.example.com/callback'] });
+    const { client } = await createClient(store, keyring(SECRET), {
+      name: 'bench',
+      groups: [...ATTRIBUTE_GROUPS],
+      scopes: ['profile'],
+      redirectUris: ['https://rp.example.com/callback'],
+    });
     const p = provider.current();
     const grant = new p.Grant({ accountId: user.sub, clientId: client.clientId });
     grant.addOIDCScope(SCOPE);
     const grantId = await grant.save();
     const oidcClient = await p.Client.find(client.clientId);
-    return await new p.AccessToken({ accountId: user.sub, client: oidcClient!, grantId, scope: SCOPE, gty: 'authorization_code' }).save();
+    return await new p.AccessToken({
+      accountId: user.sub,
+      client: oidcClient!,
+      grantId,
+      scope: SCOPE,
+      gty: 'authorization_code',
+    }).save();
   } finally {
     await app.close();
     await store.close();
   }
 }
 
-async function measure(label: string, databaseUrl: string, port: number, duration: number, env: Record<string, string> = {}): Promise<LoadResult> {
+async function measure(
+  label: string,
+  databaseUrl: string,
+  port: number,
+  duration: number,
+  env: Record<string, string> = {},
+): Promise<LoadResult> {
   const token = await mintToken(databaseUrl, `http://127.0.0.1:${port}`);
-  const service = await startService({ DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, ACCESS_TOKEN_TTL: '3600', ...env }, port);
+  const service = await startService(
+    { DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, ACCESS_TOKEN_TTL: '3600', ...env },
+    port,
+  );
   try {
     const request = { url: `${service.url}/openid/userinfo`, headers: { authorization: `Bearer ${token}` } };
     const check = await fetch(request.url, { headers: request.headers });
@@ -64,12 +107,18 @@ async function measure(label: string, databaseUrl: string, port: number, duratio
 export async function main(args: string[]) {
   const duration = args.includes('--quick') ? 5 : 20;
   console.log(`# userinfo benchmark — ${new Date().toISOString()} — ${machine()}`);
-  console.log(`# autocannon, ${CONNECTIONS} connections, ${duration} s per target, GET /openid/userinfo, client with every attribute group, scope "${SCOPE}"\n`);
+  console.log(
+    `# autocannon, ${CONNECTIONS} connections, ${duration} s per target, GET /openid/userinfo, client with every attribute group, scope "${SCOPE}"\n`,
+  );
   const results: LoadResult[] = [];
 
   const floor = await startFloor();
   await load('warm-up', { url: floor.url, connections: CONNECTIONS, duration: 3 });
-  const floorResult = await load('Fastify constant JSON (floor)', { url: floor.url, connections: CONNECTIONS, duration });
+  const floorResult = await load('Fastify constant JSON (floor)', {
+    url: floor.url,
+    connections: CONNECTIONS,
+    duration,
+  });
   await floor.close();
   results.push(floorResult);
 
@@ -79,12 +128,22 @@ export async function main(args: string[]) {
     sqlite = await measure('GET /openid/userinfo (SQLite)', join(dir, 'idp.sqlite'), 18091, duration);
     results.push(sqlite);
     // The same without reusing claims: every call computes them (3 queries instead of 1).
-    results.push(await measure('GET /openid/userinfo (SQLite, USERINFO_CACHE_TTL=0)', join(dir, 'idp-nocache.sqlite'), 18093, duration, { USERINFO_CACHE_TTL: '0' }));
+    results.push(
+      await measure(
+        'GET /openid/userinfo (SQLite, USERINFO_CACHE_TTL=0)',
+        join(dir, 'idp-nocache.sqlite'),
+        18093,
+        duration,
+        { USERINFO_CACHE_TTL: '0' },
+      ),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const onPg = await withFreshPostgres('idp_bench_userinfo', (url) => measure('GET /openid/userinfo (PostgreSQL)', url, 18092, duration));
+  const onPg = await withFreshPostgres('idp_bench_userinfo', (url) =>
+    measure('GET /openid/userinfo (PostgreSQL)', url, 18092, duration),
+  );
   if (onPg) results.push(onPg);
   const table = loadTable(results, floorResult);
   console.log(`\n${table}`);

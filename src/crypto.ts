@@ -49,10 +49,14 @@ export function loadSecret(config: Config, options: { generate: boolean } = { ge
   try {
     if (existsSync(path)) {
       const secret = readFileSync(path, 'utf8').trim();
-      if (secret.length < 32) throw new ConfigError('IDP_SECRET', `${path}: stored secret is too short; remove it or set IDP_SECRET`);
+      if (secret.length < 32)
+        throw new ConfigError('IDP_SECRET', `${path}: stored secret is too short; remove it or set IDP_SECRET`);
       return { secret, generated: false, path };
     }
-    if (!options.generate) throw new Error(`no IDP_SECRET set and none stored at ${path}; set IDP_SECRET (or DATA_DIR), or start the service once to generate one`);
+    if (!options.generate)
+      throw new Error(
+        `no IDP_SECRET set and none stored at ${path}; set IDP_SECRET (or DATA_DIR), or start the service once to generate one`,
+      );
     // The directory was checked by checkStorage() and is never created here.
     const secret = randomBytes(32).toString('base64url');
     writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
@@ -61,7 +65,10 @@ export function loadSecret(config: Config, options: { generate: boolean } = { ge
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (typeof code !== 'string' || !code.startsWith('E')) throw err;
-    throw new ConfigError(variable, `cannot ${options.generate ? 'read or store' : 'read'} the secret file ${path} (${code}); make the directory writable, or set IDP_SECRET`);
+    throw new ConfigError(
+      variable,
+      `cannot ${options.generate ? 'read or store' : 'read'} the secret file ${path} (${code}); make the directory writable, or set IDP_SECRET`,
+    );
   }
 }
 

@@ -52,7 +52,13 @@ export async function freshDatabase(dialect: Dialect): Promise<TestDatabase> {
 }
 
 export function testConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
-  return loadConfig({ PUBLIC_URL: PUBLIC_URL, IDP_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl, ...env });
+  return loadConfig({
+    PUBLIC_URL: PUBLIC_URL,
+    IDP_SECRET: TEST_SECRET,
+    LOG_LEVEL: 'silent',
+    DATABASE_URL: databaseUrl,
+    ...env,
+  });
 }
 
 export interface TestContext extends App {
@@ -64,7 +70,11 @@ export interface TestContext extends App {
 }
 
 /** A migrated store and a built app on it; close() tears everything down. */
-export async function startTestApp(dialect: Dialect, env: Record<string, string> = {}, options: { now?: () => number; listen?: number } = {}): Promise<TestContext> {
+export async function startTestApp(
+  dialect: Dialect,
+  env: Record<string, string> = {},
+  options: { now?: () => number; listen?: number } = {},
+): Promise<TestContext> {
   const database = await freshDatabase(dialect);
   const config = testConfig(database.url, env);
   const store = await openStore(config.databaseUrl);
@@ -90,8 +100,20 @@ export async function seedOrg(ctx: { store: Store }, id = 1, realm = 'example.or
   return addOrganization(ctx.store, { id, realm, name });
 }
 
-export async function seedUser(ctx: { store: Store }, orgId: number, eppn: string, extra: { name?: string; email?: string; nin?: string; password?: string } = {}) {
-  return addUser(ctx.store, { orgId, eppn, name: extra.name ?? eppn.split('@')[0]!, email: extra.email, nin: extra.nin, password: extra.password });
+export async function seedUser(
+  ctx: { store: Store },
+  orgId: number,
+  eppn: string,
+  extra: { name?: string; email?: string; nin?: string; password?: string } = {},
+) {
+  return addUser(ctx.store, {
+    orgId,
+    eppn,
+    name: extra.name ?? eppn.split('@')[0]!,
+    email: extra.email,
+    nin: extra.nin,
+    password: extra.password,
+  });
 }
 
 export async function seedClient(ctx: { store: Store; keys: Keyring }, input: Partial<NewClient> = {}) {
@@ -141,16 +163,24 @@ export async function coseP256PublicKey(): Promise<Buffer> {
 }
 
 /** Runs the admin CLI in-process against a database; returns exit code and output. */
-export async function cli(databaseUrl: string, args: string[], stdin = ''): Promise<{ code: number; out: string; err: string }> {
+export async function cli(
+  databaseUrl: string,
+  args: string[],
+  stdin = '',
+): Promise<{ code: number; out: string; err: string }> {
   const { runCli } = await import('../src/cli/index.ts');
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runCli(args, { out: (l) => out.push(l), err: (l) => err.push(l), readStdin: async () => stdin }, {
-    DATABASE_URL: databaseUrl,
-    IDP_SECRET: TEST_SECRET,
-    PUBLIC_URL,
-    LOG_LEVEL: 'silent',
-  });
+  const code = await runCli(
+    args,
+    { out: (l) => out.push(l), err: (l) => err.push(l), readStdin: async () => stdin },
+    {
+      DATABASE_URL: databaseUrl,
+      IDP_SECRET: TEST_SECRET,
+      PUBLIC_URL,
+      LOG_LEVEL: 'silent',
+    },
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -174,7 +204,15 @@ export async function spawnService(env: Record<string, string>, port?: number): 
     }));
   const url = `http://127.0.0.1:${freePort}`;
   const child = spawn(process.execPath, ['src/main.ts', 'serve'], {
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(freePort), PUBLIC_URL: url, IDP_SECRET: TEST_SECRET, ...env },
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      HOST: '127.0.0.1',
+      PORT: String(freePort),
+      PUBLIC_URL: url,
+      IDP_SECRET: TEST_SECRET,
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';

@@ -4,7 +4,10 @@ import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
 import pg from 'pg';
 
-const candidate = process.env.TEST_POSTGRES_URL || process.env.DATABASE_URL?.match(/^postgres/) ? process.env.TEST_POSTGRES_URL || process.env.DATABASE_URL : 'postgres://postgres@127.0.0.1:5432/postgres';
+const candidate =
+  process.env.TEST_POSTGRES_URL || process.env.DATABASE_URL?.match(/^postgres/)
+    ? process.env.TEST_POSTGRES_URL || process.env.DATABASE_URL
+    : 'postgres://postgres@127.0.0.1:5432/postgres';
 
 async function reachable(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
@@ -23,7 +26,9 @@ const env = { ...process.env };
 delete env.DATABASE_URL;
 if (candidate && (await reachable(candidate))) {
   env.TEST_POSTGRES_URL = candidate;
-  console.log(`# PostgreSQL: ${candidate.replace(/\/\/[^@]*@/, '//')} (store-touching tests run on SQLite and PostgreSQL)`);
+  console.log(
+    `# PostgreSQL: ${candidate.replace(/\/\/[^@]*@/, '//')} (store-touching tests run on SQLite and PostgreSQL)`,
+  );
 } else if (process.env.CI === 'true') {
   console.error('PostgreSQL is not reachable and CI=true: failing the run');
   process.exit(1);
@@ -34,5 +39,8 @@ if (candidate && (await reachable(candidate))) {
 
 const args = process.argv.slice(2);
 const files = args.length ? args : [...globSync('test/**/*.test.ts'), ...globSync('src/**/*.test.ts')].sort();
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...files], { stdio: 'inherit', env });
+const result = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...files], {
+  stdio: 'inherit',
+  env,
+});
 process.exit(result.status ?? 1);

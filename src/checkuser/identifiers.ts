@@ -46,7 +46,10 @@ export function parseEppn(raw: string | undefined): Lookup & { kind: 'eppn' } {
   if (at === value.length - 1) throw badRequest('Identifier has an empty domain part');
   const eppn = value.toLowerCase();
   const problem = eppnProblem(eppn);
-  if (problem) throw badRequest(`Identifier ${problem === 'has an invalid realm' ? 'has an invalid domain part' : problem.replace('user part', 'username part')}`);
+  if (problem)
+    throw badRequest(
+      `Identifier ${problem === 'has an invalid realm' ? 'has an invalid domain part' : problem.replace('user part', 'username part')}`,
+    );
   return { kind: 'eppn', eppn, realm: eppn.slice(at + 1) };
 }
 

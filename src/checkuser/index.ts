@@ -31,7 +31,8 @@ export function checkuserPlugin(deps: CheckuserDeps) {
   const audience = `${config.publicUrl}${EXISTS_PATH}`;
   const limiter = rateLimit(store, 'checkuser', config.checkuserRateLimit, WINDOW_MS, deps.now);
 
-  const authenticateClient = (request: FastifyRequest): Promise<AccessToken> => authenticate(request, verifier, audience);
+  const authenticateClient = (request: FastifyRequest): Promise<AccessToken> =>
+    authenticate(request, verifier, audience);
 
   /**
    * The organizations a lookup may search. With a realm (eppn, mail) it is the realm's organization,
@@ -113,7 +114,12 @@ export function checkuserPlugin(deps: CheckuserDeps) {
       `${EXISTS_PATH}-by-mail/:realm`,
     ]) {
       // the legacy path signals its deprecation on every answer, refusals included
-      methodNotAllowed(app, url, ['GET'], url.startsWith('/check_single') ? (reply) => markDeprecated(reply, config, EXISTS_PATH) : undefined);
+      methodNotAllowed(
+        app,
+        url,
+        ['GET'],
+        url.startsWith('/check_single') ? (reply) => markDeprecated(reply, config, EXISTS_PATH) : undefined,
+      );
     }
   };
 }

@@ -14,7 +14,11 @@ const existsBody = {
   description: 'Whether the user exists',
   required: ['exists'],
   properties: {
-    exists: { type: 'boolean', description: 'true if the user exists. Organizations do not guarantee deletion of unused accounts, so it does not prove an active account' },
+    exists: {
+      type: 'boolean',
+      description:
+        'true if the user exists. Organizations do not guarantee deletion of unused accounts, so it does not prove an active account',
+    },
   },
   additionalProperties: false,
 } as const;
@@ -31,14 +35,20 @@ const responses = {
 // learns nothing and every bad identifier gets a specific message; the schemas only describe them.
 export const legacyRouteSchema = {
   summary: 'Does a user exist (deprecated)',
-  description: 'Deprecated: use /userinfo/v1/exists/{userid_sec}. Requires scopes gk_checkuser and gk_checkuser_systemlookup.',
+  description:
+    'Deprecated: use /userinfo/v1/exists/{userid_sec}. Requires scopes gk_checkuser and gk_checkuser_systemlookup.',
   tags: ['user-existence'],
   deprecated: true,
   security: [{ bearer: ['gk_checkuser', 'gk_checkuser_systemlookup'] }],
   params: {
     type: 'object',
     required: ['username'],
-    properties: { username: { type: 'string', description: `username@domain (eduPersonPrincipalName), '@' sent as %40; at most ${MAX_EPPN} characters` } },
+    properties: {
+      username: {
+        type: 'string',
+        description: `username@domain (eduPersonPrincipalName), '@' sent as %40; at most ${MAX_EPPN} characters`,
+      },
+    },
   },
   response: responses,
 };
@@ -71,7 +81,10 @@ export const mailRouteSchema = {
     required: ['realm', 'mail'],
     properties: {
       realm: { type: 'string', description: 'realm of the organization (the domain part of its eppns)' },
-      mail: { type: 'string', description: `mail address, percent-encoded; compared case-insensitively; at most ${MAX_MAIL} characters` },
+      mail: {
+        type: 'string',
+        description: `mail address, percent-encoded; compared case-insensitively; at most ${MAX_MAIL} characters`,
+      },
     },
   },
   response: responses,

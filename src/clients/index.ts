@@ -48,7 +48,8 @@ export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_crede
  */
 export function allowedScopes(row: repo.ClientRow): Set<string> {
   const scopes = new Set([...row.scopes.split(' '), ...row.groups.split(' ')].filter(Boolean));
-  if ((JSON.parse(row.grant_types) as string[]).includes('authorization_code')) for (const s of STANDARD_OIDC_SCOPES) scopes.add(s);
+  if ((JSON.parse(row.grant_types) as string[]).includes('authorization_code'))
+    for (const s of STANDARD_OIDC_SCOPES) scopes.add(s);
   return scopes;
 }
 
@@ -86,12 +87,15 @@ function checkRedirectUri(uri: string, what: string): string {
 }
 
 export function checkScopes(scopes: string[]): string[] {
-  for (const s of scopes) if (!KNOWN_SCOPES.has(s)) throw badRequest(`unknown scope '${s}' (known: ${[...KNOWN_SCOPES].join(' ')})`);
+  for (const s of scopes)
+    if (!KNOWN_SCOPES.has(s)) throw badRequest(`unknown scope '${s}' (known: ${[...KNOWN_SCOPES].join(' ')})`);
   return [...new Set(scopes)];
 }
 
 export function checkGroups(groups: string[]): string[] {
-  for (const g of groups) if (!(ATTRIBUTE_GROUPS as readonly string[]).includes(g)) throw badRequest(`unknown attribute group '${g}' (known: ${ATTRIBUTE_GROUPS.join(' ')})`);
+  for (const g of groups)
+    if (!(ATTRIBUTE_GROUPS as readonly string[]).includes(g))
+      throw badRequest(`unknown attribute group '${g}' (known: ${ATTRIBUTE_GROUPS.join(' ')})`);
   return [...new Set(groups)];
 }
 
@@ -109,11 +113,19 @@ function defaultGrantTypes(isPublic: boolean, redirectUris: string[], scopes: st
 function checkGrantTypes(input: NewClient, redirectUris: string[], scopes: string[]): string[] {
   const asked = [...new Set(input.grantTypes ?? [])];
   if (asked.length === 0) return defaultGrantTypes(Boolean(input.public), redirectUris, scopes);
-  for (const g of asked) if (!(GRANT_TYPES as readonly string[]).includes(g)) throw badRequest(`unknown grant type '${g}' (known: ${GRANT_TYPES.join(' ')})`);
-  if (input.public && asked.includes('client_credentials')) throw badRequest('a public client cannot use client_credentials: it has no secret to authenticate with');
-  if (asked.includes('authorization_code') && redirectUris.length === 0) throw badRequest('the authorization_code grant needs at least one --redirect-uri');
-  if (!asked.includes('authorization_code') && redirectUris.length > 0) throw badRequest('--redirect-uri is used only by the authorization_code grant; add --grant authorization_code or drop the redirect URIs');
-  if (asked.includes('refresh_token') && !asked.includes('authorization_code')) throw badRequest('the refresh_token grant needs the authorization_code grant');
+  for (const g of asked)
+    if (!(GRANT_TYPES as readonly string[]).includes(g))
+      throw badRequest(`unknown grant type '${g}' (known: ${GRANT_TYPES.join(' ')})`);
+  if (input.public && asked.includes('client_credentials'))
+    throw badRequest('a public client cannot use client_credentials: it has no secret to authenticate with');
+  if (asked.includes('authorization_code') && redirectUris.length === 0)
+    throw badRequest('the authorization_code grant needs at least one --redirect-uri');
+  if (!asked.includes('authorization_code') && redirectUris.length > 0)
+    throw badRequest(
+      '--redirect-uri is used only by the authorization_code grant; add --grant authorization_code or drop the redirect URIs',
+    );
+  if (asked.includes('refresh_token') && !asked.includes('authorization_code'))
+    throw badRequest('the refresh_token grant needs the authorization_code grant');
   return GRANT_TYPES.filter((g) => asked.includes(g));
 }
 
@@ -146,7 +158,11 @@ function toClient(row: repo.ClientRow, adminOrgs: number[], checkuserOrgs: numbe
 export async function getClient(store: Store, clientId: string): Promise<Client> {
   const row = await repo.findClient(store.db, clientId);
   if (!row) throw notFound(`client '${clientId}' does not exist`);
-  return toClient(row, await repo.listGrantedOrganizations(store.db, clientId, 'admin'), await repo.listGrantedOrganizations(store.db, clientId, 'checkuser'));
+  return toClient(
+    row,
+    await repo.listGrantedOrganizations(store.db, clientId, 'admin'),
+    await repo.listGrantedOrganizations(store.db, clientId, 'checkuser'),
+  );
 }
 
 export async function listClients(store: Store): Promise<Client[]> {
@@ -154,7 +170,12 @@ export async function listClients(store: Store): Promise<Client[]> {
   return Promise.all(rows.map((r) => getClient(store, r.client_id)));
 }
 
-export async function createClient(store: Store, keys: Keyring, input: NewClient, now = Date.now()): Promise<{ client: Client; secret: string | null }> {
+export async function createClient(
+  store: Store,
+  keys: Keyring,
+  input: NewClient,
+  now = Date.now(),
+): Promise<{ client: Client; secret: string | null }> {
   const name = input.name.trim();
   if (!name || name.length > 200) throw badRequest('client name must be 1-200 characters');
   const scopes = checkScopes(input.scopes ?? []);
@@ -209,13 +230,23 @@ export async function setScopes(store: Store, clientId: string, scopes: string[]
   return getClient(store, clientId);
 }
 
-export async function grantOrganizations(store: Store, clientId: string, orgIds: number[], kind: repo.GrantKind): Promise<Client> {
+export async function grantOrganizations(
+  store: Store,
+  clientId: string,
+  orgIds: number[],
+  kind: repo.GrantKind,
+): Promise<Client> {
   await getClient(store, clientId);
   await repo.grantOrganizations(store.db, clientId, await checkOrganizations(store, orgIds), kind);
   return getClient(store, clientId);
 }
 
-export async function revokeOrganizations(store: Store, clientId: string, orgIds: number[], kind: repo.GrantKind): Promise<Client> {
+export async function revokeOrganizations(
+  store: Store,
+  clientId: string,
+  orgIds: number[],
+  kind: repo.GrantKind,
+): Promise<Client> {
   await getClient(store, clientId);
   await repo.revokeOrganizations(store.db, clientId, orgIds, kind);
   return getClient(store, clientId);

@@ -42,7 +42,11 @@ export interface NewOrganization {
   name: string;
 }
 
-export async function addOrganization(store: Store, input: NewOrganization, now = Date.now()): Promise<dir.Organization> {
+export async function addOrganization(
+  store: Store,
+  input: NewOrganization,
+  now = Date.now(),
+): Promise<dir.Organization> {
   if (!Number.isSafeInteger(input.id) || input.id < 1) throw badRequest('organization id must be a positive integer');
   const realm = input.realm.trim().toLowerCase();
   if (!REALM.test(realm)) throw badRequest(`realm '${input.realm}' is not a valid domain name`);
@@ -54,7 +58,9 @@ export async function addOrganization(store: Store, input: NewOrganization, now 
   } catch (err) {
     if (isUniqueViolation(err)) {
       const byId = await dir.findOrganization(store.db, input.id);
-      throw conflict(byId ? `organization ${input.id} already exists` : `realm '${realm}' already belongs to another organization`);
+      throw conflict(
+        byId ? `organization ${input.id} already exists` : `realm '${realm}' already belongs to another organization`,
+      );
     }
     throw err;
   }
@@ -79,10 +85,12 @@ export async function addUser(store: Store, input: NewUser, now = Date.now()): P
   const eppn = normalizeEppn(input.eppn);
   const problem = eppnProblem(eppn);
   if (problem) throw badRequest(`eppn '${input.eppn}' ${problem}`);
-  if (realmOf(eppn) !== org.realm) throw badRequest(`eppn realm '${realmOf(eppn)}' does not match organization ${org.id} (realm '${org.realm}')`);
+  if (realmOf(eppn) !== org.realm)
+    throw badRequest(`eppn realm '${realmOf(eppn)}' does not match organization ${org.id} (realm '${org.realm}')`);
   const name = input.name.trim();
   if (!name || name.length > 200) throw badRequest('name must be 1-200 characters');
-  if (input.email !== undefined && !EMAIL.test(input.email)) throw badRequest(`email '${input.email}' is not a valid address`);
+  if (input.email !== undefined && !EMAIL.test(input.email))
+    throw badRequest(`email '${input.email}' is not a valid address`);
   if (input.nin !== undefined && !NIN.test(input.nin)) throw badRequest('national id number must be 11 digits');
   let passwordHash: string | null = null;
   if (input.password !== undefined) {
@@ -125,13 +133,20 @@ export function parseSecondaryId(value: string): { namespace: string; identifier
   const namespace = colon < 0 ? '' : value.slice(0, colon).toLowerCase();
   const identifier = colon < 0 ? '' : value.slice(colon + 1);
   if (!(namespace in SECONDARY_NAMESPACES)) {
-    throw badRequest(`'${value}' must be <namespace>:<identifier> with a namespace of ${Object.keys(SECONDARY_NAMESPACES).join(', ')}`);
+    throw badRequest(
+      `'${value}' must be <namespace>:<identifier> with a namespace of ${Object.keys(SECONDARY_NAMESPACES).join(', ')}`,
+    );
   }
-  if (!identifier || identifier.length > 256 || CONTROL.test(identifier)) throw badRequest('the identifier must be 1-256 characters without control characters');
+  if (!identifier || identifier.length > 256 || CONTROL.test(identifier))
+    throw badRequest('the identifier must be 1-256 characters without control characters');
   return { namespace, identifier };
 }
 
-export async function addSecondaryId(store: Store, eppnInput: string, value: string): Promise<{ eppn: string; id: string }> {
+export async function addSecondaryId(
+  store: Store,
+  eppnInput: string,
+  value: string,
+): Promise<{ eppn: string; id: string }> {
   const { namespace, identifier } = parseSecondaryId(value);
   const eppn = normalizeEppn(eppnInput);
   const user = await dir.findUserByEppn(store.db, eppn);
@@ -149,5 +164,6 @@ export async function removeSecondaryId(store: Store, eppnInput: string, value: 
   const { namespace, identifier } = parseSecondaryId(value);
   const eppn = normalizeEppn(eppnInput);
   const user = await dir.findUserByEppn(store.db, eppn);
-  if (!user || !(await dir.deleteUserId(store.db, user.id, namespace, identifier))) throw notFound(`user '${eppn}' has no id '${namespace}:${identifier}'`);
+  if (!user || !(await dir.deleteUserId(store.db, user.id, namespace, identifier)))
+    throw notFound(`user '${eppn}' has no id '${namespace}:${identifier}'`);
 }

@@ -45,7 +45,11 @@ export function parseBearer(header: unknown): BearerHeader {
  * jwks() returns the currently published public keys; refresh() reloads them (called once when a
  * token names an unknown kid, so a key rotated on another instance is picked up at once).
  */
-export function createTokenVerifier(issuer: string, jwks: () => JSONWebKeySet, refresh: () => Promise<void>): TokenVerifier {
+export function createTokenVerifier(
+  issuer: string,
+  jwks: () => JSONWebKeySet,
+  refresh: () => Promise<void>,
+): TokenVerifier {
   // jwks() returns the same object until the keys change, so imported keys are reused.
   let cached: { set: JSONWebKeySet; keys: ReturnType<typeof createLocalJWKSet> } | undefined;
   const keySource = () => {
@@ -81,8 +85,15 @@ export function createTokenVerifier(issuer: string, jwks: () => JSONWebKeySet, r
       // A sender-constrained token (cnf) must come with proof of possession; these APIs take
       // plain bearer tokens only, so a bound token presented as a bearer is refused.
       if ((payload as { cnf?: unknown }).cnf !== undefined) throw unauthorized();
-      const { client_id: clientId, scope, sub, jti, exp } = payload as JWTPayload & { client_id: unknown; scope?: unknown };
-      if (typeof clientId !== 'string' || typeof sub !== 'string' || typeof jti !== 'string' || typeof exp !== 'number') throw unauthorized();
+      const {
+        client_id: clientId,
+        scope,
+        sub,
+        jti,
+        exp,
+      } = payload as JWTPayload & { client_id: unknown; scope?: unknown };
+      if (typeof clientId !== 'string' || typeof sub !== 'string' || typeof jti !== 'string' || typeof exp !== 'number')
+        throw unauthorized();
       if (scope !== undefined && typeof scope !== 'string') throw unauthorized();
       return { clientId, sub, jti, exp, scopes: new Set((scope ?? '').split(' ').filter(Boolean)) };
     },
@@ -93,10 +104,16 @@ export function createTokenVerifier(issuer: string, jwks: () => JSONWebKeySet, r
  * The verified access token of a request. A 401 carries the RFC 6750 challenge: the Bearer scheme
  * and realm, and error="invalid_token" when a token was presented.
  */
-export async function authenticate(request: FastifyRequest, verifier: TokenVerifier, audience: string): Promise<AccessToken> {
+export async function authenticate(
+  request: FastifyRequest,
+  verifier: TokenVerifier,
+  audience: string,
+): Promise<AccessToken> {
   const parsed = parseBearer(request.headers.authorization);
   const token = parsed.kind === 'token' ? parsed.token : undefined;
-  const challenge = (error?: string) => ({ 'www-authenticate': `Bearer realm="${verifier.issuer}"${error ? `, error="${error}"` : ''}` });
+  const challenge = (error?: string) => ({
+    'www-authenticate': `Bearer realm="${verifier.issuer}"${error ? `, error="${error}"` : ''}`,
+  });
   // no bearer token at all (no header, another scheme, malformed): the bare challenge
   if (!token) throw new AppError(401, 'Token missing or invalid', challenge());
   try {
@@ -107,7 +124,11 @@ export async function authenticate(request: FastifyRequest, verifier: TokenVerif
   }
 }
 
-export function requireScopes(token: AccessToken, required: string[], message = 'Token must have all required scopes'): void {
+export function requireScopes(
+  token: AccessToken,
+  required: string[],
+  message = 'Token must have all required scopes',
+): void {
   if (!required.every((s) => token.scopes.has(s))) throw forbidden(message);
 }
 

@@ -18,11 +18,21 @@ export function handleError(err: FastifyError | AppError | Error, request: Fasti
   if (err instanceof AppError) return sendError(reply, err.status, err.message, err.headers);
   const fe = err as FastifyError;
   if (fe.validation) {
-    return sendError(reply, 400, `Invalid request: ${fe.validationContext ?? 'input'} ${fe.validation[0]?.instancePath ?? ''} ${fe.validation[0]?.message ?? ''}`.replace(/\s+/g, ' ').trim());
+    return sendError(
+      reply,
+      400,
+      `Invalid request: ${fe.validationContext ?? 'input'} ${fe.validation[0]?.instancePath ?? ''} ${fe.validation[0]?.message ?? ''}`
+        .replace(/\s+/g, ' ')
+        .trim(),
+    );
   }
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     // Fastify's own client errors (bad JSON, body too large, unsupported media type)
-    return sendError(reply, fe.statusCode, fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Unsupported Media Type' : fe.message.replace(/^FST_\w+:\s*/, ''));
+    return sendError(
+      reply,
+      fe.statusCode,
+      fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Unsupported Media Type' : fe.message.replace(/^FST_\w+:\s*/, ''),
+    );
   }
   request.log.error({ err }, 'unhandled error');
   return sendError(reply, 500, 'Internal Server Error');
@@ -39,11 +49,18 @@ export function prefersHtml(request: FastifyRequest): boolean {
 export function registerErrorHandling(app: FastifyInstance, options: { notFoundPage?: NotFoundPage } = {}) {
   const { notFoundPage } = options;
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((request, reply) => (notFoundPage && prefersHtml(request) ? notFoundPage(request, reply) : sendError(reply, 404, 'Not Found')));
+  app.setNotFoundHandler((request, reply) =>
+    notFoundPage && prefersHtml(request) ? notFoundPage(request, reply) : sendError(reply, 404, 'Not Found'),
+  );
 }
 
 /** Answers every method a path does not serve with 405 and an Allow header. */
-export function methodNotAllowed(app: FastifyInstance, url: string, allowed: string[], decorate?: (reply: FastifyReply) => void) {
+export function methodNotAllowed(
+  app: FastifyInstance,
+  url: string,
+  allowed: string[],
+  decorate?: (reply: FastifyReply) => void,
+) {
   const allow = allowed.includes('GET') && !allowed.includes('HEAD') ? [...allowed, 'HEAD'] : allowed;
   const others = ALL_METHODS.filter((m) => !allow.includes(m));
   app.route({

@@ -11,6 +11,8 @@ export function healthPlugin(store: Store, config: Pick<Config, 'metricsAllow' |
       if (await store.ping()) return { status: 'ready' };
       return reply.code(503).send({ code: 503, message: 'Database unreachable' });
     });
-    app.get('/metrics', { preHandler: metricsAccess(config) }, async (_request, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
+    app.get('/metrics', { preHandler: metricsAccess(config) }, async (_request, reply) =>
+      reply.type(metrics.contentType).send(await metrics.metrics()),
+    );
   };
 }

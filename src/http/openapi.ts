@@ -6,7 +6,11 @@ import type { Config } from '../config.ts';
 
 /** `undocumented`: mounts that are not API routes, such as the authorization server's catch-alls
  * (oidc-provider documents its own endpoints through discovery). */
-export async function registerOpenApi(app: FastifyInstance, config: Config, undocumented: readonly string[] = []): Promise<void> {
+export async function registerOpenApi(
+  app: FastifyInstance,
+  config: Config,
+  undocumented: readonly string[] = [],
+): Promise<void> {
   const hidden = new Set([...undocumented, '/openapi.json']);
   await app.register(swagger, {
     openapi: {
@@ -14,12 +18,18 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, undo
       info: {
         title: 'Identity provider API',
         version: '2',
-        description: 'Passkey administration (/2/passkey), userinfo and user-existence endpoints. Errors are JSON {code, message}.',
+        description:
+          'Passkey administration (/2/passkey), userinfo and user-existence endpoints. Errors are JSON {code, message}.',
       },
       servers: [{ url: config.publicUrl }],
       components: {
         securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `RFC 9068 access token from ${config.publicUrl}/oauth/token (client_credentials)` },
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description: `RFC 9068 access token from ${config.publicUrl}/oauth/token (client_credentials)`,
+          },
         },
       },
     },

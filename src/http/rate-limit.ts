@@ -17,13 +17,17 @@ export interface RateLimit {
 /** The eight 16-bit groups of an IPv6 address (no zone), or undefined. */
 function ipv6Groups(address: string): number[] | undefined {
   // A trailing dotted quad (::ffff:192.0.2.1) stands for the last two groups.
-  const text = address.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, a, b, c, d) => `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`);
+  const text = address.replace(
+    /(\d+)\.(\d+)\.(\d+)\.(\d+)$/,
+    (_m, a, b, c, d) => `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`,
+  );
   const parse = (part: string) => (part ? part.split(':').map((g) => parseInt(g, 16)) : []);
   const halves = text.split('::');
   if (halves.length > 2) return undefined;
   const left = parse(halves[0]!);
   const right = halves.length === 2 ? parse(halves[1]!) : [];
-  const groups = halves.length === 2 ? [...left, ...new Array(Math.max(0, 8 - left.length - right.length)).fill(0), ...right] : left;
+  const groups =
+    halves.length === 2 ? [...left, ...new Array(Math.max(0, 8 - left.length - right.length)).fill(0), ...right] : left;
   return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
 }
 
@@ -41,10 +45,19 @@ export function clientKey(ip: string): string {
   if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
     return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
   }
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(':')}::/64`;
 }
 
-export function rateLimit(store: Store, name: string, limit: number, windowMs: number, now: () => number = Date.now): RateLimit {
+export function rateLimit(
+  store: Store,
+  name: string,
+  limit: number,
+  windowMs: number,
+  now: () => number = Date.now,
+): RateLimit {
   const windowOf = () => {
     const t = now();
     return { start: t - (t % windowMs), retryAfter: (windowMs - (t % windowMs)) / 1000 };
@@ -61,7 +74,8 @@ export function rateLimit(store: Store, name: string, limit: number, windowMs: n
       const w = windowOf();
       const count = await counters.hit(store.db, `${name}:${key}`, w.start);
       if (count <= limit) return;
-      if ((await used(key, w.start, count)) > limit) throw tooManyRequests('Too many requests; try again later', w.retryAfter);
+      if ((await used(key, w.start, count)) > limit)
+        throw tooManyRequests('Too many requests; try again later', w.retryAfter);
     },
     async exceeded(key) {
       return (await used(key, windowOf().start)) >= limit;

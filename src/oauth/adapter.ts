@@ -55,7 +55,10 @@ const CLIENT_CACHE_MS = 1000;
 const CLIENT_CACHE_ENTRIES = 1000;
 
 function cachedClients(store: Store) {
-  const cache = new LRUCache<string, Promise<AdapterPayload | undefined>>({ max: CLIENT_CACHE_ENTRIES, ttl: CLIENT_CACHE_MS });
+  const cache = new LRUCache<string, Promise<AdapterPayload | undefined>>({
+    max: CLIENT_CACHE_ENTRIES,
+    ttl: CLIENT_CACHE_MS,
+  });
   const forget = (id: string, metadata: Promise<AdapterPayload | undefined>) => {
     if (cache.peek(id) === metadata) cache.delete(id);
   };
@@ -135,11 +138,14 @@ export function adapterFactory(store: Store) {
         });
       },
       find: async (id) => (storable(id) ? live(await payloads.findPayload(store.db, name, 'id', id)) : undefined),
-      findByUid: async (uid) => (storable(uid) ? live(await payloads.findPayload(store.db, name, 'uid', uid)) : undefined),
-      findByUserCode: async (code) => (storable(code) ? live(await payloads.findPayload(store.db, name, 'user_code', code)) : undefined),
+      findByUid: async (uid) =>
+        storable(uid) ? live(await payloads.findPayload(store.db, name, 'uid', uid)) : undefined,
+      findByUserCode: async (code) =>
+        storable(code) ? live(await payloads.findPayload(store.db, name, 'user_code', code)) : undefined,
       consume: (id) => consumeOnce(store, name, id),
       destroy: async (id) => void (storable(id) && (await payloads.destroyPayload(store.db, name, id))),
-      revokeByGrantId: async (grantId) => void (storable(grantId) && (await payloads.revokePayloadsByGrant(store.db, grantId))),
+      revokeByGrantId: async (grantId) =>
+        void (storable(grantId) && (await payloads.revokePayloadsByGrant(store.db, grantId))),
     };
   };
 }

@@ -21,7 +21,12 @@ export function keyTiming(config: Config): KeyTiming {
   };
 }
 
-export async function startKeyManager(config: Config, store: Store, keys: Keyring, log: FastifyBaseLogger): Promise<KeyManager> {
+export async function startKeyManager(
+  config: Config,
+  store: Store,
+  keys: Keyring,
+  log: FastifyBaseLogger,
+): Promise<KeyManager> {
   const timing = keyTiming(config);
   const created = await ensureSigningKeys(store, keys);
   if (created.length) log.info({ kids: created }, 'generated signing keys');

@@ -31,7 +31,10 @@ export interface KeySet {
 
 function generate(alg: SigningAlg, now: number, activatesAt: number, keys: Keyring): repo.SigningKeyRow {
   const kid = randomUUID();
-  const pair = alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const pair =
+    alg === 'ES256'
+      ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      : generateKeyPairSync('rsa', { modulusLength: 2048 });
   const privateJwk = { ...pair.privateKey.export({ format: 'jwk' }), kid, alg, use: 'sig' };
   const publicJwk = { ...pair.publicKey.export({ format: 'jwk' }), kid, alg, use: 'sig' };
   return {
@@ -57,7 +60,12 @@ export async function ensureSigningKeys(store: Store, keys: Keyring, now = Date.
 }
 
 /** Adds a new key per algorithm, active after the delay; the current ones retire then. */
-export async function rotateSigningKeys(store: Store, keys: Keyring, timing: KeyTiming, now = Date.now()): Promise<{ kid: string; alg: string; activatesAt: number }[]> {
+export async function rotateSigningKeys(
+  store: Store,
+  keys: Keyring,
+  timing: KeyTiming,
+  now = Date.now(),
+): Promise<{ kid: string; alg: string; activatesAt: number }[]> {
   return repo.inSigningKeyTransaction(store, async (trx) => {
     const activatesAt = now + timing.activationDelayMs;
     const rows = SIGNING_ALGS.map((alg) => generate(alg, now, activatesAt, keys));
@@ -69,11 +77,15 @@ export async function rotateSigningKeys(store: Store, keys: Keyring, timing: Key
 }
 
 export async function loadKeySet(store: Store, keys: Keyring, timing: KeyTiming, now = Date.now()): Promise<KeySet> {
-  const rows = (await repo.listSigningKeys(store.db)).filter((r) => r.retired_at === null || r.retired_at + timing.retentionMs > now);
+  const rows = (await repo.listSigningKeys(store.db)).filter(
+    (r) => r.retired_at === null || r.retired_at + timing.retentionMs > now,
+  );
   const active = {} as Record<SigningAlg, string>;
   for (const alg of SIGNING_ALGS) {
     // newest key that has activated and not yet retired; rows come newest first
-    const current = rows.find((r) => r.alg === alg && r.activates_at <= now && (r.retired_at === null || r.retired_at > now));
+    const current = rows.find(
+      (r) => r.alg === alg && r.activates_at <= now && (r.retired_at === null || r.retired_at > now),
+    );
     if (!current) throw new Error(`no active ${alg} signing key`);
     active[alg] = current.kid;
   }
@@ -81,7 +93,8 @@ export async function loadKeySet(store: Store, keys: Keyring, timing: KeyTiming,
   const ordered = [...rows.filter((r) => activeKids.has(r.kid)), ...rows.filter((r) => !activeKids.has(r.kid))];
   const providerJwks = ordered.map((r) => {
     const plain = open(keys.keyEncryption, r.private_jwk, `signing-key:${r.kid}`);
-    if (!plain) throw new Error(`signing key ${r.kid} cannot be decrypted: IDP_SECRET differs from the one it was stored under`);
+    if (!plain)
+      throw new Error(`signing key ${r.kid} cannot be decrypted: IDP_SECRET differs from the one it was stored under`);
     const jwk = JSON.parse(plain.toString('utf8')) as JWK;
     return activeKids.has(r.kid) ? jwk : { ...jwk, key_ops: ['verify'] };
   });
@@ -97,6 +110,8 @@ export async function loadKeySet(store: Store, keys: Keyring, timing: KeyTiming,
 export async function assertSecretMatches(store: Store, keys: Keyring): Promise<void> {
   const [row] = await repo.listSigningKeys(store.db);
   if (row && !open(keys.keyEncryption, row.private_jwk, `signing-key:${row.kid}`)) {
-    throw new Error('IDP_SECRET does not match the secret this database was set up with (its signing keys cannot be decrypted)');
+    throw new Error(
+      'IDP_SECRET does not match the secret this database was set up with (its signing keys cannot be decrypted)',
+    );
   }
 }

@@ -41,7 +41,9 @@ export interface AccountSource {
   scopes: string[];
   renderError?: Configuration['renderError'];
   logoutSource?: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['logoutSource'];
-  postLogoutSuccessSource?: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['postLogoutSuccessSource'];
+  postLogoutSuccessSource?: NonNullable<
+    NonNullable<Configuration['features']>['rpInitiatedLogout']
+  >['postLogoutSuccessSource'];
   /** the grant a signed-in user already has for the client (remembered consent, first-party clients) */
   loadExistingGrant?: Configuration['loadExistingGrant'];
 }
@@ -52,19 +54,34 @@ export const basicAccounts: AccountSource = {
   scopes: ['openid', 'offline_access'],
 };
 
-export function createProvider(config: Config, store: Store, keys: Keyring, keySet: KeySet, accounts: AccountSource): Provider {
+export function createProvider(
+  config: Config,
+  store: Store,
+  keys: Keyring,
+  keySet: KeySet,
+  accounts: AccountSource,
+): Provider {
   const servers = resourceServers(config.publicUrl);
   const configuration: Configuration = {
     adapter: adapterFactory(store),
     jwks: { keys: keySet.providerJwks as any },
-    cookies: { keys: keys.cookies, names: cookieNames(config.publicUrl), long: { ...SESSION_COOKIE }, short: { httpOnly: true, sameSite: 'lax' } },
+    cookies: {
+      keys: keys.cookies,
+      names: cookieNames(config.publicUrl),
+      long: { ...SESSION_COOKIE },
+      short: { httpOnly: true, sameSite: 'lax' },
+    },
     routes: ROUTES,
     findAccount: accounts.findAccount,
     claims: accounts.claims,
     scopes: [...new Set([...accounts.scopes, ...KNOWN_SCOPES])],
     conformIdTokenClaims: true,
     interactions: { url: (_ctx, interaction) => `${INTERACTION_PREFIX}/${interaction.uid}` },
-    clientDefaults: { id_token_signed_response_alg: 'RS256', grant_types: ['authorization_code'], response_types: ['code'] },
+    clientDefaults: {
+      id_token_signed_response_alg: 'RS256',
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+    },
     enabledJWA: {
       idTokenSigningAlgValues: ['RS256', 'ES256'],
       userinfoSigningAlgValues: ['RS256', 'ES256'],
@@ -107,7 +124,11 @@ export function createProvider(config: Config, store: Store, keys: Keyring, keyS
         defaultResource: (ctx) => {
           if (ctx.oidc.params?.grant_type !== 'client_credentials') return undefined as any;
           const server = resourceForScopes(config.publicUrl, ctx.oidc.params?.scope as string | undefined);
-          if (!server) throw new errors.InvalidScope('scope must name the API scopes the token is for', String(ctx.oidc.params?.scope ?? ''));
+          if (!server)
+            throw new errors.InvalidScope(
+              'scope must name the API scopes the token is for',
+              String(ctx.oidc.params?.scope ?? ''),
+            );
           return server.id;
         },
         useGrantedResource: async () => false,
@@ -130,14 +151,18 @@ export function createProvider(config: Config, store: Store, keys: Keyring, keyS
       return undefined;
     },
     // Browser-based relying parties may call userinfo from the origins of their redirect URIs.
-    clientBasedCORS: (_ctx, origin, client) => (client.redirectUris ?? []).some((uri) => new URL(uri).origin === origin),
+    clientBasedCORS: (_ctx, origin, client) =>
+      (client.redirectUris ?? []).some((uri) => new URL(uri).origin === origin),
     ...(accounts.renderError ? { renderError: accounts.renderError } : {}),
     ...(accounts.loadExistingGrant ? { loadExistingGrant: accounts.loadExistingGrant } : {}),
   };
   const provider = new Provider(config.publicUrl, configuration);
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client
   // Client secrets are stored as keyed hashes; compare in constant time against the hash.
-  provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientSecret?: string }, actual: string) {
+  provider.Client.prototype.compareClientSecret = function compareClientSecret(
+    this: { clientSecret?: string },
+    actual: string,
+  ) {
     return secretMatches(keys, this.clientSecret ?? null, actual);
   };
   return provider;

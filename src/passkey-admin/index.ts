@@ -10,7 +10,13 @@ import { badRequest, forbidden, notFound } from '../errors.ts';
 import { eppnProblem, normalizeEppn, realmOf } from '../directory/index.ts';
 import { findUserByEppn } from '../store/directory.ts';
 import { findOrganizationWithGrant } from '../store/clients.ts';
-import { deleteOrganizationPasskey, deleteUserPasskeys, listOrganizationPasskeys, listPasskeysByEppn, type PasskeyListRow } from '../store/passkeys.ts';
+import {
+  deleteOrganizationPasskey,
+  deleteUserPasskeys,
+  listOrganizationPasskeys,
+  listPasskeysByEppn,
+  type PasskeyListRow,
+} from '../store/passkeys.ts';
 import { insertAuditEvent } from '../store/audit.ts';
 import { iso } from '../time.ts';
 import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
@@ -42,8 +48,10 @@ function parseQuery(request: FastifyRequest, allowed: readonly QueryName[]): Que
   const query: Query = {};
   if (at < 0) return query;
   for (const [name, value] of new URLSearchParams(request.url.slice(at + 1))) {
-    if (!(allowed as readonly string[]).includes(name)) throw badRequest(`Unknown query parameter '${name.slice(0, 40)}'`);
-    if (query[name as QueryName] !== undefined) throw badRequest(`Invalid '${name}' query parameter -- given more than once`);
+    if (!(allowed as readonly string[]).includes(name))
+      throw badRequest(`Unknown query parameter '${name.slice(0, 40)}'`);
+    if (query[name as QueryName] !== undefined)
+      throw badRequest(`Invalid '${name}' query parameter -- given more than once`);
     query[name as QueryName] = value;
   }
   return query;
@@ -57,14 +65,16 @@ function checkEppn(raw: string): string {
 }
 
 function requireEppn(query: Query): string {
-  if (query.eppn === undefined) throw badRequest("Missing 'eppn' query parameter -- passkeys are deleted one user at a time");
+  if (query.eppn === undefined)
+    throw badRequest("Missing 'eppn' query parameter -- passkeys are deleted one user at a time");
   return checkEppn(query.eppn);
 }
 
 function checkPerPage(raw: string | undefined): number {
   if (raw === undefined) return MAX_PER_PAGE;
   const n = /^[0-9]{1,4}$/.test(raw) ? Number(raw) : 0;
-  if (n < 1 || n > MAX_PER_PAGE) throw badRequest(`Invalid 'per_page' query parameter -- must be an integer from 1 to ${MAX_PER_PAGE}`);
+  if (n < 1 || n > MAX_PER_PAGE)
+    throw badRequest(`Invalid 'per_page' query parameter -- must be an integer from 1 to ${MAX_PER_PAGE}`);
   return n;
 }
 
@@ -95,7 +105,8 @@ function checkClientGrant(org: Organization): void {
 }
 
 function checkRealm(eppn: string | null, org: Organization): void {
-  if (eppn !== null && realmOf(eppn) !== org.realm) throw forbidden(`eppn realm '${realmOf(eppn)}' does not match organization`);
+  if (eppn !== null && realmOf(eppn) !== org.realm)
+    throw forbidden(`eppn realm '${realmOf(eppn)}' does not match organization`);
 }
 
 function startAfter(deps: PasskeyAdminDeps, offset: string | undefined, list: ListRequest): number {
@@ -108,7 +119,13 @@ function startAfter(deps: PasskeyAdminDeps, offset: string | undefined, list: Li
 /** The next page's URL: PUBLIC_URL, the canonical path, the query as the client sent it, a new offset. */
 function nextPageUrl(config: Config, request: FastifyRequest, orgId: number, offset: string): string {
   const at = request.url.indexOf('?');
-  const kept = at < 0 ? [] : request.url.slice(at + 1).split('&').filter((part) => part !== '' && new URLSearchParams(part).keys().next().value !== 'offset');
+  const kept =
+    at < 0
+      ? []
+      : request.url
+          .slice(at + 1)
+          .split('&')
+          .filter((part) => part !== '' && new URLSearchParams(part).keys().next().value !== 'offset');
   return `${config.publicUrl}/2/passkey/${orgId}?${[...kept, `offset=${offset}`].join('&')}`;
 }
 
@@ -151,7 +168,12 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
         : await listPasskeysByEppn(store.db, org.id, eppn, after, perPage + 1);
     if (rows.length > perPage) {
       rows.length = perPage;
-      const offset = mintOffset(deps.keys.cursor, listRequest, rows[perPage - 1]!.id, deps.now() + config.paginationTokenTtl * 1000);
+      const offset = mintOffset(
+        deps.keys.cursor,
+        listRequest,
+        rows[perPage - 1]!.id,
+        deps.now() + config.paginationTokenTtl * 1000,
+      );
       reply.header('link', `<${nextPageUrl(config, request, org.id, offset)}>; rel="next"`);
     }
     const body = new Array(rows.length);
@@ -170,10 +192,21 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     const ids = await store.db.transaction().execute(async (trx) => {
       const user = await findUserByEppn(trx, eppn);
       const deleted = user && user.org_id === org.id ? await deleteUserPasskeys(trx, user.id) : [];
-      await insertAuditEvent(trx, { at: deps.now(), kind: AUDIT_DELETE_USER, clientId: token.clientId, orgId: org.id, eppn, passkeyIds: deleted, requestId: request.id });
+      await insertAuditEvent(trx, {
+        at: deps.now(),
+        kind: AUDIT_DELETE_USER,
+        clientId: token.clientId,
+        orgId: org.id,
+        eppn,
+        passkeyIds: deleted,
+        requestId: request.id,
+      });
       return deleted;
     });
-    request.log.info({ client_id: token.clientId, org_id: org.id, eppn, passkey_ids: ids, deleted_count: ids.length }, 'passkeys deleted');
+    request.log.info(
+      { client_id: token.clientId, org_id: org.id, eppn, passkey_ids: ids, deleted_count: ids.length },
+      'passkeys deleted',
+    );
     return { deleted_count: ids.length, eppn };
   }
 
@@ -190,10 +223,21 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
       const deleted = await deleteOrganizationPasskey(trx, org.id, id);
       // Another organization's passkey is "not found" too: its existence is not this client's business.
       if (!deleted) throw notFound('Passkey does not exist');
-      await insertAuditEvent(trx, { at: deps.now(), kind: AUDIT_DELETE_ONE, clientId: token.clientId, orgId: org.id, eppn: deleted.eppn, passkeyIds: [id], requestId: request.id });
+      await insertAuditEvent(trx, {
+        at: deps.now(),
+        kind: AUDIT_DELETE_ONE,
+        clientId: token.clientId,
+        orgId: org.id,
+        eppn: deleted.eppn,
+        passkeyIds: [id],
+        requestId: request.id,
+      });
       return deleted.eppn;
     });
-    request.log.info({ client_id: token.clientId, org_id: org.id, eppn: owner, passkey_ids: [id], deleted_count: 1 }, 'passkeys deleted');
+    request.log.info(
+      { client_id: token.clientId, org_id: org.id, eppn: owner, passkey_ids: [id], deleted_count: 1 },
+      'passkeys deleted',
+    );
     return { deleted: true, id };
   }
 

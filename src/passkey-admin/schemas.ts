@@ -18,13 +18,22 @@ const passkey = {
     id: { type: 'integer', description: 'Internal unique identifier; the id of the single-passkey delete' },
     eppn: { type: 'string', description: 'eduPersonPrincipalName of the owning user' },
     label: { type: 'string', description: 'User-supplied name; need not reflect the authenticator model' },
-    created_at: { type: 'string', format: 'date-time', description: 'Registration time, e.g. 2024-01-15T10:30:00+00:00' },
-    last_used_at: { type: ['string', 'null'], format: 'date-time', description: 'Most recent authentication; null if never used' },
+    created_at: {
+      type: 'string',
+      format: 'date-time',
+      description: 'Registration time, e.g. 2024-01-15T10:30:00+00:00',
+    },
+    last_used_at: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'Most recent authentication; null if never used',
+    },
     mfa_verified: { type: 'boolean', description: 'Whether the passkey is verified as a multi-factor credential' },
     aaguid: {
       type: 'string',
       format: 'uuid',
-      description: 'Authenticator Attestation GUID (lowercase); 00000000-0000-0000-0000-000000000000 when the authenticator gave none',
+      description:
+        'Authenticator Attestation GUID (lowercase); 00000000-0000-0000-0000-000000000000 when the authenticator gave none',
     },
   },
 } as const;
@@ -48,12 +57,14 @@ const listQuery = {
     per_page: { type: 'integer', minimum: 1, maximum: 1000, default: 1000, description: 'Entries per page, 1-1000' },
     offset: {
       type: 'string',
-      description: 'Opaque continuation token from the Link header; valid for PAGINATION_TOKEN_TTL seconds (default 300) and only for the request it continues',
+      description:
+        'Opaque continuation token from the Link header; valid for PAGINATION_TOKEN_TTL seconds (default 300) and only for the request it continues',
     },
   },
 } as const;
 
-const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, { ...errorBody, description: ERROR_MEANING[s] }]));
+const errors = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, { ...errorBody, description: ERROR_MEANING[s] }]));
 
 const ERROR_MEANING: Record<number, string> = {
   400: 'Invalid query parameter (eppn without @, eppn missing on DELETE, per_page outside 1-1000, malformed, altered, expired or misused offset, unknown or repeated parameter)',
@@ -70,14 +81,18 @@ export const listSchema = {
   tags,
   security: readSecurity,
   summary: 'List passkeys of a user (with eppn) or of the whole organization',
-  description: 'Scope passkey.read. Paginated by keyset on id: when more entries exist, the Link header carries the next page URL (rel="next"); the last page has none.',
+  description:
+    'Scope passkey.read. Paginated by keyset on id: when more entries exist, the Link header carries the next page URL (rel="next"); the last page has none.',
   params: { type: 'object', required: ['org_id'], properties: { org_id: orgIdParam } },
   querystring: listQuery,
   response: {
     200: {
       description: 'Passkeys in ascending id order',
       headers: {
-        link: { type: 'string', description: 'When more entries exist: <absolute URL of the next page>; rel="next". Absent on the last page' },
+        link: {
+          type: 'string',
+          description: 'When more entries exist: <absolute URL of the next page>; rel="next". Absent on the last page',
+        },
       },
       type: 'array',
       items: passkey,
@@ -90,7 +105,8 @@ export const deleteUserSchema = {
   tags,
   security: deleteSecurity,
   summary: "Delete all of a user's passkeys",
-  description: 'Scope passkey.delete. eppn is required: an organization-wide delete does not exist. One transaction, with its audit event.',
+  description:
+    'Scope passkey.delete. eppn is required: an organization-wide delete does not exist. One transaction, with its audit event.',
   params: { type: 'object', required: ['org_id'], properties: { org_id: orgIdParam } },
   querystring: { type: 'object', additionalProperties: false, required: ['eppn'], properties: { eppn: eppnQuery } },
   response: {
@@ -112,7 +128,10 @@ export const deleteOneSchema = {
   params: {
     type: 'object',
     required: ['org_id', 'id'],
-    properties: { org_id: orgIdParam, id: { type: 'string', pattern: '^[0-9]+$', description: 'The id field from the list endpoints' } },
+    properties: {
+      org_id: orgIdParam,
+      id: { type: 'string', pattern: '^[0-9]+$', description: 'The id field from the list endpoints' },
+    },
   },
   response: {
     200: {

@@ -32,9 +32,15 @@ export async function insertAuditEvent(db: Q, e: AuditEvent): Promise<void> {
     .execute();
 }
 
-export function listAuditEvents(db: Q, filter: { orgId?: number; since?: number; limit?: number }): Promise<AuditRow[]> {
+export function listAuditEvents(
+  db: Q,
+  filter: { orgId?: number; since?: number; limit?: number },
+): Promise<AuditRow[]> {
   let q = db.selectFrom('audit_events').selectAll();
   if (filter.orgId !== undefined) q = q.where('org_id', '=', filter.orgId);
   if (filter.since !== undefined) q = q.where('at', '>=', filter.since);
-  return q.orderBy('id').limit(filter.limit ?? 1000).execute();
+  return q
+    .orderBy('id')
+    .limit(filter.limit ?? 1000)
+    .execute();
 }

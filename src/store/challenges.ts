@@ -9,14 +9,28 @@ const TYPE = 'WebAuthnChallenge';
 export async function insertChallenge(db: Q, challenge: string, payload: string, expiresAt: number): Promise<void> {
   await db
     .insertInto('oidc_payloads')
-    .values({ type: TYPE, id: challenge, payload, grant_id: null, user_code: null, uid: null, expires_at: expiresAt, consumed_at: null })
+    .values({
+      type: TYPE,
+      id: challenge,
+      payload,
+      grant_id: null,
+      user_code: null,
+      uid: null,
+      expires_at: expiresAt,
+      consumed_at: null,
+    })
     .execute();
 }
 
 /** Removes the challenge and returns its payload if it existed and had not expired; a second
  * call for the same challenge finds nothing, so a response can be verified at most once. */
 export async function takeChallenge(db: Q, challenge: string, now: number): Promise<string | undefined> {
-  const row = await db.deleteFrom('oidc_payloads').where('type', '=', TYPE).where('id', '=', challenge).returning(['payload', 'expires_at']).executeTakeFirst();
+  const row = await db
+    .deleteFrom('oidc_payloads')
+    .where('type', '=', TYPE)
+    .where('id', '=', challenge)
+    .returning(['payload', 'expires_at'])
+    .executeTakeFirst();
   if (!row || row.expires_at === null || row.expires_at <= now) return undefined;
   return row.payload;
 }

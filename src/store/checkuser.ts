@@ -9,7 +9,11 @@ type Q = Kysely<DB> | Transaction<DB>;
  * The id of the organization owning realm, when clientId is configured to check it. An unknown
  * realm and a realm the client may not check give the same undefined, from the same query.
  */
-export async function checkableOrganizationByRealm(db: Q, clientId: string, realm: string): Promise<number | undefined> {
+export async function checkableOrganizationByRealm(
+  db: Q,
+  clientId: string,
+  realm: string,
+): Promise<number | undefined> {
   const row = await db
     .selectFrom('organizations')
     .innerJoin('client_orgs', 'client_orgs.org_id', 'organizations.id')
@@ -23,17 +27,34 @@ export async function checkableOrganizationByRealm(db: Q, clientId: string, real
 
 export async function eppnExists(db: Q, orgIds: number[], eppn: string): Promise<boolean> {
   if (orgIds.length === 0) return false;
-  const row = await db.selectFrom('users').select('id').where('eppn', '=', eppn).where('org_id', 'in', orgIds).limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where('eppn', '=', eppn)
+    .where('org_id', 'in', orgIds)
+    .limit(1)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
 export async function ninExists(db: Q, orgIds: number[], nin: string): Promise<boolean> {
   if (orgIds.length === 0) return false;
-  const row = await db.selectFrom('users').select('id').where('nin', '=', nin).where('org_id', 'in', orgIds).limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where('nin', '=', nin)
+    .where('org_id', 'in', orgIds)
+    .limit(1)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
-export async function namespacedIdExists(db: Q, orgIds: number[], namespace: string, identifier: string): Promise<boolean> {
+export async function namespacedIdExists(
+  db: Q,
+  orgIds: number[],
+  namespace: string,
+  identifier: string,
+): Promise<boolean> {
   if (orgIds.length === 0) return false;
   const row = await db
     .selectFrom('user_ids')
@@ -50,6 +71,12 @@ export async function namespacedIdExists(db: Q, orgIds: number[], namespace: str
 /** Mail addresses are stored lower-cased (normalizeEmail); the caller passes the lower-cased form. */
 export async function emailExists(db: Q, orgIds: number[], email: string): Promise<boolean> {
   if (orgIds.length === 0) return false;
-  const row = await db.selectFrom('users').select('id').where('email', '=', email).where('org_id', 'in', orgIds).limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where('email', '=', email)
+    .where('org_id', 'in', orgIds)
+    .limit(1)
+    .executeTakeFirst();
   return row !== undefined;
 }

@@ -18,7 +18,11 @@ export function listClients(db: Q): Promise<ClientRow[]> {
   return db.selectFrom('clients').selectAll().orderBy('created_at').orderBy('client_id').execute();
 }
 
-export async function updateClient(db: Q, clientId: string, changes: Partial<Omit<ClientRow, 'client_id'>>): Promise<boolean> {
+export async function updateClient(
+  db: Q,
+  clientId: string,
+  changes: Partial<Omit<ClientRow, 'client_id'>>,
+): Promise<boolean> {
   const r = await db.updateTable('clients').set(changes).where('client_id', '=', clientId).executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
@@ -34,23 +38,46 @@ export async function grantOrganizations(db: Q, clientId: string, orgIds: number
 
 export async function revokeOrganizations(db: Q, clientId: string, orgIds: number[], kind: GrantKind): Promise<number> {
   if (orgIds.length === 0) return 0;
-  const r = await db.deleteFrom('client_orgs').where('client_id', '=', clientId).where('kind', '=', kind).where('org_id', 'in', orgIds).executeTakeFirst();
+  const r = await db
+    .deleteFrom('client_orgs')
+    .where('client_id', '=', clientId)
+    .where('kind', '=', kind)
+    .where('org_id', 'in', orgIds)
+    .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
 
 export async function listGrantedOrganizations(db: Q, clientId: string, kind: GrantKind): Promise<number[]> {
-  const rows = await db.selectFrom('client_orgs').select('org_id').where('client_id', '=', clientId).where('kind', '=', kind).orderBy('org_id').execute();
+  const rows = await db
+    .selectFrom('client_orgs')
+    .select('org_id')
+    .where('client_id', '=', clientId)
+    .where('kind', '=', kind)
+    .orderBy('org_id')
+    .execute();
   return rows.map((r) => r.org_id);
 }
 
 /** The organization and whether the client holds a grant of this kind for it, in one round trip. */
-export async function findOrganizationWithGrant(db: Q, orgId: number, clientId: string, kind: GrantKind): Promise<{ id: number; realm: string; granted: boolean } | undefined> {
+export async function findOrganizationWithGrant(
+  db: Q,
+  orgId: number,
+  clientId: string,
+  kind: GrantKind,
+): Promise<{ id: number; realm: string; granted: boolean } | undefined> {
   const row = await db
     .selectFrom('organizations')
     .select(['organizations.id', 'organizations.realm'])
     .select((eb) =>
       eb
-        .exists(eb.selectFrom('client_orgs').select('client_orgs.org_id').where('client_orgs.client_id', '=', clientId).where('client_orgs.org_id', '=', eb.ref('organizations.id')).where('client_orgs.kind', '=', kind))
+        .exists(
+          eb
+            .selectFrom('client_orgs')
+            .select('client_orgs.org_id')
+            .where('client_orgs.client_id', '=', clientId)
+            .where('client_orgs.org_id', '=', eb.ref('organizations.id'))
+            .where('client_orgs.kind', '=', kind),
+        )
         .as('granted'),
     )
     .where('organizations.id', '=', orgId)

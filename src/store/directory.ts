@@ -46,7 +46,11 @@ export function listUsersOfOrganization(db: Q, orgId: number): Promise<User[]> {
 }
 
 export async function updateUserPassword(db: Q, eppn: string, passwordHash: string, now: number): Promise<boolean> {
-  const r = await db.updateTable('users').set({ password_hash: passwordHash, updated_at: now }).where('eppn', '=', eppn).executeTakeFirst();
+  const r = await db
+    .updateTable('users')
+    .set({ password_hash: passwordHash, updated_at: now })
+    .where('eppn', '=', eppn)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 
@@ -55,10 +59,21 @@ export async function insertUserId(db: Q, userId: number, namespace: string, ide
 }
 
 export function listUserIds(db: Q, userId: number): Promise<{ namespace: string; identifier: string }[]> {
-  return db.selectFrom('user_ids').select(['namespace', 'identifier']).where('user_id', '=', userId).orderBy('namespace').orderBy('identifier').execute();
+  return db
+    .selectFrom('user_ids')
+    .select(['namespace', 'identifier'])
+    .where('user_id', '=', userId)
+    .orderBy('namespace')
+    .orderBy('identifier')
+    .execute();
 }
 
 export async function deleteUserId(db: Q, userId: number, namespace: string, identifier: string): Promise<boolean> {
-  const r = await db.deleteFrom('user_ids').where('user_id', '=', userId).where('namespace', '=', namespace).where('identifier', '=', identifier).executeTakeFirst();
+  const r = await db
+    .deleteFrom('user_ids')
+    .where('user_id', '=', userId)
+    .where('namespace', '=', namespace)
+    .where('identifier', '=', identifier)
+    .executeTakeFirst();
   return Number(r.numDeletedRows) === 1;
 }

@@ -39,7 +39,9 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
   const db = new Kysely<DB>({
     dialect:
       dialect === 'postgres'
-        ? new PostgresDialect({ pool: withIdleErrorsHandled(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 })) })
+        ? new PostgresDialect({
+            pool: withIdleErrorsHandled(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 })),
+          })
         : sqliteDialect(databaseUrl),
   });
   try {
@@ -73,4 +75,3 @@ export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; errcode?: number; message?: string };
   return e?.code === '23505' || /UNIQUE constraint failed/.test(e?.message ?? '');
 }
-

@@ -17,7 +17,13 @@ export async function insertSigningKeys(db: Q, rows: SigningKeyRow[]): Promise<v
 
 /** Marks every other key of the same algorithm retired from the moment the new one activates. */
 export async function retireSigningKeys(db: Q, alg: string, exceptKid: string, at: number): Promise<void> {
-  await db.updateTable('signing_keys').set({ retired_at: at }).where('alg', '=', alg).where('kid', '!=', exceptKid).where('retired_at', 'is', null).execute();
+  await db
+    .updateTable('signing_keys')
+    .set({ retired_at: at })
+    .where('alg', '=', alg)
+    .where('kid', '!=', exceptKid)
+    .where('retired_at', 'is', null)
+    .execute();
 }
 
 export async function deleteSigningKeysRetiredBefore(db: Q, before: number): Promise<number> {

@@ -12,7 +12,15 @@ export interface PayloadRow {
 
 export async function upsertPayload(
   db: Q,
-  row: { type: string; id: string; payload: string; grant_id: string | null; user_code: string | null; uid: string | null; expires_at: number | null },
+  row: {
+    type: string;
+    id: string;
+    payload: string;
+    grant_id: string | null;
+    user_code: string | null;
+    uid: string | null;
+    expires_at: number | null;
+  },
 ): Promise<void> {
   await db
     .insertInto('oidc_payloads')
@@ -29,8 +37,18 @@ export async function upsertPayload(
     .execute();
 }
 
-export function findPayload(db: Q, type: string, column: 'id' | 'uid' | 'user_code', value: string): Promise<PayloadRow | undefined> {
-  return db.selectFrom('oidc_payloads').select(['payload', 'expires_at', 'consumed_at']).where('type', '=', type).where(column, '=', value).executeTakeFirst();
+export function findPayload(
+  db: Q,
+  type: string,
+  column: 'id' | 'uid' | 'user_code',
+  value: string,
+): Promise<PayloadRow | undefined> {
+  return db
+    .selectFrom('oidc_payloads')
+    .select(['payload', 'expires_at', 'consumed_at'])
+    .where('type', '=', type)
+    .where(column, '=', value)
+    .executeTakeFirst();
 }
 
 /**
@@ -50,7 +68,12 @@ export async function consumePayload(db: Q, type: string, id: string, at: number
 }
 
 export async function payloadGrantId(db: Q, type: string, id: string): Promise<string | null | undefined> {
-  const row = await db.selectFrom('oidc_payloads').select('grant_id').where('type', '=', type).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('oidc_payloads')
+    .select('grant_id')
+    .where('type', '=', type)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row?.grant_id;
 }
 

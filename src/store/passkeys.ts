@@ -4,7 +4,10 @@ import type { DB, PasskeysTable } from './schema.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type PasskeyRow = Selectable<PasskeysTable>;
-export type PasskeyListRow = Pick<PasskeyRow, 'id' | 'label' | 'created_at' | 'last_used_at' | 'mfa_verified' | 'aaguid'> & { eppn: string };
+export type PasskeyListRow = Pick<
+  PasskeyRow,
+  'id' | 'label' | 'created_at' | 'last_used_at' | 'mfa_verified' | 'aaguid'
+> & { eppn: string };
 
 export async function insertPasskeys(db: Q, rows: Insertable<PasskeysTable>[]): Promise<number[]> {
   if (rows.length === 0) return [];
@@ -16,21 +19,50 @@ function listQuery(db: Q) {
   return db
     .selectFrom('passkeys')
     .innerJoin('users', 'users.id', 'passkeys.user_id')
-    .select(['passkeys.id', 'users.eppn', 'passkeys.label', 'passkeys.created_at', 'passkeys.last_used_at', 'passkeys.mfa_verified', 'passkeys.aaguid']);
+    .select([
+      'passkeys.id',
+      'users.eppn',
+      'passkeys.label',
+      'passkeys.created_at',
+      'passkeys.last_used_at',
+      'passkeys.mfa_verified',
+      'passkeys.aaguid',
+    ]);
 }
 
 /** Passkeys of an organization with id > afterId, ascending, at most limit. */
-export function listOrganizationPasskeys(db: Q, orgId: number, afterId: number, limit: number): Promise<PasskeyListRow[]> {
-  return listQuery(db).where('passkeys.org_id', '=', orgId).where('passkeys.id', '>', afterId).orderBy('passkeys.id').limit(limit).execute();
+export function listOrganizationPasskeys(
+  db: Q,
+  orgId: number,
+  afterId: number,
+  limit: number,
+): Promise<PasskeyListRow[]> {
+  return listQuery(db)
+    .where('passkeys.org_id', '=', orgId)
+    .where('passkeys.id', '>', afterId)
+    .orderBy('passkeys.id')
+    .limit(limit)
+    .execute();
 }
 
 /** Passkeys of one user with id > afterId, ascending, at most limit. */
 export function listUserPasskeys(db: Q, userId: number, afterId: number, limit: number): Promise<PasskeyListRow[]> {
-  return listQuery(db).where('passkeys.user_id', '=', userId).where('passkeys.id', '>', afterId).orderBy('passkeys.id').limit(limit).execute();
+  return listQuery(db)
+    .where('passkeys.user_id', '=', userId)
+    .where('passkeys.id', '>', afterId)
+    .orderBy('passkeys.id')
+    .limit(limit)
+    .execute();
 }
 
 /** Passkeys in an organization of the user with this (normalized) eppn, id > afterId, ascending; one round trip. */
-export function listPasskeysByEppn(db: Q, orgId: number, eppn: string, afterId: number, limit: number): Promise<PasskeyListRow[]> {
+export function listPasskeysByEppn(
+  db: Q,
+  orgId: number,
+  eppn: string,
+  afterId: number,
+  limit: number,
+): Promise<PasskeyListRow[]> {
   return listQuery(db)
     .where('users.eppn', '=', eppn)
     .where('passkeys.org_id', '=', orgId)
@@ -55,7 +87,11 @@ export async function deleteUserPasskeys(db: Q, userId: number): Promise<number[
 }
 
 /** Deletes one passkey if it belongs to the organization; returns its owner's eppn, or undefined. */
-export async function deleteOrganizationPasskey(db: Q, orgId: number, id: number): Promise<{ eppn: string } | undefined> {
+export async function deleteOrganizationPasskey(
+  db: Q,
+  orgId: number,
+  id: number,
+): Promise<{ eppn: string } | undefined> {
   const row = await db
     .selectFrom('passkeys')
     .innerJoin('users', 'users.id', 'passkeys.user_id')
@@ -74,7 +110,12 @@ export async function deleteUserPasskey(db: Q, userId: number, id: number): Prom
 }
 
 export async function renameUserPasskey(db: Q, userId: number, id: number, label: string): Promise<boolean> {
-  const r = await db.updateTable('passkeys').set({ label }).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  const r = await db
+    .updateTable('passkeys')
+    .set({ label })
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 
@@ -84,8 +125,17 @@ export async function renameUserPasskey(db: Q, userId: number, id: number, label
  * racing with the same counter one wins, and the counter never goes backwards. Returns false when
  * nothing was written (the caller treats that as a counter regression).
  */
-export async function recordPasskeyUse(db: Q, id: number, signCount: number, backupState: boolean, now: number): Promise<boolean> {
-  let update = db.updateTable('passkeys').set({ sign_count: signCount, backup_state: backupState ? 1 : 0, last_used_at: now }).where('id', '=', id);
+export async function recordPasskeyUse(
+  db: Q,
+  id: number,
+  signCount: number,
+  backupState: boolean,
+  now: number,
+): Promise<boolean> {
+  let update = db
+    .updateTable('passkeys')
+    .set({ sign_count: signCount, backup_state: backupState ? 1 : 0, last_used_at: now })
+    .where('id', '=', id);
   // Authenticators without a counter always present 0; a stored 0 with a presented 0 is fine.
   update = signCount > 0 ? update.where('sign_count', '<', signCount) : update.where('sign_count', '=', 0);
   const r = await update.executeTakeFirst();

@@ -9,7 +9,6 @@ export function findPhoto(db: Q, handle: string): Promise<PhotoRow | undefined> 
   return db.selectFrom('photos').selectAll().where('handle', '=', handle).executeTakeFirst();
 }
 
-
 export async function insertPhoto(db: Q, photo: PhotoRow): Promise<void> {
   await db.insertInto('photos').values(photo).execute();
 }
@@ -24,6 +23,10 @@ export async function deletePhotosOfUser(db: Q, userId: number, keep: string | n
 
 /** Points the user at a photo handle (or none); false when the user does not exist. */
 export async function setUserPhotoHandle(db: Q, userId: number, handle: string | null, now: number): Promise<boolean> {
-  const r = await db.updateTable('users').set({ photo_handle: handle, updated_at: now }).where('id', '=', userId).executeTakeFirst();
+  const r = await db
+    .updateTable('users')
+    .set({ photo_handle: handle, updated_at: now })
+    .where('id', '=', userId)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }

@@ -19,7 +19,11 @@ export async function hit(db: Kysely<DB>, key: string, windowStart: number): Pro
 }
 
 export async function peek(db: Kysely<DB>, key: string, windowStart: number): Promise<number> {
-  const row = await db.selectFrom('rate_limits').select(['count', 'window_start']).where('key', '=', key).executeTakeFirst();
+  const row = await db
+    .selectFrom('rate_limits')
+    .select(['count', 'window_start'])
+    .where('key', '=', key)
+    .executeTakeFirst();
   return row && row.window_start === windowStart ? row.count : 0;
 }
 

@@ -28,7 +28,13 @@ export async function findReleaseSubject(db: Q, sub: string, clientId: string): 
     .leftJoin('clients', (join) => join.on('clients.client_id', '=', clientId))
     .leftJoin('user_ids', 'user_ids.user_id', 'users.id')
     .selectAll('users')
-    .select(['clients.client_id as c_id', 'clients.groups as c_groups', 'clients.userinfo_signed_response_alg as c_alg', 'user_ids.namespace as i_ns', 'user_ids.identifier as i_id'])
+    .select([
+      'clients.client_id as c_id',
+      'clients.groups as c_groups',
+      'clients.userinfo_signed_response_alg as c_alg',
+      'user_ids.namespace as i_ns',
+      'user_ids.identifier as i_id',
+    ])
     .where('users.sub', '=', sub)
     .orderBy('user_ids.namespace')
     .orderBy('user_ids.identifier')
@@ -39,7 +45,9 @@ export async function findReleaseSubject(db: Q, sub: string, clientId: string): 
   return {
     user: user as User,
     client: c_id === null ? undefined : { groups: c_groups ?? '', userinfo_signed_response_alg: c_alg },
-    secondary: rows.filter((r) => r.i_ns !== null && r.i_id !== null).map((r) => ({ namespace: r.i_ns as string, identifier: r.i_id as string })),
+    secondary: rows
+      .filter((r) => r.i_ns !== null && r.i_id !== null)
+      .map((r) => ({ namespace: r.i_ns as string, identifier: r.i_id as string })),
   };
 }
 

@@ -5,7 +5,13 @@
 // authorization request was granted a scope that maps onto the group.
 import type { Config } from '../config.ts';
 import type { User } from '../store/directory.ts';
-import { NIN_NAMESPACE, SCOPE_GROUPS, SECONDARY_NAMESPACES as NAMESPACE_GROUPS, words, type AttributeGroup } from '../vocabulary.ts';
+import {
+  NIN_NAMESPACE,
+  SCOPE_GROUPS,
+  SECONDARY_NAMESPACES as NAMESPACE_GROUPS,
+  words,
+  type AttributeGroup,
+} from '../vocabulary.ts';
 
 // Which group releases which secondary-id namespace is the directory's table, shared with the
 // user-existence checks.
@@ -50,7 +56,10 @@ function groupClaims(config: Pick<Config, 'claimsNamespace'>): Record<AttributeG
 export function providerClaims(config: Pick<Config, 'claimsNamespace'>): Record<string, string[]> {
   const byGroup = groupClaims(config);
   return Object.fromEntries(
-    Object.entries(SCOPE_GROUPS).map(([scope, groups]) => [scope, scope === 'openid' ? ['sub'] : [...new Set(groups.flatMap((g) => byGroup[g]))]]),
+    Object.entries(SCOPE_GROUPS).map(([scope, groups]) => [
+      scope,
+      scope === 'openid' ? ['sub'] : [...new Set(groups.flatMap((g) => byGroup[g]))],
+    ]),
   );
 }
 
@@ -64,7 +73,6 @@ export function releasedGroups(authorized: Iterable<string>, granted: Iterable<s
   return released;
 }
 
-
 export interface SecondaryId {
   namespace: string;
   identifier: string;
@@ -76,7 +84,12 @@ export function needsSecondaryIds(groups: Set<AttributeGroup>): boolean {
 }
 
 /** `<namespace>:<identifier>` ids of the user that the released groups allow, in a stable order. */
-export function useridSec(config: Pick<Config, 'idpNamespace'>, user: User, secondary: SecondaryId[], groups: Set<AttributeGroup>): string[] {
+export function useridSec(
+  config: Pick<Config, 'idpNamespace'>,
+  user: User,
+  secondary: SecondaryId[],
+  groups: Set<AttributeGroup>,
+): string[] {
   const ids: string[] = [];
   if (groups.has('userid-idp')) ids.push(`${config.idpNamespace}:${user.eppn}`);
   if (groups.has('userid-nin') && user.nin) ids.push(`${NIN_NAMESPACE}:${user.nin}`);
@@ -95,7 +108,12 @@ export function photoUrl(config: Pick<Config, 'publicUrl'>, handle: string): str
 type ClaimConfig = Pick<Config, 'claimsNamespace' | 'idpNamespace' | 'publicUrl'>;
 
 /** The OIDC claims (contract 2.5) the released groups allow. A claim without a value is left out. */
-export function oidcClaims(config: ClaimConfig, user: User, secondary: SecondaryId[], groups: Set<AttributeGroup>): Record<string, unknown> {
+export function oidcClaims(
+  config: ClaimConfig,
+  user: User,
+  secondary: SecondaryId[],
+  groups: Set<AttributeGroup>,
+): Record<string, unknown> {
   const n = claimNames(config);
   const claims: Record<string, unknown> = { sub: user.sub };
   const sec = useridSec(config, user, secondary, groups);
@@ -126,7 +144,12 @@ export interface LegacyUser {
  * The legacy `user` object (contract 2.6). `userid` is the same opaque id as `sub` and, like it,
  * always present; the other properties follow the same groups as their OIDC counterparts.
  */
-export function legacyUser(config: ClaimConfig, user: User, secondary: SecondaryId[], groups: Set<AttributeGroup>): LegacyUser {
+export function legacyUser(
+  config: ClaimConfig,
+  user: User,
+  secondary: SecondaryId[],
+  groups: Set<AttributeGroup>,
+): LegacyUser {
   const out: LegacyUser = { userid: user.sub };
   const sec = useridSec(config, user, secondary, groups);
   if (sec.length) out.userid_sec = sec;

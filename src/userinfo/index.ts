@@ -25,7 +25,11 @@ export function userinfoPlugin(deps: UserinfoPluginDeps) {
   return async function userinfo(app: FastifyInstance) {
     if (deps.account) await app.register(accountPhotoPlugin({ store: deps.store, account: deps.account }));
     // Only GET takes the short path; HEAD, POST and OPTIONS stay with oidc-provider.
-    app.get(ROUTES.userinfo, { exposeHeadRoute: false, schema: oidcUserinfoSchema }, oidcUserinfoHandler({ ...deps, delegate: providerHandler(deps.provider, deps.config) }));
+    app.get(
+      ROUTES.userinfo,
+      { exposeHeadRoute: false, schema: oidcUserinfoSchema },
+      oidcUserinfoHandler({ ...deps, delegate: providerHandler(deps.provider, deps.config) }),
+    );
     app.get(LEGACY_PATH, { schema: legacyUserinfoSchema }, legacyUserinfoHandler(deps));
     methodNotAllowed(app, LEGACY_PATH, ['GET']);
     app.get(PHOTO_PATH, { schema: photoSchema }, photoHandler(deps));

@@ -47,7 +47,12 @@ const PROVIDER_HEADERS = {
 function isPlainRequest(request: FastifyRequest): string | undefined {
   const h = request.headers;
   if (h.origin !== undefined || h.dpop !== undefined) return undefined;
-  if (h['content-type'] !== undefined || h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0')) return undefined;
+  if (
+    h['content-type'] !== undefined ||
+    h['transfer-encoding'] !== undefined ||
+    (h['content-length'] !== undefined && h['content-length'] !== '0')
+  )
+    return undefined;
   if (request.url.includes('?')) return undefined;
   // Exactly `Bearer <token>`: any other spelling is left to the provider's own parsing.
   const bearer = parseBearer(h.authorization);
@@ -68,7 +73,10 @@ export function oidcUserinfoHandler(deps: OidcUserinfoDeps) {
     const { clientId, accountId, grantId } = token;
     if (!clientId || !accountId || !grantId || !token.exp) return undefined;
 
-    const [grant, subject] = await Promise.all([provider.Grant.find(grantId, { ignoreExpiration: true }), findReleaseSubject(store.db, accountId, clientId)]);
+    const [grant, subject] = await Promise.all([
+      provider.Grant.find(grantId, { ignoreExpiration: true }),
+      findReleaseSubject(store.db, accountId, clientId),
+    ]);
     if (!subject?.client || subject.client.userinfo_signed_response_alg) return undefined;
     if (!grant || grant.isExpired || grant.clientId !== clientId || grant.accountId !== accountId) return undefined;
     if (grant.getRejectedOIDCClaims().length) return undefined;

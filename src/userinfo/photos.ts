@@ -52,7 +52,8 @@ export function targetSize(width: number, height: number): { width: number; heig
 /** Validates and resizes an uploaded image to a JPEG; throws a 400 with a clear message otherwise. */
 export async function processPhoto(input: Buffer): Promise<ProcessedPhoto> {
   if (input.length === 0) throw badRequest('The file is empty');
-  if (input.length > PHOTO_LIMITS.maxBytes) throw badRequest(`The file is larger than ${PHOTO_LIMITS.maxBytes / 1024 / 1024} MiB`);
+  if (input.length > PHOTO_LIMITS.maxBytes)
+    throw badRequest(`The file is larger than ${PHOTO_LIMITS.maxBytes / 1024 / 1024} MiB`);
 
   // Header only: cheap, and lets a decompression bomb be refused before any pixel is decoded.
   let meta: Metadata;
@@ -61,12 +62,16 @@ export async function processPhoto(input: Buffer): Promise<ProcessedPhoto> {
   } catch {
     throw badRequest(`The file is not an image in a supported format (${FORMAT_LIST})`);
   }
-  if (!meta.format || !ACCEPTED_FORMATS.has(meta.format)) throw badRequest(`The file is not an image in a supported format (${FORMAT_LIST})`);
-  if (meta.format === 'heif' && meta.compression !== 'av1') throw badRequest(`The file is not an image in a supported format (${FORMAT_LIST})`);
+  if (!meta.format || !ACCEPTED_FORMATS.has(meta.format))
+    throw badRequest(`The file is not an image in a supported format (${FORMAT_LIST})`);
+  if (meta.format === 'heif' && meta.compression !== 'av1')
+    throw badRequest(`The file is not an image in a supported format (${FORMAT_LIST})`);
   const { width, height } = meta;
   if (!width || !height) throw badRequest('The image has no dimensions');
   if (width * height > PHOTO_LIMITS.maxPixels) {
-    throw badRequest(`The image is ${width} x ${height} pixels; at most ${PHOTO_LIMITS.maxPixels / 1_000_000} megapixels are accepted`);
+    throw badRequest(
+      `The image is ${width} x ${height} pixels; at most ${PHOTO_LIMITS.maxPixels / 1_000_000} megapixels are accepted`,
+    );
   }
 
   // EXIF orientations 5-8 turn the image a quarter: the displayed width is the stored height.
@@ -104,24 +109,46 @@ async function userByEppn(store: Store, eppn: string): Promise<User> {
 }
 
 /** Stores a new photo for the user under a new handle; the previous photo goes in the same transaction. */
-export async function setPhoto(store: Store, user: Pick<User, 'id' | 'photo_handle'>, input: Buffer, now = Date.now()): Promise<StoredPhoto> {
+export async function setPhoto(
+  store: Store,
+  user: Pick<User, 'id' | 'photo_handle'>,
+  input: Buffer,
+  now = Date.now(),
+): Promise<StoredPhoto> {
   const photo = await processPhoto(input);
   const handle = `p:${randomUUID()}`;
   await store.db.transaction().execute(async (trx) => {
     // The user row first: it serializes concurrent uploads for one user on PostgreSQL.
     if (!(await photos.setUserPhotoHandle(trx, user.id, handle, now))) throw notFound('user does not exist');
     await photos.deletePhotosOfUser(trx, user.id, handle);
-    await photos.insertPhoto(trx, { handle, user_id: user.id, bytes: photo.bytes, etag: etagOf(photo.bytes), width: photo.width, height: photo.height, updated_at: now });
+    await photos.insertPhoto(trx, {
+      handle,
+      user_id: user.id,
+      bytes: photo.bytes,
+      etag: etagOf(photo.bytes),
+      width: photo.width,
+      height: photo.height,
+      updated_at: now,
+    });
   });
   return { handle, width: photo.width, height: photo.height, replaced: user.photo_handle };
 }
 
-export async function setPhotoByEppn(store: Store, eppn: string, input: Buffer, now = Date.now()): Promise<StoredPhoto & { eppn: string }> {
+export async function setPhotoByEppn(
+  store: Store,
+  eppn: string,
+  input: Buffer,
+  now = Date.now(),
+): Promise<StoredPhoto & { eppn: string }> {
   const user = await userByEppn(store, eppn);
   return { eppn: user.eppn, ...(await setPhoto(store, user, input, now)) };
 }
 
-export async function removePhotoByEppn(store: Store, eppn: string, now = Date.now()): Promise<{ eppn: string; removed: string | null }> {
+export async function removePhotoByEppn(
+  store: Store,
+  eppn: string,
+  now = Date.now(),
+): Promise<{ eppn: string; removed: string | null }> {
   const user = await userByEppn(store, eppn);
   await store.db.transaction().execute(async (trx) => {
     await photos.setUserPhotoHandle(trx, user.id, null, now);

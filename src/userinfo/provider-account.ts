@@ -14,7 +14,10 @@ export interface UserinfoDeps {
   store: Store;
 }
 
-export function userinfoAccounts({ config, store }: UserinfoDeps): Pick<AccountSource, 'findAccount' | 'claims' | 'scopes'> {
+export function userinfoAccounts({
+  config,
+  store,
+}: UserinfoDeps): Pick<AccountSource, 'findAccount' | 'claims' | 'scopes'> {
   async function findAccount(ctx: KoaContextWithOIDC, sub: string): Promise<Account | undefined> {
     const user = await findUserBySub(store.db, sub);
     if (!user) return undefined;

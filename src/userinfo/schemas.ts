@@ -15,7 +15,12 @@ export const oidcUserinfoSchema = {
   description: `${userToken} The token must be granted openid. Claims depend on the attribute groups of the client and the granted scopes (docs/userinfo.md). Also answers POST. Errors are oidc-provider's: { error, error_description } with an RFC 6750 challenge.`,
   tags: ['userinfo'],
   response: {
-    200: { type: 'object', description: 'Claims of the signed-in user (application/json, or application/jwt for clients registered for signed userinfo)', additionalProperties: true },
+    200: {
+      type: 'object',
+      description:
+        'Claims of the signed-in user (application/json, or application/jwt for clients registered for signed userinfo)',
+      additionalProperties: true,
+    },
   },
 };
 
@@ -34,7 +39,11 @@ export const legacyUserinfoSchema = {
           required: ['userid'],
           properties: {
             userid: { type: 'string', description: 'Opaque user id (the OIDC sub)' },
-            userid_sec: { type: 'array', items: { type: 'string' }, description: '<namespace>:<identifier> ids the client may see' },
+            userid_sec: {
+              type: 'array',
+              items: { type: 'string' },
+              description: '<namespace>:<identifier> ids the client may see',
+            },
             name: { type: 'string' },
             email: { type: 'string' },
             profilephoto: { type: 'string', description: 'Photo handle p:<uuid>' },

@@ -41,16 +41,24 @@ export function missingToken(config: Config): AppError {
 }
 
 export function invalidToken(config: Config, description = 'The access token is invalid or has expired'): AppError {
-  return new AppError(401, description, { 'www-authenticate': challenge(config, { error: 'invalid_token', error_description: description }) });
+  return new AppError(401, description, {
+    'www-authenticate': challenge(config, { error: 'invalid_token', error_description: description }),
+  });
 }
 
 export function invalidRequest(config: Config, description: string): AppError {
-  return new AppError(400, description, { 'www-authenticate': challenge(config, { error: 'invalid_request', error_description: description }) });
+  return new AppError(400, description, {
+    'www-authenticate': challenge(config, { error: 'invalid_request', error_description: description }),
+  });
 }
 
 export function insufficientScope(config: Config, description: string, scope?: string): AppError {
   return new AppError(403, description, {
-    'www-authenticate': challenge(config, { error: 'insufficient_scope', error_description: description, ...(scope ? { scope } : {}) }),
+    'www-authenticate': challenge(config, {
+      error: 'insufficient_scope',
+      error_description: description,
+      ...(scope ? { scope } : {}),
+    }),
   });
 }
 
@@ -82,7 +90,8 @@ export async function resolveUserToken(deps: TokenDeps, request: FastifyRequest)
     findUserBySub(store.db, accountId),
   ]);
   if (!client || !user) throw invalidToken(config);
-  if (!grant || grant.isExpired || grant.clientId !== clientId || grant.accountId !== accountId) throw invalidToken(config);
+  if (!grant || grant.isExpired || grant.clientId !== clientId || grant.accountId !== accountId)
+    throw invalidToken(config);
 
   const scopes = words(grant.getOIDCScopeFiltered(new Set(words(token.scope))));
   return { clientId, client, user, scopes };

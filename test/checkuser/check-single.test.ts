@@ -10,7 +10,14 @@ const LINK = `<${PUBLIC_URL}/userinfo/v1/exists>; rel="deprecation"`;
 
 async function legacyCount(w: CheckuserWorld, clientId: string): Promise<number> {
   const text = (await w.ctx.app.inject({ method: 'GET', url: '/metrics' })).body;
-  const line = text.split('\n').find((l) => l.startsWith('idp_legacy_requests_total{') && l.includes('endpoint="check_single"') && l.includes(`client_id="${clientId}"`));
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith('idp_legacy_requests_total{') &&
+        l.includes('endpoint="check_single"') &&
+        l.includes(`client_id="${clientId}"`),
+    );
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
@@ -58,7 +65,10 @@ for (const dialect of dialects()) {
     });
 
     it('signals deprecation on error answers too', async () => {
-      for (const [url, token] of [[single('alice'), w.tokens.legacy], [single('alice@example.org'), null]] as const) {
+      for (const [url, token] of [
+        [single('alice'), w.tokens.legacy],
+        [single('alice@example.org'), null],
+      ] as const) {
         const r = await answer(url, token);
         assert.ok(r.status >= 400);
         assert.equal(r.headers.deprecation, DEPRECATION);
@@ -85,7 +95,11 @@ for (const dialect of dialects()) {
         ['space', single('alice @example.org'), 'Identifier has an invalid username part'],
         ['bad domain', single('alice@-example.org'), 'Identifier has an invalid domain part'],
         ['namespaced id', single('idp:alice@example.org'), 'Identifier has an invalid username part'],
-        ['over-long', single(`${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(63)}.org`), 'Identifier is too long (at most 320 characters)'],
+        [
+          'over-long',
+          single(`${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(63)}.org`),
+          'Identifier is too long (at most 320 characters)',
+        ],
         ['over-long local part', single(`${'a'.repeat(65)}@example.org`), 'Identifier has an invalid username part'],
         ['carriage return', single('alice\r@example.org'), 'Identifier must not contain control characters'],
         ['tab', single('alice\t@example.org'), 'Identifier must not contain control characters'],
@@ -152,7 +166,11 @@ for (const dialect of dialects()) {
     });
 
     it('does not send Sunset on the current endpoints', async () => {
-      const res = await get(w.ctx, `/userinfo/v1/exists/${encodeURIComponent('idp:alice@example.org')}`, w.tokens.current);
+      const res = await get(
+        w.ctx,
+        `/userinfo/v1/exists/${encodeURIComponent('idp:alice@example.org')}`,
+        w.tokens.current,
+      );
       assert.equal(res.statusCode, 200);
       assert.equal(res.headers.sunset, undefined);
     });

@@ -19,7 +19,11 @@ for (const dialect of dialects()) {
 
     before(async () => {
       w = await checkuserWorld(dialect);
-      client = await seedClient(w.ctx, { name: 'Newcomer', scopes: ['system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'], orgs: [3] });
+      client = await seedClient(w.ctx, {
+        name: 'Newcomer',
+        scopes: ['system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'],
+        orgs: [3],
+      });
       current = await clientToken(w.ctx, client.clientId, client.secret, 'system-check-user-existence');
       legacy = await clientToken(w.ctx, client.clientId, client.secret, 'gk_checkuser gk_checkuser_systemlookup');
     });
@@ -56,23 +60,62 @@ for (const dialect of dialects()) {
       assert.equal(r.code, 0, r.err);
       assert.deepEqual(await granted(), [1]);
       const res = await get(w.ctx, BOB, legacy);
-      assert.deepEqual([res.statusCode, res.json()], [403, { code: 403, message: 'Client not authorized for organization' }]);
+      assert.deepEqual(
+        [res.statusCode, res.json()],
+        [403, { code: 403, message: 'Client not authorized for organization' }],
+      );
       assert.equal((await get(w.ctx, ALICE, current)).statusCode, 200);
       assert.deepEqual(await adminGranted(), [3]);
     });
 
     const refusals: [string, () => string[], RegExp][] = [
-      ['an unknown client (grant)', () => ['client', 'grant-checkuser', 'no-such-client', '--orgs', '2'], /^error: client 'no-such-client' does not exist$/],
-      ['an unknown client (revoke)', () => ['client', 'revoke-checkuser', 'no-such-client', '--orgs', '1'], /^error: client 'no-such-client' does not exist$/],
-      ['an unknown organization among known ones (grant)', () => ['client', 'grant-checkuser', client.clientId, '--orgs', '2,99'], /^error: organization 99 does not exist$/],
-      ['an unknown organization (revoke)', () => ['client', 'revoke-checkuser', client.clientId, '--orgs', '1,99'], /^error: organization 99 does not exist$/],
-      ['a non-numeric organization', () => ['client', 'grant-checkuser', client.clientId, '--orgs', '2,abc'], /^error: --orgs must be a positive integer \(at most 15 digits\)$/],
-      ['organization 0', () => ['client', 'grant-checkuser', client.clientId, '--orgs', '0'], /^error: --orgs must be a positive integer/],
-      ['an empty organization list', () => ['client', 'grant-checkuser', client.clientId, '--orgs', ','], /^error: --orgs needs at least one organization id$/],
+      [
+        'an unknown client (grant)',
+        () => ['client', 'grant-checkuser', 'no-such-client', '--orgs', '2'],
+        /^error: client 'no-such-client' does not exist$/,
+      ],
+      [
+        'an unknown client (revoke)',
+        () => ['client', 'revoke-checkuser', 'no-such-client', '--orgs', '1'],
+        /^error: client 'no-such-client' does not exist$/,
+      ],
+      [
+        'an unknown organization among known ones (grant)',
+        () => ['client', 'grant-checkuser', client.clientId, '--orgs', '2,99'],
+        /^error: organization 99 does not exist$/,
+      ],
+      [
+        'an unknown organization (revoke)',
+        () => ['client', 'revoke-checkuser', client.clientId, '--orgs', '1,99'],
+        /^error: organization 99 does not exist$/,
+      ],
+      [
+        'a non-numeric organization',
+        () => ['client', 'grant-checkuser', client.clientId, '--orgs', '2,abc'],
+        /^error: --orgs must be a positive integer \(at most 15 digits\)$/,
+      ],
+      [
+        'organization 0',
+        () => ['client', 'grant-checkuser', client.clientId, '--orgs', '0'],
+        /^error: --orgs must be a positive integer/,
+      ],
+      [
+        'an empty organization list',
+        () => ['client', 'grant-checkuser', client.clientId, '--orgs', ','],
+        /^error: --orgs needs at least one organization id$/,
+      ],
       ['a missing --orgs', () => ['client', 'grant-checkuser', client.clientId], /^error: --orgs is required$/],
-      ['a missing --orgs value', () => ['client', 'revoke-checkuser', client.clientId, '--orgs'], /^error: option '--orgs' needs a value <id,\.\.\.> \(usage: npm run idp -- client revoke-checkuser /],
+      [
+        'a missing --orgs value',
+        () => ['client', 'revoke-checkuser', client.clientId, '--orgs'],
+        /^error: option '--orgs' needs a value <id,\.\.\.> \(usage: npm run idp -- client revoke-checkuser /,
+      ],
       ['a missing client id', () => ['client', 'grant-checkuser', '--orgs', '2'], /^error: client id is required$/],
-      ['an unknown option', () => ['client', 'grant-checkuser', client.clientId, '--orgs', '2', '--realm', 'x'], /^error: unknown option '--realm' \(usage: npm run idp -- client grant-checkuser <client_id> --orgs <id,\.\.\.>;/],
+      [
+        'an unknown option',
+        () => ['client', 'grant-checkuser', client.clientId, '--orgs', '2', '--realm', 'x'],
+        /^error: unknown option '--realm' \(usage: npm run idp -- client grant-checkuser <client_id> --orgs <id,\.\.\.>;/,
+      ],
     ];
     for (const [name, args, message] of refusals) {
       it(`refuses ${name}: one line on stderr, non-zero exit, nothing changed`, async () => {

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { dialects } from '../helpers.ts';
 import { checkuserWorld, get, type CheckuserWorld } from './fixtures.ts';
 
-const byMail = (realm: string, mail: string) => `/userinfo/v1/exists-by-mail/${encodeURIComponent(realm)}/${encodeURIComponent(mail)}`;
+const byMail = (realm: string, mail: string) =>
+  `/userinfo/v1/exists-by-mail/${encodeURIComponent(realm)}/${encodeURIComponent(mail)}`;
 const NOT_AUTHORIZED = { code: 403, message: 'Client not authorized for organization' };
 
 for (const dialect of dialects()) {
@@ -65,14 +66,34 @@ for (const dialect of dialects()) {
         ['invalid realm', byMail('exa_mple.org', 'a@example.org'), 'Invalid realm'],
         ['single-label realm', byMail('localhost', 'a@example.org'), 'Invalid realm'],
         ['realm with @', byMail('alice@example.org', 'a@example.org'), 'Invalid realm'],
-        ['over-long realm', byMail(`${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.org`, 'a@example.org'), 'Invalid realm'],
-        ['control character in realm', byMail('example.org\n', 'a@example.org'), 'Identifier must not contain control characters'],
+        [
+          'over-long realm',
+          byMail(`${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.org`, 'a@example.org'),
+          'Invalid realm',
+        ],
+        [
+          'control character in realm',
+          byMail('example.org\n', 'a@example.org'),
+          'Identifier must not contain control characters',
+        ],
         ['mail without @', byMail('example.org', 'alice.example.org'), "Mail address must contain '@'"],
         ['mail with empty local part', byMail('example.org', '@example.org'), 'Mail address has an empty local part'],
         ['mail with empty domain', byMail('example.org', 'alice@'), 'Mail address has an empty domain part'],
-        ['mail with a space', byMail('example.org', 'alice smith@example.org'), 'Mail address must not contain whitespace'],
-        ['mail with a control character', byMail('example.org', 'alice\u0000@example.org'), 'Identifier must not contain control characters'],
-        ['over-long mail', byMail('example.org', `${'a'.repeat(320)}@example.org`), 'Mail address is too long (at most 320 characters)'],
+        [
+          'mail with a space',
+          byMail('example.org', 'alice smith@example.org'),
+          'Mail address must not contain whitespace',
+        ],
+        [
+          'mail with a control character',
+          byMail('example.org', 'alice\u0000@example.org'),
+          'Identifier must not contain control characters',
+        ],
+        [
+          'over-long mail',
+          byMail('example.org', `${'a'.repeat(320)}@example.org`),
+          'Mail address is too long (at most 320 characters)',
+        ],
       ];
       for (const [name, url, message] of cases) {
         it(`400 for ${name}`, async () => {

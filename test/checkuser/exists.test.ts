@@ -22,7 +22,10 @@ for (const dialect of dialects()) {
 
     describe('idp namespace (eppn)', () => {
       it('answers exists: true for a user of a configured organization', async () => {
-        assert.deepEqual(await answer(exists('idp:alice@example.org')).then((r) => [r.status, r.body]), [200, { exists: true }]);
+        assert.deepEqual(await answer(exists('idp:alice@example.org')).then((r) => [r.status, r.body]), [
+          200,
+          { exists: true },
+        ]);
         assert.deepEqual((await answer(exists('idp:bob@other.org'))).body, { exists: true });
       });
 
@@ -111,20 +114,52 @@ for (const dialect of dialects()) {
       const cases: [string, string, string][] = [
         ['empty identifier', '/userinfo/v1/exists/', 'Missing identifier: expected <namespace>:<identifier>'],
         ['no identifier segment', '/userinfo/v1/exists', 'Missing identifier: expected <namespace>:<identifier>'],
-        ['no namespace', exists('alice@example.org'), "Identifier must have the form <namespace>:<identifier> (no ':' found)"],
-        ['unknown namespace', exists('foo:bar'), "Unknown namespace 'foo' (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)"],
-        ['photo handle namespace', exists('p:0f1e2d3c'), "Unknown namespace 'p' (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)"],
-        ['empty namespace', exists(':alice@example.org'), 'Unknown namespace (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)'],
-        ['malformed namespace', exists('i d p:alice@example.org'), 'Unknown namespace (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)'],
+        [
+          'no namespace',
+          exists('alice@example.org'),
+          "Identifier must have the form <namespace>:<identifier> (no ':' found)",
+        ],
+        [
+          'unknown namespace',
+          exists('foo:bar'),
+          "Unknown namespace 'foo' (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)",
+        ],
+        [
+          'photo handle namespace',
+          exists('p:0f1e2d3c'),
+          "Unknown namespace 'p' (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)",
+        ],
+        [
+          'empty namespace',
+          exists(':alice@example.org'),
+          'Unknown namespace (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)',
+        ],
+        [
+          'malformed namespace',
+          exists('i d p:alice@example.org'),
+          'Unknown namespace (known: idp, nin, edugain, eidas, apple, facebook, github, google, linkedin, microsoft, twitter, windowslive)',
+        ],
         ['empty value', exists('idp:'), "Identifier has an empty value after 'idp:'"],
-        ['eppn without @', exists('idp:alice.example.org'), "Identifier must have the form username@domain (no '@' found)"],
+        [
+          'eppn without @',
+          exists('idp:alice.example.org'),
+          "Identifier must have the form username@domain (no '@' found)",
+        ],
         ['eppn with empty local part', exists('idp:@example.org'), 'Identifier has an empty username part'],
         ['eppn with empty domain', exists('idp:alice@'), 'Identifier has an empty domain part'],
         ['eppn with a space', exists('idp:al ice@example.org'), 'Identifier has an invalid username part'],
         ['eppn with a bad domain', exists('idp:alice@exa_mple.org'), 'Identifier has an invalid domain part'],
         ['eppn with a single-label domain', exists('idp:alice@localhost'), 'Identifier has an invalid domain part'],
-        ['over-long eppn', exists(`idp:${'a'.repeat(330)}@example.org`), 'Identifier is too long (at most 320 characters)'],
-        ['over-long identifier', exists(`edugain:${'a'.repeat(400)}`), 'Identifier is too long (at most 400 characters)'],
+        [
+          'over-long eppn',
+          exists(`idp:${'a'.repeat(330)}@example.org`),
+          'Identifier is too long (at most 320 characters)',
+        ],
+        [
+          'over-long identifier',
+          exists(`edugain:${'a'.repeat(400)}`),
+          'Identifier is too long (at most 400 characters)',
+        ],
         ['newline', exists('idp:alice\n@example.org'), 'Identifier must not contain control characters'],
         ['NUL', exists('edugain:a\u0000b'), 'Identifier must not contain control characters'],
         ['DEL', exists('edugain:a\u007fb'), 'Identifier must not contain control characters'],
@@ -167,12 +202,19 @@ for (const dialect of dialects()) {
           const res = await get(w.ctx, url, token);
           assert.equal(res.statusCode, 401, token);
           assert.deepEqual(res.json(), { code: 401, message: 'Token missing or invalid' });
-          assert.equal(res.headers['www-authenticate'], 'Bearer realm="https://idp.example.test", error="invalid_token"');
+          assert.equal(
+            res.headers['www-authenticate'],
+            'Bearer realm="https://idp.example.test", error="invalid_token"',
+          );
         }
       });
 
       it('401 for a non-Bearer authorization', async () => {
-        const res = await w.ctx.app.inject({ method: 'GET', url, headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` } });
+        const res = await w.ctx.app.inject({
+          method: 'GET',
+          url,
+          headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` },
+        });
         assert.equal(res.statusCode, 401);
       });
 

@@ -21,7 +21,11 @@ export interface CheckuserWorld {
   };
 }
 
-export async function checkuserWorld(dialect: Dialect, env: Record<string, string> = {}, now?: () => number): Promise<CheckuserWorld> {
+export async function checkuserWorld(
+  dialect: Dialect,
+  env: Record<string, string> = {},
+  now?: () => number,
+): Promise<CheckuserWorld> {
   const ctx = await startTestApp(dialect, env, { now });
   await seedOrg(ctx, 1, 'example.org', 'Example University');
   await seedOrg(ctx, 2, 'other.org', 'Other College');
@@ -55,6 +59,11 @@ export async function checkuserWorld(dialect: Dialect, env: Record<string, strin
   };
 }
 
-export function get(ctx: TestContext, url: string, token?: string, method: 'GET' | 'POST' | 'DELETE' | 'PUT' | 'HEAD' = 'GET') {
+export function get(
+  ctx: TestContext,
+  url: string,
+  token?: string,
+  method: 'GET' | 'POST' | 'DELETE' | 'PUT' | 'HEAD' = 'GET',
+) {
   return ctx.app.inject({ method, url, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
 }

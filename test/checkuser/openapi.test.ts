@@ -30,12 +30,20 @@ for (const dialect of dialects()) {
         assert.deepEqual(Object.keys(body.properties), ['exists']);
         assert.equal(body.properties.exists.type, 'boolean');
         // The interface's caveat travels with the field: existence does not prove an active account.
-        assert.match(body.properties.exists.description, /^true if the user exists\b.*does not prove an active account/);
+        assert.match(
+          body.properties.exists.description,
+          /^true if the user exists\b.*does not prove an active account/,
+        );
       }
     });
 
     it('leaves out the paths that only answer 400 and the 405 handlers', () => {
-      for (const path of ['/check_single', '/userinfo/v1/exists', '/userinfo/v1/exists-by-mail', '/userinfo/v1/exists-by-mail/{realm}']) {
+      for (const path of [
+        '/check_single',
+        '/userinfo/v1/exists',
+        '/userinfo/v1/exists-by-mail',
+        '/userinfo/v1/exists-by-mail/{realm}',
+      ]) {
         assert.equal(paths[path], undefined, path);
       }
       assert.deepEqual(Object.keys(paths['/check_single/{username}']!), ['get']);

@@ -21,7 +21,10 @@ for (const dialect of dialects()) {
         await get(w.ctx, '/userinfo/v1/exists-by-mail/example.org/nobody%40example.org', w.tokens.current),
         await get(w.ctx, '/check_single/alice%40example.org', w.tokens.legacy),
       ];
-      assert.deepEqual(ok.map((r) => r.statusCode), [200, 200, 200]);
+      assert.deepEqual(
+        ok.map((r) => r.statusCode),
+        [200, 200, 200],
+      );
       for (const [url, token] of [
         [exists('idp:alice@example.org'), w.tokens.current],
         ['/check_single/alice%40example.org', w.tokens.legacy],

@@ -4,7 +4,17 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { dialects, freshDatabase, testConfig, TEST_SECRET, seedOrg, seedUser, seedClient, clientToken, type TestDatabase } from '../helpers.ts';
+import {
+  dialects,
+  freshDatabase,
+  testConfig,
+  TEST_SECRET,
+  seedOrg,
+  seedUser,
+  seedClient,
+  clientToken,
+  type TestDatabase,
+} from '../helpers.ts';
 import { keyring } from '../../src/crypto.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { sqliteDialect } from '../../src/store/sqlite.ts';
@@ -45,7 +55,9 @@ for (const dialect of dialects()) {
       await seedOrg(ctx, 1, 'example.org');
       const alice = await seedUser(ctx, 1, 'alice@example.org', { email: 'alice@example.org', nin: '01017012345' });
       await insertUserId(store.db, alice.id, 'edugain', 'alice@edu.example');
-      const client = await seedClient(ctx, { scopes: ['system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'] });
+      const client = await seedClient(ctx, {
+        scopes: ['system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'],
+      });
       await grantOrganizations(store, client.clientId, [1], 'checkuser');
       current = await clientToken(built, client.clientId, client.secret, 'system-check-user-existence');
       legacy = await clientToken(built, client.clientId, client.secret, 'gk_checkuser gk_checkuser_systemlookup');
@@ -65,10 +77,25 @@ for (const dialect of dialects()) {
     }
 
     const pairs: [string, string, string, 'current' | 'legacy'][] = [
-      ['eppn', `/userinfo/v1/exists/${encodeURIComponent('idp:alice@example.org')}`, `/userinfo/v1/exists/${encodeURIComponent('idp:nobody@example.org')}`, 'current'],
+      [
+        'eppn',
+        `/userinfo/v1/exists/${encodeURIComponent('idp:alice@example.org')}`,
+        `/userinfo/v1/exists/${encodeURIComponent('idp:nobody@example.org')}`,
+        'current',
+      ],
       ['nin', '/userinfo/v1/exists/nin%3A01017012345', '/userinfo/v1/exists/nin%3A99999999999', 'current'],
-      ['secondary id', `/userinfo/v1/exists/${encodeURIComponent('edugain:alice@edu.example')}`, `/userinfo/v1/exists/${encodeURIComponent('edugain:x@edu.example')}`, 'current'],
-      ['mail', '/userinfo/v1/exists-by-mail/example.org/alice%40example.org', '/userinfo/v1/exists-by-mail/example.org/nobody%40example.org', 'current'],
+      [
+        'secondary id',
+        `/userinfo/v1/exists/${encodeURIComponent('edugain:alice@edu.example')}`,
+        `/userinfo/v1/exists/${encodeURIComponent('edugain:x@edu.example')}`,
+        'current',
+      ],
+      [
+        'mail',
+        '/userinfo/v1/exists-by-mail/example.org/alice%40example.org',
+        '/userinfo/v1/exists-by-mail/example.org/nobody%40example.org',
+        'current',
+      ],
       ['legacy eppn', '/check_single/alice%40example.org', '/check_single/nobody%40example.org', 'legacy'],
     ];
     for (const [name, present, absent, kind] of pairs) {

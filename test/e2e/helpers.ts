@@ -12,7 +12,15 @@ import { seedClient, startTestApp } from '../helpers.ts';
 import type { NewClient } from '../../src/clients/index.ts';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -49,7 +57,16 @@ export function launchBrowser(): Promise<Browser> {
 export interface VirtualAuthenticator {
   cdp: CDPSession;
   authenticatorId: string;
-  credentials(): Promise<{ credentialId: string; rpId: string; privateKey: string; signCount: number; userHandle?: string; isResidentCredential: boolean }[]>;
+  credentials(): Promise<
+    {
+      credentialId: string;
+      rpId: string;
+      privateKey: string;
+      signCount: number;
+      userHandle?: string;
+      isResidentCredential: boolean;
+    }[]
+  >;
 }
 
 /** A platform authenticator with user verification and resident keys, answering at once. */
@@ -57,7 +74,14 @@ export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthen
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('WebAuthn.enable', { enableUI: false });
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
   });
   return {
     cdp,
@@ -68,9 +92,16 @@ export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthen
 
 /** Copies the credentials into another authenticator (another browser context, another device).
  * A copy keeps its own sign counter: give signCount when the original has been used since. */
-export async function copyCredential(from: VirtualAuthenticator, to: VirtualAuthenticator, signCount?: number): Promise<void> {
+export async function copyCredential(
+  from: VirtualAuthenticator,
+  to: VirtualAuthenticator,
+  signCount?: number,
+): Promise<void> {
   for (const credential of await from.credentials()) {
-    await to.cdp.send('WebAuthn.addCredential', { authenticatorId: to.authenticatorId, credential: { ...credential, ...(signCount === undefined ? {} : { signCount }) } });
+    await to.cdp.send('WebAuthn.addCredential', {
+      authenticatorId: to.authenticatorId,
+      credential: { ...credential, ...(signCount === undefined ? {} : { signCount }) },
+    });
   }
 }
 
@@ -81,7 +112,8 @@ export async function copyCredential(from: VirtualAuthenticator, to: VirtualAuth
  */
 export async function withoutPasskeyAutofill(context: BrowserContext): Promise<void> {
   await context.addInitScript(() => {
-    if (typeof PublicKeyCredential !== 'undefined') Object.defineProperty(PublicKeyCredential, 'isConditionalMediationAvailable', { value: async () => false });
+    if (typeof PublicKeyCredential !== 'undefined')
+      Object.defineProperty(PublicKeyCredential, 'isConditionalMediationAvailable', { value: async () => false });
   });
 }
 
@@ -109,14 +141,23 @@ export interface Begun {
 export async function startRelyingParty(server: E2EServer, client: Partial<NewClient> = {}): Promise<RelyingParty> {
   const callback: Server = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(`<!doctype html><title>Relying party</title><p id="rp">${req.url?.startsWith('/callback') ? 'callback' : 'signed out'}</p>`);
+    res.end(
+      `<!doctype html><title>Relying party</title><p id="rp">${req.url?.startsWith('/callback') ? 'callback' : 'signed out'}</p>`,
+    );
   });
   await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(callback.address() as AddressInfo).port}`;
   const redirectUri = `${base}/callback`;
   const postLogoutRedirectUri = `${base}/signed-out`;
-  const { clientId, secret } = await seedClient(server, { name: 'Example Relying Party', redirectUris: [redirectUri], postLogoutRedirectUris: [postLogoutRedirectUri], ...client });
-  const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(secret), { execute: [oidc.allowInsecureRequests] });
+  const { clientId, secret } = await seedClient(server, {
+    name: 'Example Relying Party',
+    redirectUris: [redirectUri],
+    postLogoutRedirectUris: [postLogoutRedirectUri],
+    ...client,
+  });
+  const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(secret), {
+    execute: [oidc.allowInsecureRequests],
+  });
   return {
     clientId,
     secret,
@@ -139,7 +180,12 @@ export async function startRelyingParty(server: E2EServer, client: Partial<NewCl
       return { url: url.href, codeVerifier, state, nonce };
     },
     finish(callbackUrl, begun) {
-      return oidc.authorizationCodeGrant(config, new URL(callbackUrl), { pkceCodeVerifier: begun.codeVerifier, expectedState: begun.state, expectedNonce: begun.nonce, idTokenExpected: true });
+      return oidc.authorizationCodeGrant(config, new URL(callbackUrl), {
+        pkceCodeVerifier: begun.codeVerifier,
+        expectedState: begun.state,
+        expectedNonce: begun.nonce,
+        idTokenExpected: true,
+      });
     },
     close: () => new Promise<void>((resolve) => callback.close(() => resolve())),
   };
@@ -157,12 +203,21 @@ export async function submitPassword(page: Page, username: string, password: str
  * The relying party's authorization request, a password sign-in (and consent, when asked) in the
  * browser, and the code exchange: resolves with the validated token response.
  */
-export async function passwordSignInThroughRelyingParty(page: Page, rp: RelyingParty, username: string, password: string, params: Record<string, string> = {}) {
+export async function passwordSignInThroughRelyingParty(
+  page: Page,
+  rp: RelyingParty,
+  username: string,
+  password: string,
+  params: Record<string, string> = {},
+) {
   const begun = await rp.begin(params);
   await page.goto(begun.url);
   await submitPassword(page, username, password);
   if (page.url().includes('/interaction/') && (await page.locator('button[name=decision][value=allow]').count())) {
-    await Promise.all([page.waitForURL((u) => u.href.startsWith(rp.redirectUri)), page.click('button[name=decision][value=allow]')]);
+    await Promise.all([
+      page.waitForURL((u) => u.href.startsWith(rp.redirectUri)),
+      page.click('button[name=decision][value=allow]'),
+    ]);
   }
   await page.waitForURL((u) => u.href.startsWith(rp.redirectUri));
   return rp.finish(page.url(), begun);

@@ -3,7 +3,15 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
 import { seedOrg, seedUser } from '../helpers.ts';
-import { addVirtualAuthenticator, launchBrowser, startRelyingParty, startServer, withoutPasskeyAutofill, type E2EServer, type RelyingParty } from './helpers.ts';
+import {
+  addVirtualAuthenticator,
+  launchBrowser,
+  startRelyingParty,
+  startServer,
+  withoutPasskeyAutofill,
+  type E2EServer,
+  type RelyingParty,
+} from './helpers.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -36,10 +44,12 @@ describe('keyboard and small screens', () => {
     const order: string[] = [];
     for (let i = 0; i < 5; i++) {
       await page.keyboard.press('Tab');
-      order.push(await page.evaluate(() => {
-        const el = document.activeElement as HTMLElement;
-        return el.id || el.textContent?.trim() || el.tagName;
-      }));
+      order.push(
+        await page.evaluate(() => {
+          const el = document.activeElement as HTMLElement;
+          return el.id || el.textContent?.trim() || el.tagName;
+        }),
+      );
     }
     assert.deepEqual(order, ['passkey-button', 'username', 'password', 'Sign in', 'Cancel']);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);

@@ -58,20 +58,28 @@ describe('README quick start with a stock relying party', () => {
     return run.stdout;
   }
 
-  const field = (output: string, name: string) => output.match(new RegExp(`^${name}\\s+(\\S+)`, 'm'))?.[1] ?? assert.fail(`no ${name} in ${output}`);
+  const field = (output: string, name: string) =>
+    output.match(new RegExp(`^${name}\\s+(\\S+)`, 'm'))?.[1] ?? assert.fail(`no ${name} in ${output}`);
 
   before(async () => {
     const port = await freePort();
     url = `http://localhost:${port}`;
     env.PORT = String(port);
-    service = spawn(process.execPath, ['src/main.ts', 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    service = spawn(process.execPath, ['src/main.ts', 'serve'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     service.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
     // Ready when /readyz answers; bounded, and a service that exits fails at once.
     for (let i = 0; ; i++) {
       if (service.exitCode !== null) assert.fail(`the service exited (${service.exitCode}): ${stderr}`);
       if (i === 200) assert.fail(`the service did not become ready: ${stderr}`);
-      const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+      const ready = await fetch(`${url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ready) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -110,9 +118,15 @@ describe('README quick start with a stock relying party', () => {
     // The organization was added above ("if not done above").
     const out = shell(adminCommands(block!).filter((line) => !line.includes('org add')));
     const redirectUri = block!.match(/--redirect-uri (\S+)/)![1]!;
-    const config = await oidc.discovery(new URL(url), field(out, 'client_id'), undefined, oidc.ClientSecretBasic(field(out, 'client_secret')), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    const config = await oidc.discovery(
+      new URL(url),
+      field(out, 'client_id'),
+      undefined,
+      oidc.ClientSecretBasic(field(out, 'client_secret')),
+      {
+        execute: [oidc.allowInsecureRequests],
+      },
+    );
     const codeVerifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const authorization = oidc.buildAuthorizationUrl(config, {
@@ -128,8 +142,14 @@ describe('README quick start with a stock relying party', () => {
     // Not a first-party client: the consent page names what it will receive.
     // The portal's host does not exist here: the browser's request for the callback is what the
     // application would receive.
-    const [callback] = await Promise.all([page.waitForRequest((r) => r.url().startsWith(redirectUri)), page.click('button[name=decision][value=allow]')]);
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(callback.url()), { pkceCodeVerifier: codeVerifier, expectedState: state });
+    const [callback] = await Promise.all([
+      page.waitForRequest((r) => r.url().startsWith(redirectUri)),
+      page.click('button[name=decision][value=allow]'),
+    ]);
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(callback.url()), {
+      pkceCodeVerifier: codeVerifier,
+      expectedState: state,
+    });
     assert.deepEqual(tokens.scope?.split(' ').sort(), ['email', 'openid', 'profile']);
     const sub = tokens.claims()!.sub;
     const info = await oidc.fetchUserInfo(config, tokens.access_token, sub);

@@ -49,11 +49,25 @@ function u32(n: number): Buffer {
 }
 
 /** An assertion signed with the passkey's own private key, for any RP ID. */
-function craftAssertion(credential: { credentialId: string; privateKey: string; userHandle?: string }, rpId: string, origin: string, challenge: string, counter: number): string {
+function craftAssertion(
+  credential: { credentialId: string; privateKey: string; userHandle?: string },
+  rpId: string,
+  origin: string,
+  challenge: string,
+  counter: number,
+): string {
   const clientDataJSON = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge, origin, crossOrigin: false }));
-  const authenticatorData = Buffer.concat([createHash('sha256').update(rpId).digest(), Buffer.from([0x05]), u32(counter)]);
+  const authenticatorData = Buffer.concat([
+    createHash('sha256').update(rpId).digest(),
+    Buffer.from([0x05]),
+    u32(counter),
+  ]);
   const key = createPrivateKey({ key: Buffer.from(credential.privateKey, 'base64'), format: 'der', type: 'pkcs8' });
-  const signature = sign('sha256', Buffer.concat([authenticatorData, createHash('sha256').update(clientDataJSON).digest()]), key);
+  const signature = sign(
+    'sha256',
+    Buffer.concat([authenticatorData, createHash('sha256').update(clientDataJSON).digest()]),
+    key,
+  );
   const id = Buffer.from(credential.credentialId, 'base64').toString('base64url');
   return JSON.stringify({
     id,
@@ -64,7 +78,9 @@ function craftAssertion(credential: { credentialId: string; privateKey: string; 
       clientDataJSON: clientDataJSON.toString('base64url'),
       authenticatorData: authenticatorData.toString('base64url'),
       signature: signature.toString('base64url'),
-      ...(credential.userHandle ? { userHandle: Buffer.from(credential.userHandle, 'base64').toString('base64url') } : {}),
+      ...(credential.userHandle
+        ? { userHandle: Buffer.from(credential.userHandle, 'base64').toString('base64url') }
+        : {}),
     },
   });
 }
@@ -122,10 +138,16 @@ for (const dialect of dialects()) {
 
     it('a form without its CSRF token is refused and signs nobody in', async () => {
       const { uid } = await openSignIn(page, rp);
-      const res = await page.request.post(`${server.url}/interaction/${uid}/login`, { form: { username: ada.eppn, password: PASSWORD }, maxRedirects: 0 });
+      const res = await page.request.post(`${server.url}/interaction/${uid}/login`, {
+        form: { username: ada.eppn, password: PASSWORD },
+        maxRedirects: 0,
+      });
       assert.equal(res.status(), 403);
       assert.match(await res.text(), /This form has expired or was sent from another page/);
-      const forged = await page.request.post(`${server.url}/interaction/${uid}/login`, { form: { _csrf: 'x'.repeat(43), username: ada.eppn, password: PASSWORD }, maxRedirects: 0 });
+      const forged = await page.request.post(`${server.url}/interaction/${uid}/login`, {
+        form: { _csrf: 'x'.repeat(43), username: ada.eppn, password: PASSWORD },
+        maxRedirects: 0,
+      });
       assert.equal(forged.status(), 403);
       const options = await page.request.post(`${server.url}/interaction/${uid}/passkey/options`);
       assert.equal(options.status(), 403);
@@ -136,9 +158,15 @@ for (const dialect of dialects()) {
       await page.goto(`${server.url}/account`);
       await Promise.all([page.waitForURL(`${server.url}/account`), submitPassword(page, ada.eppn, PASSWORD)]);
       const row = await passkeyRow();
-      const del = await page.request.post(`${server.url}/account/passkeys/${row.id}/delete`, { form: { confirm: 'yes' }, maxRedirects: 0 });
+      const del = await page.request.post(`${server.url}/account/passkeys/${row.id}/delete`, {
+        form: { confirm: 'yes' },
+        maxRedirects: 0,
+      });
       assert.equal(del.status(), 403);
-      const rename = await page.request.post(`${server.url}/account/passkeys/${row.id}/rename`, { form: { label: 'Stolen' }, maxRedirects: 0 });
+      const rename = await page.request.post(`${server.url}/account/passkeys/${row.id}/rename`, {
+        form: { label: 'Stolen' },
+        maxRedirects: 0,
+      });
       assert.equal(rename.status(), 403);
       const register = await page.request.post(`${server.url}/account/passkeys/options`);
       assert.equal(register.status(), 403);
@@ -147,10 +175,12 @@ for (const dialect of dialects()) {
     });
 
     it('a replayed WebAuthn assertion is refused in the same interaction and on the same binding', async () => {
-      const regressions = async () => (await listAuditEvents(server.store.db, {})).filter((e) => e.kind === 'passkey.counter_regression').length;
+      const regressions = async () =>
+        (await listAuditEvents(server.store.db, {})).filter((e) => e.kind === 'passkey.counter_regression').length;
       let captured: string | undefined;
       const capture = (r: import('playwright-core').Request) => {
-        if (r.method() === 'POST' && /\/(interaction\/[^/]+|account)\/passkey$/.test(r.url())) captured = new URLSearchParams(r.postData() ?? '').get('response') ?? undefined;
+        if (r.method() === 'POST' && /\/(interaction\/[^/]+|account)\/passkey$/.test(r.url()))
+          captured = new URLSearchParams(r.postData() ?? '').get('response') ?? undefined;
       };
       page.on('request', capture);
       try {
@@ -160,7 +190,10 @@ for (const dialect of dialects()) {
         assert.ok(captured, 'assertion captured');
         const used = await passkeyRow();
         await context.clearCookies({ name: /session/ });
-        const again = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey`, { form: { _csrf: opened.csrf, response: captured! }, maxRedirects: 0 });
+        const again = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey`, {
+          form: { _csrf: opened.csrf, response: captured! },
+          maxRedirects: 0,
+        });
         assert.ok([400, 401].includes(again.status()), `refused: ${again.status()}`);
         assert.equal(again.headers()['location'], undefined);
         assert.deepEqual(await passkeyRow(), used, 'counter and last use unchanged');
@@ -179,7 +212,10 @@ for (const dialect of dialects()) {
         assert.equal(await signedInToAccount(page, server), false);
         const signedIn = await passkeyRow();
         const before = await regressions();
-        const replay = await page.request.post(`${server.url}/account/passkey`, { form: { _csrf: csrf, response: captured! }, maxRedirects: 0 });
+        const replay = await page.request.post(`${server.url}/account/passkey`, {
+          form: { _csrf: csrf, response: captured! },
+          maxRedirects: 0,
+        });
         assert.equal(replay.status(), 401);
         assert.match(await replay.text(), /Signing in with that passkey did not work/);
         assert.equal(await signedInToAccount(page, server), false);
@@ -196,19 +232,48 @@ for (const dialect of dialects()) {
       const before = await passkeyRow();
       const opened = await openSignIn(page, rp);
       const challengeFor = async () => {
-        const res = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey/options`, { headers: { 'x-csrf-token': opened.csrf } });
+        const res = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey/options`, {
+          headers: { 'x-csrf-token': opened.csrf },
+        });
         assert.equal(res.status(), 200);
         return ((await res.json()) as { challenge: string; rpId: string }).challenge;
       };
-      const foreign = craftAssertion(credential!, 'evil.example', server.url, await challengeFor(), Number(before.sign_count) + 10);
-      const refused = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey`, { form: { _csrf: opened.csrf, response: foreign }, maxRedirects: 0 });
+      const foreign = craftAssertion(
+        credential!,
+        'evil.example',
+        server.url,
+        await challengeFor(),
+        Number(before.sign_count) + 10,
+      );
+      const refused = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey`, {
+        form: { _csrf: opened.csrf, response: foreign },
+        maxRedirects: 0,
+      });
       assert.equal(refused.status(), 401);
       assert.deepEqual(await passkeyRow(), before);
-      const wrongOrigin = craftAssertion(credential!, 'localhost', 'https://evil.example', await challengeFor(), Number(before.sign_count) + 10);
-      const refusedOrigin = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey`, { form: { _csrf: opened.csrf, response: wrongOrigin }, maxRedirects: 0 });
+      const wrongOrigin = craftAssertion(
+        credential!,
+        'localhost',
+        'https://evil.example',
+        await challengeFor(),
+        Number(before.sign_count) + 10,
+      );
+      const refusedOrigin = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey`, {
+        form: { _csrf: opened.csrf, response: wrongOrigin },
+        maxRedirects: 0,
+      });
       assert.equal(refusedOrigin.status(), 401);
-      const genuine = craftAssertion(credential!, 'localhost', server.url, await challengeFor(), Number(before.sign_count) + 10);
-      const accepted = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey`, { form: { _csrf: opened.csrf, response: genuine }, maxRedirects: 0 });
+      const genuine = craftAssertion(
+        credential!,
+        'localhost',
+        server.url,
+        await challengeFor(),
+        Number(before.sign_count) + 10,
+      );
+      const accepted = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey`, {
+        form: { _csrf: opened.csrf, response: genuine },
+        maxRedirects: 0,
+      });
       assert.equal(accepted.status(), 303);
       assert.equal(Number((await passkeyRow()).sign_count), Number(before.sign_count) + 10);
       await context.clearCookies();
@@ -225,7 +290,9 @@ for (const dialect of dialects()) {
       await page.waitForSelector('.alert');
       assert.match((await page.textContent('.alert'))!, /Signing in with that passkey did not work/);
       assert.deepEqual(await passkeyRow(), raised, 'counter and last use unchanged');
-      const events = (await listAuditEvents(server.store.db, {})).filter((e) => e.kind === 'passkey.counter_regression');
+      const events = (await listAuditEvents(server.store.db, {})).filter(
+        (e) => e.kind === 'passkey.counter_regression',
+      );
       assert.equal(events.length, 1);
       assert.equal(events[0]!.eppn, ada.eppn);
       assert.deepEqual(JSON.parse(events[0]!.passkey_ids), [row.id]);
@@ -269,7 +336,8 @@ for (const dialect of dialects()) {
     it('refuses every attempt from the address once its budget is spent, with a clear page', async () => {
       const page = await browser.newPage();
       await openSignIn(page, rp);
-      for (const eppn of ['a@example.org', 'b@example.org', 'c@example.org']) await submitPassword(page, eppn, 'wrong password');
+      for (const eppn of ['a@example.org', 'b@example.org', 'c@example.org'])
+        await submitPassword(page, eppn, 'wrong password');
       const limited = page.waitForResponse((r) => r.url().endsWith('/login') && r.request().method() === 'POST');
       await submitPassword(page, 'ada@example.org', PASSWORD);
       assert.equal((await limited).status(), 429);

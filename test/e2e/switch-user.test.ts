@@ -7,7 +7,14 @@ import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { dialects, seedOrg, seedUser } from '../helpers.ts';
 import type { User } from '../../src/store/directory.ts';
-import { launchBrowser, startRelyingParty, startServer, submitPassword, type E2EServer, type RelyingParty } from './helpers.ts';
+import {
+  launchBrowser,
+  startRelyingParty,
+  startServer,
+  submitPassword,
+  type E2EServer,
+  type RelyingParty,
+} from './helpers.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -41,10 +48,13 @@ for (const dialect of dialects()) {
       await server?.close();
     });
 
-    const isPage = (via: RelyingParty) => (u: URL) => u.href.startsWith(via.redirectUri) || /^\/interaction\/[^/]+$/.test(u.pathname);
+    const isPage = (via: RelyingParty) => (u: URL) =>
+      u.href.startsWith(via.redirectUri) || /^\/interaction\/[^/]+$/.test(u.pathname);
     /** the next sign-in, consent or relying-party page; a provider error page fails the test at once */
     async function settle(via: RelyingParty, from?: string) {
-      await page.waitForURL((u) => u.href !== from && isPage(via)(u), { timeout: 10_000 }).catch(async () => assert.fail(`stuck on ${page.url()}: ${await page.textContent('body')}`));
+      await page
+        .waitForURL((u) => u.href !== from && isPage(via)(u), { timeout: 10_000 })
+        .catch(async () => assert.fail(`stuck on ${page.url()}: ${await page.textContent('body')}`));
     }
 
     /**
@@ -58,8 +68,15 @@ for (const dialect of dialects()) {
       await submitPassword(page, user.eppn, PASSWORD);
       await settle(via);
       for (let step = 0; !page.url().startsWith(via.redirectUri); step++) {
-        assert.equal(await page.locator('#password-form').count(), 0, `asked to sign in again: ${await page.textContent('main')}`);
-        assert.ok(step < 2 && (await page.locator('button[name=decision][value=allow]').count()), `unexpected page: ${await page.textContent('main')}`);
+        assert.equal(
+          await page.locator('#password-form').count(),
+          0,
+          `asked to sign in again: ${await page.textContent('main')}`,
+        );
+        assert.ok(
+          step < 2 && (await page.locator('button[name=decision][value=allow]').count()),
+          `unexpected page: ${await page.textContent('main')}`,
+        );
         await Promise.all([settle(via, page.url()), page.click('button[name=decision][value=allow]')]);
       }
       const tokens = await via.finish(page.url(), begun);
@@ -67,7 +84,8 @@ for (const dialect of dialects()) {
       return tokens;
     }
 
-    const userinfoStatus = async (accessToken: string) => (await fetch(`${server.url}/openid/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } })).status;
+    const userinfoStatus = async (accessToken: string) =>
+      (await fetch(`${server.url}/openid/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } })).status;
 
     it('prompt=login while signed in asks for the password once, also when a consent page follows', async () => {
       last = await signInOnce(ada);
@@ -93,8 +111,16 @@ for (const dialect of dialects()) {
     });
 
     it('after signing out, another user signs in without prompt=login', async () => {
-      await page.goto(oidc.buildEndSessionUrl(rp.config, { id_token_hint: last.id_token!, post_logout_redirect_uri: rp.postLogoutRedirectUri }).href);
-      await Promise.all([page.waitForURL((u) => u.href.startsWith(rp.postLogoutRedirectUri)), page.click('#logout-yes')]);
+      await page.goto(
+        oidc.buildEndSessionUrl(rp.config, {
+          id_token_hint: last.id_token!,
+          post_logout_redirect_uri: rp.postLogoutRedirectUri,
+        }).href,
+      );
+      await Promise.all([
+        page.waitForURL((u) => u.href.startsWith(rp.postLogoutRedirectUri)),
+        page.click('#logout-yes'),
+      ]);
       await signInOnce(bob);
       await signInOnce(bob, { prompt: 'login' });
     });

@@ -24,7 +24,14 @@ for (const dialect of dialects()) {
     let store: Store;
     const run = (args: string[], stdin?: string) => cli(db.url, args, stdin);
     const count = async (table: 'organizations' | 'users' | 'clients' | 'passkeys') =>
-      Number((await store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      Number(
+        (
+          await store.db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
 
     before(async () => {
       db = await freshDatabase(dialect);
@@ -36,21 +43,36 @@ for (const dialect of dialects()) {
     });
 
     it('adds and lists organizations', async () => {
-      assert.deepEqual(await run(['org', 'add', '--id', '1', '--realm', 'Example.org', '--name', 'Example University']), { code: 0, out: 'organization 1 (example.org) added', err: '' });
+      assert.deepEqual(
+        await run(['org', 'add', '--id', '1', '--realm', 'Example.org', '--name', 'Example University']),
+        { code: 0, out: 'organization 1 (example.org) added', err: '' },
+      );
       assert.equal((await run(['org', 'add', '--id', '2', '--realm', 'other.org', '--name', 'Other'])).code, 0);
       const list = await run(['org', 'list', '--json']);
       assert.equal(list.code, 0);
-      assert.deepEqual(JSON.parse(list.out).map((o: { id: number; realm: string }) => [o.id, o.realm]), [[1, 'example.org'], [2, 'other.org']]);
+      assert.deepEqual(
+        JSON.parse(list.out).map((o: { id: number; realm: string }) => [o.id, o.realm]),
+        [
+          [1, 'example.org'],
+          [2, 'other.org'],
+        ],
+      );
       assert.match((await run(['org', 'list'])).out, /^id\s+realm\s+name/);
     });
 
     const orgErrors: [string[], RegExp][] = [
       [['org', 'add', '--id', '1', '--realm', 'again.org', '--name', 'Dup'], /organization 1 already exists/],
-      [['org', 'add', '--id', '3', '--realm', 'example.org', '--name', 'Dup realm'], /realm 'example.org' already belongs/],
+      [
+        ['org', 'add', '--id', '3', '--realm', 'example.org', '--name', 'Dup realm'],
+        /realm 'example.org' already belongs/,
+      ],
       [['org', 'add', '--id', 'x', '--realm', 'x.org', '--name', 'X'], /--id must be a positive integer/],
       [['org', 'add', '--id', '4', '--realm', 'not a realm', '--name', 'X'], /not a valid domain name/],
       [['org', 'add', '--id', '4', '--realm', 'x.org'], /--name is required/],
-      [['org', 'add', '--id', '4', '--realm', 'x.org', '--name', 'X', '--colour', 'red'], /^error: unknown option '--colour' \(usage: npm run idp -- org add --id <n> --realm <realm> --name <name>;/],
+      [
+        ['org', 'add', '--id', '4', '--realm', 'x.org', '--name', 'X', '--colour', 'red'],
+        /^error: unknown option '--colour' \(usage: npm run idp -- org add --id <n> --realm <realm> --name <name>;/,
+      ],
     ];
     for (const [args, message] of orgErrors) {
       it(`refuses: ${args.join(' ')}`, async () => {
@@ -65,7 +87,25 @@ for (const dialect of dialects()) {
     }
 
     it('adds users, with a password from stdin, and lists them', async () => {
-      const r = await run(['user', 'add', '--org', '1', '--eppn', 'Alice@Example.org', '--name', 'Alice Example', '--email', 'alice@example.org', '--nin', '01019012345', '--password-stdin', '--json'], 'correct horse battery\n');
+      const r = await run(
+        [
+          'user',
+          'add',
+          '--org',
+          '1',
+          '--eppn',
+          'Alice@Example.org',
+          '--name',
+          'Alice Example',
+          '--email',
+          'alice@example.org',
+          '--nin',
+          '01019012345',
+          '--password-stdin',
+          '--json',
+        ],
+        'correct horse battery\n',
+      );
       assert.equal(r.code, 0, r.err);
       const user = JSON.parse(r.out);
       assert.equal(user.eppn, 'alice@example.org');
@@ -73,18 +113,41 @@ for (const dialect of dialects()) {
       assert.match(user.sub, /^[0-9a-f-]{36}$/);
       assert.equal((await run(['user', 'add', '--org', '1', '--eppn', 'bob@example.org', '--name', 'Bob'])).code, 0);
       const list = JSON.parse((await run(['user', 'list', '--org', '1', '--json'])).out);
-      assert.deepEqual(list.map((u: { eppn: string; password: string }) => [u.eppn, u.password]), [['alice@example.org', 'yes'], ['bob@example.org', 'no']]);
+      assert.deepEqual(
+        list.map((u: { eppn: string; password: string }) => [u.eppn, u.password]),
+        [
+          ['alice@example.org', 'yes'],
+          ['bob@example.org', 'no'],
+        ],
+      );
     });
 
     const userErrors: [string[], RegExp, string?][] = [
       [['user', 'add', '--org', '99', '--eppn', 'x@example.org', '--name', 'X'], /organization 99 does not exist/],
-      [['user', 'add', '--org', '1', '--eppn', 'alice@example.org', '--name', 'Dup'], /user 'alice@example.org' already exists/],
-      [['user', 'add', '--org', '1', '--eppn', 'carol@other.org', '--name', 'Carol'], /eppn realm 'other.org' does not match organization 1/],
+      [
+        ['user', 'add', '--org', '1', '--eppn', 'alice@example.org', '--name', 'Dup'],
+        /user 'alice@example.org' already exists/,
+      ],
+      [
+        ['user', 'add', '--org', '1', '--eppn', 'carol@other.org', '--name', 'Carol'],
+        /eppn realm 'other.org' does not match organization 1/,
+      ],
       [['user', 'add', '--org', '1', '--eppn', 'carol', '--name', 'Carol'], /must contain '@'/],
-      [['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--email', 'nope'], /not a valid address/],
+      [
+        ['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--email', 'nope'],
+        /not a valid address/,
+      ],
       [['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--nin', '123'], /11 digits/],
-      [['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--password-stdin'], /at least 8 characters/, 'short\n'],
-      [['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--password-stdin'], /no password on standard input/, ''],
+      [
+        ['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--password-stdin'],
+        /at least 8 characters/,
+        'short\n',
+      ],
+      [
+        ['user', 'add', '--org', '1', '--eppn', 'carol@example.org', '--name', 'Carol', '--password-stdin'],
+        /no password on standard input/,
+        '',
+      ],
     ];
     for (const [args, message, stdin] of userErrors) {
       it(`refuses: ${args.slice(2).join(' ')}`, async () => {
@@ -98,21 +161,38 @@ for (const dialect of dialects()) {
     }
 
     it('sets a password from stdin only', async () => {
-      assert.equal((await run(['user', 'set-password', '--eppn', 'bob@example.org', '--password-stdin'], 'a long enough password')).code, 0);
-      const r = await run(['user', 'set-password', '--eppn', 'nobody@example.org', '--password-stdin'], 'a long enough password');
+      assert.equal(
+        (await run(['user', 'set-password', '--eppn', 'bob@example.org', '--password-stdin'], 'a long enough password'))
+          .code,
+        0,
+      );
+      const r = await run(
+        ['user', 'set-password', '--eppn', 'nobody@example.org', '--password-stdin'],
+        'a long enough password',
+      );
       assert.equal(r.code, 1);
       assert.match(r.err, /user 'nobody@example.org' does not exist/);
-      assert.match((await run(['user', 'set-password', '--eppn', 'bob@example.org'])).err, /--password-stdin is required/);
+      assert.match(
+        (await run(['user', 'set-password', '--eppn', 'bob@example.org'])).err,
+        /--password-stdin is required/,
+      );
     });
 
     it('adds and removes secondary ids', async () => {
-      assert.deepEqual(await run(['user', 'add-id', '--eppn', 'alice@example.org', '--id', 'Facebook:10001234']), { code: 0, out: 'facebook:10001234 added to alice@example.org', err: '' });
+      assert.deepEqual(await run(['user', 'add-id', '--eppn', 'alice@example.org', '--id', 'Facebook:10001234']), {
+        code: 0,
+        out: 'facebook:10001234 added to alice@example.org',
+        err: '',
+      });
       const cases: [string[], RegExp][] = [
         [['user', 'add-id', '--eppn', 'bob@example.org', '--id', 'facebook:10001234'], /already belongs to a user/],
         [['user', 'add-id', '--eppn', 'alice@example.org', '--id', 'myspace:1'], /namespace of edugain, eidas/],
         [['user', 'add-id', '--eppn', 'alice@example.org', '--id', 'nin:01019012345'], /namespace of edugain/],
         [['user', 'add-id', '--eppn', 'alice@example.org', '--id', 'edugain:'], /1-256 characters/],
-        [['user', 'add-id', '--eppn', 'ghost@example.org', '--id', 'edugain:x'], /user 'ghost@example.org' does not exist/],
+        [
+          ['user', 'add-id', '--eppn', 'ghost@example.org', '--id', 'edugain:x'],
+          /user 'ghost@example.org' does not exist/,
+        ],
         [['user', 'remove-id', '--eppn', 'bob@example.org', '--id', 'facebook:10001234'], /has no id/],
       ];
       for (const [args, message] of cases) {
@@ -120,13 +200,26 @@ for (const dialect of dialects()) {
         assert.equal(r.code, 1, args.join(' '));
         assert.match(r.err, message);
       }
-      assert.equal((await run(['user', 'remove-id', '--eppn', 'alice@example.org', '--id', 'facebook:10001234'])).code, 0);
+      assert.equal(
+        (await run(['user', 'remove-id', '--eppn', 'alice@example.org', '--id', 'facebook:10001234'])).code,
+        0,
+      );
       assert.equal((await store.db.selectFrom('user_ids').selectAll().execute()).length, 0);
     });
 
     let clientId = '';
     it('adds a client, printing the secret once; show and list never print it', async () => {
-      const r = await run(['client', 'add', '--name', 'Helpdesk', '--scopes', 'passkey.read passkey.delete', '--orgs', '1', '--json']);
+      const r = await run([
+        'client',
+        'add',
+        '--name',
+        'Helpdesk',
+        '--scopes',
+        'passkey.read passkey.delete',
+        '--orgs',
+        '1',
+        '--json',
+      ]);
       assert.equal(r.code, 0, r.err);
       const c = JSON.parse(r.out);
       clientId = c.client_id;
@@ -141,7 +234,16 @@ for (const dialect of dialects()) {
       assert.doesNotMatch(shown.out, new RegExp(c.client_secret));
       assert.match(shown.out, /Helpdesk/);
       assert.doesNotMatch((await run(['client', 'list'])).out, new RegExp(c.client_secret));
-      const human = await run(['client', 'add', '--name', 'Web app', '--redirect-uri', 'https://app.example.org/cb', '--groups', 'userinfo-name']);
+      const human = await run([
+        'client',
+        'add',
+        '--name',
+        'Web app',
+        '--redirect-uri',
+        'https://app.example.org/cb',
+        '--groups',
+        'userinfo-name',
+      ]);
       assert.match(human.out, /shown only now/);
     });
 
@@ -215,7 +317,13 @@ for (const dialect of dialects()) {
         assert.equal(await count('passkeys'), 0);
       }
       assert.match((await run(['passkey', 'import', '--file', join(tmp, 'missing.json')])).err, /no such file/);
-      const ok = await run(['passkey', 'import', '--file', file('good.json', [entry(1), entry(2, { aaguid: null, last_used_at: '2024-02-01T08:00:00Z' })]), '--json']);
+      const ok = await run([
+        'passkey',
+        'import',
+        '--file',
+        file('good.json', [entry(1), entry(2, { aaguid: null, last_used_at: '2024-02-01T08:00:00Z' })]),
+        '--json',
+      ]);
       assert.equal(ok.code, 0, ok.err);
       assert.equal(JSON.parse(ok.out).imported, 2);
       const again = await run(['passkey', 'import', '--file', file('again.json', [entry(3), entry(1)])]);
@@ -229,11 +337,25 @@ for (const dialect of dialects()) {
     it('lists passkeys of an organization and of one user', async () => {
       const all = JSON.parse((await run(['passkey', 'list', '--org', '1', '--json'])).out);
       assert.equal(all.length, 2);
-      assert.deepEqual(Object.keys(all[0]).sort(), ['aaguid', 'created_at', 'eppn', 'id', 'label', 'last_used_at', 'mfa_verified']);
+      assert.deepEqual(Object.keys(all[0]).sort(), [
+        'aaguid',
+        'created_at',
+        'eppn',
+        'id',
+        'label',
+        'last_used_at',
+        'mfa_verified',
+      ]);
       assert.equal(all[0].created_at, '2024-01-15T10:30:00+00:00');
       assert.equal(all[1].last_used_at, '2024-02-01T08:00:00+00:00');
-      assert.equal(JSON.parse((await run(['passkey', 'list', '--org', '1', '--eppn', 'bob@example.org', '--json'])).out).length, 0);
-      assert.match((await run(['passkey', 'list', '--org', '1', '--eppn', 'x@other.org'])).err, /does not exist in organization 1/);
+      assert.equal(
+        JSON.parse((await run(['passkey', 'list', '--org', '1', '--eppn', 'bob@example.org', '--json'])).out).length,
+        0,
+      );
+      assert.match(
+        (await run(['passkey', 'list', '--org', '1', '--eppn', 'x@other.org'])).err,
+        /does not exist in organization 1/,
+      );
     });
 
     it('rotates signing keys: new keys activate later, old ones stay published', async () => {
@@ -247,7 +369,11 @@ for (const dialect of dialects()) {
     });
 
     it('grant-orgs and revoke-orgs refuse unknown or missing organizations', async () => {
-      for (const args of [['client', 'grant-orgs', clientId, '--orgs', '77'], ['client', 'grant-orgs', clientId, '--orgs', ','], ['client', 'revoke-orgs', clientId, '--orgs', '77']]) {
+      for (const args of [
+        ['client', 'grant-orgs', clientId, '--orgs', '77'],
+        ['client', 'grant-orgs', clientId, '--orgs', ','],
+        ['client', 'revoke-orgs', clientId, '--orgs', '77'],
+      ]) {
         const r = await run(args);
         assert.equal(r.code, 1, args.join(' '));
         assert.equal(r.err.split('\n').length, 1);
@@ -258,10 +384,14 @@ for (const dialect of dialects()) {
     it('refuses to run with a secret the database was not set up with', async () => {
       const { runCli } = await import('../../src/cli/index.ts');
       const err: string[] = [];
-      const code = await runCli(['org', 'add', '--id', '9', '--realm', 'nine.org', '--name', 'Nine'], { out: () => {}, err: (l) => err.push(l), readStdin: async () => '' }, {
-        DATABASE_URL: db.url,
-        IDP_SECRET: 'another-secret-0123456789-abcdefghijklmnop',
-      });
+      const code = await runCli(
+        ['org', 'add', '--id', '9', '--realm', 'nine.org', '--name', 'Nine'],
+        { out: () => {}, err: (l) => err.push(l), readStdin: async () => '' },
+        {
+          DATABASE_URL: db.url,
+          IDP_SECRET: 'another-secret-0123456789-abcdefghijklmnop',
+        },
+      );
       assert.equal(code, 1);
       assert.match(err.join('\n'), /IDP_SECRET does not match/);
       assert.equal(await count('organizations'), 2);
@@ -289,17 +419,30 @@ describe('admin CLI as a process', () => {
   it('npm run idp prints one error line and exits non-zero', () => {
     const dir = mkdtempSync(join(tmpdir(), 'idp-cli-proc-'));
     const env = { ...process.env, DATABASE_URL: join(dir, 'idp.sqlite'), IDP_SECRET: TEST_SECRET };
-    const ok = spawnSync(process.execPath, ['src/main.ts', 'org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example'], { env, encoding: 'utf8' });
+    const ok = spawnSync(
+      process.execPath,
+      ['src/main.ts', 'org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example'],
+      { env, encoding: 'utf8' },
+    );
     assert.equal(ok.status, 0, ok.stderr);
     assert.equal(ok.stdout.trim(), 'organization 1 (example.org) added');
-    const dup = spawnSync(process.execPath, ['src/main.ts', 'org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example'], { env, encoding: 'utf8' });
+    const dup = spawnSync(
+      process.execPath,
+      ['src/main.ts', 'org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example'],
+      { env, encoding: 'utf8' },
+    );
     assert.equal(dup.status, 1);
     assert.equal(dup.stderr.trim(), 'error: organization 1 already exists');
   });
 });
 
 describe('admin CLI usage and help (a real process)', () => {
-  const idp = (...args: string[]) => spawnSync(process.execPath, ['src/main.ts', ...args], { env: { ...process.env, DATABASE_URL: join(tmp, 'absent', 'x.sqlite') }, encoding: 'utf8', timeout: 20000 });
+  const idp = (...args: string[]) =>
+    spawnSync(process.execPath, ['src/main.ts', ...args], {
+      env: { ...process.env, DATABASE_URL: join(tmp, 'absent', 'x.sqlite') },
+      encoding: 'utf8',
+      timeout: 20000,
+    });
 
   it('with no command prints the usage and exits 2, starting nothing', () => {
     const r = idp();

@@ -20,7 +20,10 @@ describe('configuration', () => {
   });
 
   it('recognises PostgreSQL and requires IDP_SECRET there', () => {
-    assert.throws(() => loadConfig({ DATABASE_URL: 'postgres://u@h/db' }), (e: ConfigError) => e.variable === 'IDP_SECRET');
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'postgres://u@h/db' }),
+      (e: ConfigError) => e.variable === 'IDP_SECRET',
+    );
     const c = loadConfig({ DATABASE_URL: 'postgres://u@h/db', IDP_SECRET: 'x'.repeat(32) });
     assert.equal(c.dialect, 'postgres');
   });
@@ -63,7 +66,10 @@ describe('configuration', () => {
   ];
   for (const [env, variable] of bad) {
     it(`rejects ${JSON.stringify(env)} naming ${variable}`, () => {
-      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.variable === variable && e.message.startsWith(`${variable}: `));
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) => e instanceof ConfigError && e.variable === variable && e.message.startsWith(`${variable}: `),
+      );
     });
   }
 
@@ -86,16 +92,19 @@ describe('configuration', () => {
 
   it('reads exactly the variables SETTINGS defines', () => {
     const read = new Set<string>();
-    const spy = new Proxy({}, {
-      get(_target, name) {
-        if (typeof name === 'string') read.add(name);
-        return undefined;
+    const spy = new Proxy(
+      {},
+      {
+        get(_target, name) {
+          if (typeof name === 'string') read.add(name);
+          return undefined;
+        },
+        has(_target, name) {
+          if (typeof name === 'string') read.add(name);
+          return false;
+        },
       },
-      has(_target, name) {
-        if (typeof name === 'string') read.add(name);
-        return false;
-      },
-    });
+    );
     loadConfig(spy);
     assert.deepEqual([...read].sort(), SETTINGS.map((s) => s.name).sort());
     assert.equal(new Set(SETTINGS.map((s) => s.name)).size, SETTINGS.length, 'each setting is defined once');
@@ -106,21 +115,39 @@ describe('configuration', () => {
     const start = readme.indexOf('| Variable | Default | Meaning |');
     assert.ok(start > 0, 'README has the configuration table');
     const end = readme.indexOf('\n\n', start);
-    assert.equal(readme.slice(start, end), settingsTable(), `regenerate README's table from SETTINGS:\n${settingsTable()}`);
+    assert.equal(
+      readme.slice(start, end),
+      settingsTable(),
+      `regenerate README's table from SETTINGS:\n${settingsTable()}`,
+    );
   });
 
   it('allows plain http only on localhost, or with ALLOW_INSECURE_PUBLIC_URL', () => {
     for (const url of ['http://localhost:8080', 'http://127.0.0.1:3000', 'http://[::1]:8080', 'http://idp.localhost']) {
       assert.equal(loadConfig({ PUBLIC_URL: url }).allowInsecurePublicUrl, false, url);
     }
-    const insecure = loadConfig({ PUBLIC_URL: 'http://idp.test.internal', ALLOW_INSECURE_PUBLIC_URL: 'true', CLAIMS_NAMESPACE: 'https://idp.example.org/claims' });
+    const insecure = loadConfig({
+      PUBLIC_URL: 'http://idp.test.internal',
+      ALLOW_INSECURE_PUBLIC_URL: 'true',
+      CLAIMS_NAMESPACE: 'https://idp.example.org/claims',
+    });
     assert.equal(insecure.allowInsecurePublicUrl, true);
     assert.equal(loadConfig({ PORT: '0', PUBLIC_URL: 'https://idp.example.org' }).port, 0);
   });
 
   it('METRICS_ALLOW defaults to loopback and private ranges', () => {
-    assert.deepEqual(loadConfig({}).metricsAllow, ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7']);
-    assert.deepEqual(loadConfig({ METRICS_ALLOW: '203.0.113.7, 2001:db8::/32' }).metricsAllow, ['203.0.113.7', '2001:db8::/32']);
+    assert.deepEqual(loadConfig({}).metricsAllow, [
+      '127.0.0.0/8',
+      '::1/128',
+      '10.0.0.0/8',
+      '172.16.0.0/12',
+      '192.168.0.0/16',
+      'fc00::/7',
+    ]);
+    assert.deepEqual(loadConfig({ METRICS_ALLOW: '203.0.113.7, 2001:db8::/32' }).metricsAllow, [
+      '203.0.113.7',
+      '2001:db8::/32',
+    ]);
   });
 
   it('checkStorage creates only the default data directory', () => {
@@ -134,11 +161,22 @@ describe('configuration', () => {
     } finally {
       process.chdir(cwd);
     }
-    assert.throws(() => checkStorage(loadConfig({ DATABASE_URL: join(dir, 'missing', 'idp.sqlite') })), (e: ConfigError) => e.variable === 'DATABASE_URL');
-    assert.throws(() => checkStorage(loadConfig({ DATA_DIR: join(dir, 'missing') })), (e: ConfigError) => e.variable === 'DATA_DIR');
+    assert.throws(
+      () => checkStorage(loadConfig({ DATABASE_URL: join(dir, 'missing', 'idp.sqlite') })),
+      (e: ConfigError) => e.variable === 'DATABASE_URL',
+    );
+    assert.throws(
+      () => checkStorage(loadConfig({ DATA_DIR: join(dir, 'missing') })),
+      (e: ConfigError) => e.variable === 'DATA_DIR',
+    );
     assert.equal(existsSync(join(dir, 'missing')), false);
     // PostgreSQL with IDP_SECRET keeps nothing on disk: DATA_DIR is not looked at
-    assert.deepEqual(checkStorage(loadConfig({ DATABASE_URL: 'postgres://u@h/db', IDP_SECRET: 'x'.repeat(32), DATA_DIR: '/proc/nowhere' })), []);
+    assert.deepEqual(
+      checkStorage(
+        loadConfig({ DATABASE_URL: 'postgres://u@h/db', IDP_SECRET: 'x'.repeat(32), DATA_DIR: '/proc/nowhere' }),
+      ),
+      [],
+    );
   });
 
   it('generates the SQLite secret once, with mode 0600, and reuses it', () => {
@@ -153,7 +191,11 @@ describe('configuration', () => {
   });
 
   it('a bad value stops start-up with one line naming the variable, non-zero exit, no stack trace', () => {
-    const r = spawnSync(process.execPath, ['src/main.ts', 'serve'], { env: { ...process.env, PORT: 'abc' }, encoding: 'utf8', timeout: 20000 });
+    const r = spawnSync(process.execPath, ['src/main.ts', 'serve'], {
+      env: { ...process.env, PORT: 'abc' },
+      encoding: 'utf8',
+      timeout: 20000,
+    });
     assert.notEqual(r.status, 0);
     const lines = r.stderr.trim().split('\n');
     assert.equal(lines.length, 1, r.stderr);
@@ -162,7 +204,11 @@ describe('configuration', () => {
   });
 
   it('PostgreSQL without IDP_SECRET stops start-up with one line', () => {
-    const r = spawnSync(process.execPath, ['src/main.ts', 'serve'], { env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres', IDP_SECRET: '' }, encoding: 'utf8', timeout: 20000 });
+    const r = spawnSync(process.execPath, ['src/main.ts', 'serve'], {
+      env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres', IDP_SECRET: '' },
+      encoding: 'utf8',
+      timeout: 20000,
+    });
     assert.notEqual(r.status, 0);
     assert.equal(r.stderr.trim().split('\n').length, 1);
     assert.match(r.stderr, /IDP_SECRET/);
@@ -171,7 +217,11 @@ describe('configuration', () => {
 
 /** Starts `serve` and expects it to stop at once: exit 2, one line naming the variable, no stack trace. */
 function startupRefusal(env: Record<string, string>, variable: string, ...mentions: RegExp[]): string {
-  const r = spawnSync(process.execPath, ['src/main.ts', 'serve'], { env: { ...process.env, LOG_LEVEL: 'warn', PORT: '0', PUBLIC_URL: 'http://127.0.0.1:1', IDP_SECRET: '', ...env }, encoding: 'utf8', timeout: 20000 });
+  const r = spawnSync(process.execPath, ['src/main.ts', 'serve'], {
+    env: { ...process.env, LOG_LEVEL: 'warn', PORT: '0', PUBLIC_URL: 'http://127.0.0.1:1', IDP_SECRET: '', ...env },
+    encoding: 'utf8',
+    timeout: 20000,
+  });
   assert.equal(r.status, 2, `exit code (stderr: ${r.stderr})`);
   const lines = r.stderr.trim().split('\n');
   assert.equal(lines.length, 1, r.stderr);
@@ -192,12 +242,16 @@ describe('start-up refusals (a real process)', () => {
     startupRefusal({ DATA_DIR: join(file, 'sub') }, 'DATA_DIR', /not a directory/);
   });
 
-  it('a DATA_DIR that is not writable is refused', { skip: process.getuid?.() === 0 ? 'root can write anywhere' : false }, () => {
-    const locked = join(tmp, 'locked');
-    mkdirSync(locked, { mode: 0o500 });
-    chmodSync(locked, 0o500);
-    startupRefusal({ DATA_DIR: locked }, 'DATA_DIR', /not writable/);
-  });
+  it(
+    'a DATA_DIR that is not writable is refused',
+    { skip: process.getuid?.() === 0 ? 'root can write anywhere' : false },
+    () => {
+      const locked = join(tmp, 'locked');
+      mkdirSync(locked, { mode: 0o500 });
+      chmodSync(locked, 0o500);
+      startupRefusal({ DATA_DIR: locked }, 'DATA_DIR', /not writable/);
+    },
+  );
 
   it('a DATA_DIR under /proc, /sys or /dev is refused at once', () => {
     startupRefusal({ DATA_DIR: '/proc/self' }, 'DATA_DIR', /'\/proc\/self'/, /kernel file system/);
@@ -207,7 +261,12 @@ describe('start-up refusals (a real process)', () => {
 
   it('a SQLite DATABASE_URL in a missing directory is refused, and nothing is created', () => {
     const missing = join(tmp, 'no', 'such', 'dir');
-    startupRefusal({ DATABASE_URL: join(missing, 'idp.sqlite'), IDP_SECRET: 'x'.repeat(32) }, 'DATABASE_URL', /does not exist/, /mkdir -p/);
+    startupRefusal(
+      { DATABASE_URL: join(missing, 'idp.sqlite'), IDP_SECRET: 'x'.repeat(32) },
+      'DATABASE_URL',
+      /does not exist/,
+      /mkdir -p/,
+    );
     assert.equal(existsSync(join(tmp, 'no')), false);
   });
 
@@ -216,7 +275,12 @@ describe('start-up refusals (a real process)', () => {
   });
 
   it('a plain-http PUBLIC_URL outside localhost is refused unless explicitly allowed', () => {
-    startupRefusal({ PUBLIC_URL: 'http://idp.example.org' }, 'PUBLIC_URL', /'http:\/\/idp\.example\.org'/, /ALLOW_INSECURE_PUBLIC_URL=true/);
+    startupRefusal(
+      { PUBLIC_URL: 'http://idp.example.org' },
+      'PUBLIC_URL',
+      /'http:\/\/idp\.example\.org'/,
+      /ALLOW_INSECURE_PUBLIC_URL=true/,
+    );
   });
 
   it('an invalid TRUST_PROXY range is refused naming the variable', () => {
@@ -225,7 +289,11 @@ describe('start-up refusals (a real process)', () => {
   });
 
   it('an http CLAIMS_NAMESPACE is refused unless PUBLIC_URL is http on localhost', () => {
-    startupRefusal({ PUBLIC_URL: 'https://idp.example.org', CLAIMS_NAMESPACE: 'http://idp.example.org/claims' }, 'CLAIMS_NAMESPACE', /https/);
+    startupRefusal(
+      { PUBLIC_URL: 'https://idp.example.org', CLAIMS_NAMESPACE: 'http://idp.example.org/claims' },
+      'CLAIMS_NAMESPACE',
+      /https/,
+    );
   });
 
   it('a short METRICS_TOKEN is refused', () => {
@@ -237,12 +305,17 @@ describe('start-up refusals (a real process)', () => {
 async function startAndStop(env: Record<string, string>, cwd?: string): Promise<string> {
   const { spawn } = await import('node:child_process');
   const main = new URL('../../src/main.ts', import.meta.url).pathname;
-  const child = spawn(process.execPath, [main, 'serve'], { cwd, env: { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [main, 'serve'], {
+    cwd,
+    env: { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  for (let i = 0; i < 300 && !output.includes('identity provider ready') && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 300 && !output.includes('identity provider ready') && child.exitCode === null; i++)
+    await new Promise((r) => setTimeout(r, 100));
   child.kill('SIGTERM');
   await exited;
   assert.match(output, /identity provider ready/, output);
@@ -252,7 +325,10 @@ async function startAndStop(env: Record<string, string>, cwd?: string): Promise<
 describe('start-up (a real process)', () => {
   it('on a fresh checkout creates the default ./data directory and says so', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'idp-fresh-start-'));
-    const log = await startAndStop({ PORT: '0', PUBLIC_URL: 'http://localhost:8080', IDP_SECRET: '', DATA_DIR: '', DATABASE_URL: '' }, dir);
+    const log = await startAndStop(
+      { PORT: '0', PUBLIC_URL: 'http://localhost:8080', IDP_SECRET: '', DATA_DIR: '', DATABASE_URL: '' },
+      dir,
+    );
     assert.match(log, /created the default data directory/);
     assert.ok(existsSync(join(dir, 'data', 'idp.sqlite')));
     assert.ok(existsSync(join(dir, 'data', 'idp-secret')));

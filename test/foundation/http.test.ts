@@ -27,7 +27,11 @@ for (const dialect of dialects()) {
     it('every response carries a request id; a sane incoming X-Request-Id is kept', async () => {
       const res = await ctx.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'lb-1234' } });
       assert.equal(res.headers['x-request-id'], 'lb-1234');
-      const res2 = await ctx.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'bad id with spaces' } });
+      const res2 = await ctx.app.inject({
+        method: 'GET',
+        url: '/healthz',
+        headers: { 'x-request-id': 'bad id with spaces' },
+      });
       assert.match(String(res2.headers['x-request-id']), /^[0-9a-f-]{36}$/);
     });
 
@@ -43,13 +47,27 @@ for (const dialect of dialects()) {
     });
 
     describe('bearer JWT verification', () => {
-      const activeKey = (alg: 'ES256' | 'RS256') => ctx.keyManager.current().providerJwks.find((k) => k.kid === ctx.keyManager.current().active[alg]) as JWK;
-      const sign = async (claims: Record<string, unknown>, opts: { alg?: string; typ?: string; key?: JWK; kid?: string } = {}) => {
+      const activeKey = (alg: 'ES256' | 'RS256') =>
+        ctx.keyManager.current().providerJwks.find((k) => k.kid === ctx.keyManager.current().active[alg]) as JWK;
+      const sign = async (
+        claims: Record<string, unknown>,
+        opts: { alg?: string; typ?: string; key?: JWK; kid?: string } = {},
+      ) => {
         const alg = opts.alg ?? 'ES256';
         const jwk = opts.key ?? activeKey(alg as 'ES256');
         const { key_ops: _ignored, ...usable } = jwk as JWK & { key_ops?: unknown };
         const now = Math.floor(Date.now() / 1000);
-        const payload = { iss: PUBLIC_URL, aud: AUD, sub: 'c1', iat: now, exp: now + 300, client_id: 'c1', scope: 'passkey.read', jti: randomUUID(), ...claims };
+        const payload = {
+          iss: PUBLIC_URL,
+          aud: AUD,
+          sub: 'c1',
+          iat: now,
+          exp: now + 300,
+          client_id: 'c1',
+          scope: 'passkey.read',
+          jti: randomUUID(),
+          ...claims,
+        };
         return new SignJWT(payload)
           .setProtectedHeader({ alg, typ: opts.typ ?? 'at+jwt', kid: opts.kid ?? jwk.kid })
           .sign(await importJWK(usable, alg));
@@ -67,8 +85,10 @@ for (const dialect of dialects()) {
       it('accepts a well-formed token signed with our ES256 key', async () => {
         await ctx.verifier.verify(await sign({}), AUD);
       });
-      it('rejects a token signed with our RS256 (ID-token) key', async () => rejects(await sign({}, { alg: 'RS256', key: activeKey('RS256') })));
-      it('rejects a sender-constrained (cnf) token presented as a bearer token', async () => rejects(await sign({ cnf: { jkt: 'abc' } })));
+      it('rejects a token signed with our RS256 (ID-token) key', async () =>
+        rejects(await sign({}, { alg: 'RS256', key: activeKey('RS256') })));
+      it('rejects a sender-constrained (cnf) token presented as a bearer token', async () =>
+        rejects(await sign({ cnf: { jkt: 'abc' } })));
       it('rejects a wrong audience', async () => rejects(token, `${PUBLIC_URL}/userinfo/v1/exists`));
       it('rejects a tampered payload', async () => {
         const [h, p, s] = token.split('.');
@@ -77,11 +97,16 @@ for (const dialect of dialects()) {
         await rejects(`${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${s}`);
       });
       it('rejects a signature by a key that is not ours', async () => {
-        const foreign = { ...generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' }), kid: activeKey('ES256').kid, alg: 'ES256' } as JWK;
+        const foreign = {
+          ...generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' }),
+          kid: activeKey('ES256').kid,
+          alg: 'ES256',
+        } as JWK;
         await rejects(await sign({}, { key: foreign }));
       });
       it('rejects an expired token', async () => rejects(await sign({ exp: Math.floor(Date.now() / 1000) - 120 })));
-      it('rejects a token not yet valid', async () => rejects(await sign({ nbf: Math.floor(Date.now() / 1000) + 600 })));
+      it('rejects a token not yet valid', async () =>
+        rejects(await sign({ nbf: Math.floor(Date.now() / 1000) + 600 })));
       it('rejects another issuer', async () => rejects(await sign({ iss: 'https://evil.example' })));
       it('rejects a token that is not an access token (typ JWT)', async () => rejects(await sign({}, { typ: 'JWT' })));
       it('rejects alg none', async () => {
@@ -93,7 +118,11 @@ for (const dialect of dialects()) {
         const secret = new TextEncoder().encode(JSON.stringify(pub));
         const forged = await new SignJWT({ client_id: 'c1', scope: 'passkey.read', jti: 'x' })
           .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt', kid: pub.kid })
-          .setIssuer(PUBLIC_URL).setAudience(AUD).setSubject('c1').setIssuedAt().setExpirationTime('5m')
+          .setIssuer(PUBLIC_URL)
+          .setAudience(AUD)
+          .setSubject('c1')
+          .setIssuedAt()
+          .setExpirationTime('5m')
           .sign(secret);
         await rejects(forged);
       });
@@ -113,7 +142,15 @@ describe('housekeeping', () => {
       const { upsertPayload, findPayload } = await import('../../src/store/oidc-payloads.ts');
       const ctx = await startTestApp(dialect);
       try {
-        const row = (id: string, expires_at: number) => ({ type: 'Session', id, payload: '{}', grant_id: null, user_code: null, uid: null, expires_at });
+        const row = (id: string, expires_at: number) => ({
+          type: 'Session',
+          id,
+          payload: '{}',
+          grant_id: null,
+          user_code: null,
+          uid: null,
+          expires_at,
+        });
         await upsertPayload(ctx.store.db, row('old', Date.now() - 1000));
         await upsertPayload(ctx.store.db, row('live', Date.now() + 60_000));
         assert.equal((await sweepExpired(ctx.store)).payloads, 1);
@@ -139,7 +176,6 @@ describe('malformed URLs', () => {
   });
 });
 
-
 describe('request logs', () => {
   it('log routes with parameters by their pattern and never log query strings', async () => {
     const { PassThrough } = await import('node:stream');
@@ -152,7 +188,12 @@ describe('request logs', () => {
     let logged = '';
     const stream = new PassThrough();
     stream.on('data', (d) => (logged += d));
-    const { app } = await buildApp({ config: testConfig(db.url, { LOG_LEVEL: 'info' }), store, keys: keyring(TEST_SECRET), logStream: stream });
+    const { app } = await buildApp({
+      config: testConfig(db.url, { LOG_LEVEL: 'info' }),
+      store,
+      keys: keyring(TEST_SECRET),
+      logStream: stream,
+    });
     try {
       await app.inject({ method: 'GET', url: '/userinfo/v1/exists/nin%3A01017012345' });
       await app.inject({ method: 'GET', url: '/2/passkey/1?eppn=alice%40example.org' });
@@ -175,7 +216,10 @@ describe('request logs', () => {
       assert.equal(res.headers['x-content-type-options'], 'nosniff');
       // PUBLIC_URL of the tests is https
       assert.equal(res.headers['strict-transport-security'], 'max-age=31536000');
-      assert.equal((await ctx.app.inject({ method: 'GET', url: '/healthz' })).headers['strict-transport-security'], 'max-age=31536000');
+      assert.equal(
+        (await ctx.app.inject({ method: 'GET', url: '/healthz' })).headers['strict-transport-security'],
+        'max-age=31536000',
+      );
     } finally {
       await ctx.close();
     }
@@ -187,11 +231,22 @@ describe('client IP behind proxies', () => {
     const { default: Fastify } = await import('fastify');
     const { trustProxyOption } = await import('../../src/app.ts');
     const { loadConfig } = await import('../../src/config.ts');
-    const cases: [string, string][] = [['false', '10.0.0.2'], ['1', '10.0.0.1'], ['2', '6.6.6.6'], ['10.0.0.2', '10.0.0.1'], ['10.0.0.0/8', '6.6.6.6']];
+    const cases: [string, string][] = [
+      ['false', '10.0.0.2'],
+      ['1', '10.0.0.1'],
+      ['2', '6.6.6.6'],
+      ['10.0.0.2', '10.0.0.1'],
+      ['10.0.0.0/8', '6.6.6.6'],
+    ];
     for (const [setting, expected] of cases) {
       const app = Fastify({ trustProxy: trustProxyOption(loadConfig({ TRUST_PROXY: setting }).trustProxy) });
       app.get('/ip', async (request) => ({ ip: request.ip }));
-      const res = await app.inject({ method: 'GET', url: '/ip', remoteAddress: '10.0.0.2', headers: { 'x-forwarded-for': '6.6.6.6, 10.0.0.1' } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/ip',
+        remoteAddress: '10.0.0.2',
+        headers: { 'x-forwarded-for': '6.6.6.6, 10.0.0.1' },
+      });
       assert.equal(res.json().ip, expected, `TRUST_PROXY=${setting}`);
       await app.close();
     }
@@ -204,7 +259,12 @@ describe('ids from requests that cannot name a stored row', () => {
       const ctx = await startTestApp(dialect);
       try {
         const form = { 'content-type': 'application/x-www-form-urlencoded' };
-        const userinfo = await ctx.app.inject({ method: 'POST', url: '/openid/userinfo', headers: form, payload: 'access_token=abc%00def' });
+        const userinfo = await ctx.app.inject({
+          method: 'POST',
+          url: '/openid/userinfo',
+          headers: form,
+          payload: 'access_token=abc%00def',
+        });
         assert.equal(userinfo.statusCode, 401);
         const c = await seedClient(ctx, { scopes: ['openid'], redirectUris: ['https://rp.example.org/cb'] });
         const token = await ctx.app.inject({

@@ -8,7 +8,10 @@ import { dialects, freshDatabase, cli, spawnService, type ServiceProcess, type T
 async function token(service: ServiceProcess, id: string, secret: string): Promise<string> {
   const res = await fetch(`${service.url}/oauth/token`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: 'grant_type=client_credentials&scope=passkey.read',
   });
   assert.equal(res.status, 200);
@@ -45,11 +48,21 @@ for (const dialect of dialects().filter((d) => d === 'postgres')) {
       assert.deepEqual(ka, kb);
     });
 
-    it('a token from one instance verifies against the other instance\'s JWKS', async () => {
-      assert.equal((await cli(db.url, ['org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example'])).code, 0);
-      const c = JSON.parse((await cli(db.url, ['client', 'add', '--name', 'API', '--scopes', 'passkey.read', '--orgs', '1', '--json'])).out);
+    it("a token from one instance verifies against the other instance's JWKS", async () => {
+      assert.equal(
+        (await cli(db.url, ['org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example'])).code,
+        0,
+      );
+      const c = JSON.parse(
+        (await cli(db.url, ['client', 'add', '--name', 'API', '--scopes', 'passkey.read', '--orgs', '1', '--json']))
+          .out,
+      );
       const t = await token(a, c.client_id, c.client_secret);
-      const { payload } = await jwtVerify(t, createLocalJWKSet(await jwks(b)), { issuer: PUBLIC, audience: `${PUBLIC}/2/passkey`, typ: 'at+jwt' });
+      const { payload } = await jwtVerify(t, createLocalJWKSet(await jwks(b)), {
+        issuer: PUBLIC,
+        audience: `${PUBLIC}/2/passkey`,
+        typ: 'at+jwt',
+      });
       assert.equal(payload.client_id, c.client_id);
       // and the other way round
       const t2 = await token(b, c.client_id, c.client_secret);
@@ -57,7 +70,9 @@ for (const dialect of dialects().filter((d) => d === 'postgres')) {
     });
 
     it('keys rotate: both publish the new key at once, sign with it after activation, keep the old one', async () => {
-      const c = JSON.parse((await cli(db.url, ['client', 'add', '--name', 'API 2', '--scopes', 'passkey.read', '--json'])).out);
+      const c = JSON.parse(
+        (await cli(db.url, ['client', 'add', '--name', 'API 2', '--scopes', 'passkey.read', '--json'])).out,
+      );
       const oldToken = await token(a, c.client_id, c.client_secret);
       const oldKid = decodeProtectedHeader(oldToken).kid;
       const rotated = JSON.parse((await cli(db.url, ['keys', 'rotate', '--json'], '')).out);
@@ -65,19 +80,46 @@ for (const dialect of dialects().filter((d) => d === 'postgres')) {
       // the CLI runs with the default refresh interval (activation after 120 s): move activation
       // to now so this test need not wait; publication must already have happened by then.
       await new Promise((r) => setTimeout(r, 2500));
-      for (const s of [a, b]) assert.ok((await jwks(s)).keys.some((k: { kid: string }) => k.kid === newKid), 'new key published before it signs');
-      assert.equal(decodeProtectedHeader(await token(b, c.client_id, c.client_secret)).kid, oldKid, 'old key still signs until activation');
+      for (const s of [a, b])
+        assert.ok(
+          (await jwks(s)).keys.some((k: { kid: string }) => k.kid === newKid),
+          'new key published before it signs',
+        );
+      assert.equal(
+        decodeProtectedHeader(await token(b, c.client_id, c.client_secret)).kid,
+        oldKid,
+        'old key still signs until activation',
+      );
       const { openStore } = await import('../../src/store/index.ts');
       const store = await openStore(db.url);
-      await store.db.updateTable('signing_keys').set({ activates_at: Date.now() - 1 }).where('kid', 'in', rotated.map((k: { kid: string }) => k.kid)).execute();
-      await store.db.updateTable('signing_keys').set({ retired_at: Date.now() - 1 }).where('kid', 'not in', rotated.map((k: { kid: string }) => k.kid)).execute();
+      await store.db
+        .updateTable('signing_keys')
+        .set({ activates_at: Date.now() - 1 })
+        .where(
+          'kid',
+          'in',
+          rotated.map((k: { kid: string }) => k.kid),
+        )
+        .execute();
+      await store.db
+        .updateTable('signing_keys')
+        .set({ retired_at: Date.now() - 1 })
+        .where(
+          'kid',
+          'not in',
+          rotated.map((k: { kid: string }) => k.kid),
+        )
+        .execute();
       await store.close();
       await new Promise((r) => setTimeout(r, 2500));
       for (const s of [a, b]) {
         const t = await token(s, c.client_id, c.client_secret);
         assert.equal(decodeProtectedHeader(t).kid, newKid);
         const published = await jwks(s);
-        assert.ok(published.keys.some((k: { kid: string }) => k.kid === oldKid), 'old key still published');
+        assert.ok(
+          published.keys.some((k: { kid: string }) => k.kid === oldKid),
+          'old key still published',
+        );
         await jwtVerify(oldToken, createLocalJWKSet(published), { issuer: PUBLIC, audience: `${PUBLIC}/2/passkey` });
       }
     });
@@ -97,7 +139,9 @@ describe('graceful shutdown', () => {
       socket.on('data', (d) => (response += d));
       const body = 'grant_type=client_credentials&scope=passkey.read';
       // headers and half the body: the request is in flight when SIGTERM arrives
-      socket.write(`POST /oauth/token HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.slice(0, 10)}`);
+      socket.write(
+        `POST /oauth/token HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.slice(0, 10)}`,
+      );
       await new Promise((r) => setTimeout(r, 200));
       const exit = s.stop('SIGTERM');
       await new Promise((r) => setTimeout(r, 300));

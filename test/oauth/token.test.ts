@@ -1,7 +1,16 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
-import { dialects, startTestApp, seedOrg, seedClient, basicAuth, clientToken, PUBLIC_URL, type TestContext } from '../helpers.ts';
+import {
+  dialects,
+  startTestApp,
+  seedOrg,
+  seedClient,
+  basicAuth,
+  clientToken,
+  PUBLIC_URL,
+  type TestContext,
+} from '../helpers.ts';
 
 for (const dialect of dialects()) {
   describe(`client_credentials token endpoint (${dialect})`, () => {
@@ -23,14 +32,21 @@ for (const dialect of dialects()) {
       });
 
     it('issues an RFC 9068 JWT access token that verifies against the JWKS', async () => {
-      const res = await tokenRequest({ grant_type: 'client_credentials', scope: 'passkey.read' }, { authorization: basicAuth(client.clientId, client.secret) });
+      const res = await tokenRequest(
+        { grant_type: 'client_credentials', scope: 'passkey.read' },
+        { authorization: basicAuth(client.clientId, client.secret) },
+      );
       assert.equal(res.statusCode, 200);
       const body = res.json();
       assert.equal(body.token_type, 'Bearer');
       assert.equal(body.expires_in, 300);
       assert.equal(body.scope, 'passkey.read');
       const jwks = (await ctx.app.inject({ method: 'GET', url: '/openid/jwks' })).json();
-      const { payload, protectedHeader } = await jwtVerify(body.access_token, createLocalJWKSet(jwks), { issuer: PUBLIC_URL, audience: `${PUBLIC_URL}/2/passkey`, typ: 'at+jwt' });
+      const { payload, protectedHeader } = await jwtVerify(body.access_token, createLocalJWKSet(jwks), {
+        issuer: PUBLIC_URL,
+        audience: `${PUBLIC_URL}/2/passkey`,
+        typ: 'at+jwt',
+      });
       assert.equal(protectedHeader.typ, 'at+jwt');
       assert.equal(protectedHeader.alg, 'ES256');
       assert.equal(payload.client_id, client.clientId);
@@ -41,31 +57,48 @@ for (const dialect of dialects()) {
     });
 
     it('accepts client_secret_post', async () => {
-      const res = await tokenRequest({ grant_type: 'client_credentials', scope: 'passkey.read passkey.delete', client_id: client.clientId, client_secret: client.secret });
+      const res = await tokenRequest({
+        grant_type: 'client_credentials',
+        scope: 'passkey.read passkey.delete',
+        client_id: client.clientId,
+        client_secret: client.secret,
+      });
       assert.equal(res.statusCode, 200);
       assert.equal(res.json().scope, 'passkey.read passkey.delete');
     });
 
     it('refuses a wrong secret with 401 invalid_client', async () => {
-      const res = await tokenRequest({ grant_type: 'client_credentials', scope: 'passkey.read' }, { authorization: basicAuth(client.clientId, `${client.secret}x`) });
+      const res = await tokenRequest(
+        { grant_type: 'client_credentials', scope: 'passkey.read' },
+        { authorization: basicAuth(client.clientId, `${client.secret}x`) },
+      );
       assert.equal(res.statusCode, 401);
       assert.equal(res.json().error, 'invalid_client');
     });
 
     it('refuses an unknown client with 401 invalid_client', async () => {
-      const res = await tokenRequest({ grant_type: 'client_credentials', scope: 'passkey.read' }, { authorization: basicAuth('no-such-client', client.secret) });
+      const res = await tokenRequest(
+        { grant_type: 'client_credentials', scope: 'passkey.read' },
+        { authorization: basicAuth('no-such-client', client.secret) },
+      );
       assert.equal(res.statusCode, 401);
       assert.equal(res.json().error, 'invalid_client');
     });
 
     it('refuses a scope the client is not allowed with invalid_scope', async () => {
-      const res = await tokenRequest({ grant_type: 'client_credentials', scope: 'system-check-user-existence' }, { authorization: basicAuth(client.clientId, client.secret) });
+      const res = await tokenRequest(
+        { grant_type: 'client_credentials', scope: 'system-check-user-existence' },
+        { authorization: basicAuth(client.clientId, client.secret) },
+      );
       assert.equal(res.statusCode, 400);
       assert.equal(res.json().error, 'invalid_scope');
     });
 
     it('refuses a request without an API scope with invalid_scope', async () => {
-      const res = await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basicAuth(client.clientId, client.secret) });
+      const res = await tokenRequest(
+        { grant_type: 'client_credentials' },
+        { authorization: basicAuth(client.clientId, client.secret) },
+      );
       assert.equal(res.statusCode, 400);
       assert.equal(res.json().error, 'invalid_scope');
     });
@@ -73,7 +106,11 @@ for (const dialect of dialects()) {
     it('a rotated secret takes effect within a second: the old one is refused, the new one works', async () => {
       const { rotateSecret } = await import('../../src/clients/index.ts');
       const c = await seedClient(ctx, { scopes: ['passkey.read'] });
-      const request = (secret: string) => tokenRequest({ grant_type: 'client_credentials', scope: 'passkey.read' }, { authorization: basicAuth(c.clientId, secret) });
+      const request = (secret: string) =>
+        tokenRequest(
+          { grant_type: 'client_credentials', scope: 'passkey.read' },
+          { authorization: basicAuth(c.clientId, secret) },
+        );
       assert.equal((await request(c.secret)).statusCode, 200);
       const fresh = await rotateSecret(ctx.store, ctx.keys, c.clientId);
       await new Promise((r) => setTimeout(r, 1100));
@@ -95,7 +132,11 @@ for (const dialect of dialects()) {
     });
 
     it('serves discovery on the Feide-like paths with PUBLIC_URL as issuer, whatever the Host header', async () => {
-      const res = await ctx.app.inject({ method: 'GET', url: '/.well-known/openid-configuration', headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http' } });
+      const res = await ctx.app.inject({
+        method: 'GET',
+        url: '/.well-known/openid-configuration',
+        headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http' },
+      });
       assert.equal(res.statusCode, 200);
       const d = res.json();
       assert.equal(d.issuer, PUBLIC_URL);

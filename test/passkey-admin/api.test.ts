@@ -1,7 +1,16 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPair, SignJWT } from 'jose';
-import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, PUBLIC_URL, type TestContext } from '../helpers.ts';
+import {
+  dialects,
+  startTestApp,
+  seedOrg,
+  seedUser,
+  seedClient,
+  clientToken,
+  PUBLIC_URL,
+  type TestContext,
+} from '../helpers.ts';
 import { insertPasskeys, listOrganizationPasskeys } from '../../src/store/passkeys.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import { passkeyRow, signedToken, ZERO_AAGUID } from './fixtures.ts';
@@ -17,8 +26,17 @@ for (const dialect of dialects()) {
     let alice: number[];
     let carol: number[];
 
-    const call = (method: 'GET' | 'HEAD' | 'DELETE' | 'PUT' | 'POST' | 'PATCH' | 'OPTIONS', url: string, token: string | null = tokens.full, headers: Record<string, string> = {}) =>
-      ctx.app.inject({ method, url, headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...headers } });
+    const call = (
+      method: 'GET' | 'HEAD' | 'DELETE' | 'PUT' | 'POST' | 'PATCH' | 'OPTIONS',
+      url: string,
+      token: string | null = tokens.full,
+      headers: Record<string, string> = {},
+    ) =>
+      ctx.app.inject({
+        method,
+        url,
+        headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...headers },
+      });
 
     const expectError = async (res: Awaited<ReturnType<typeof call>>, status: number, message?: string | RegExp) => {
       assert.equal(res.statusCode, status, res.body);
@@ -42,10 +60,24 @@ for (const dialect of dialects()) {
       const c = await seedUser(ctx, 2, 'carol@other.org');
       const d = await seedUser(ctx, 1, 'dave@example.org');
       alice = await insertPasskeys(ctx.store.db, [
-        passkeyRow(a.id, 1, { label: 'YubiKey 5 NFC', aaguid: YUBIKEY, createdAt: Date.UTC(2024, 0, 15, 10, 30), lastUsedAt: Date.UTC(2024, 5, 1, 8, 0, 5), mfaVerified: true }),
-        passkeyRow(a.id, 1, { label: 'Laptop', createdAt: Date.UTC(2024, 1, 2, 3, 4, 5), lastUsedAt: null, mfaVerified: false }),
+        passkeyRow(a.id, 1, {
+          label: 'YubiKey 5 NFC',
+          aaguid: YUBIKEY,
+          createdAt: Date.UTC(2024, 0, 15, 10, 30),
+          lastUsedAt: Date.UTC(2024, 5, 1, 8, 0, 5),
+          mfaVerified: true,
+        }),
+        passkeyRow(a.id, 1, {
+          label: 'Laptop',
+          createdAt: Date.UTC(2024, 1, 2, 3, 4, 5),
+          lastUsedAt: null,
+          mfaVerified: false,
+        }),
       ]);
-      await insertPasskeys(ctx.store.db, [passkeyRow(d.id, 1, { label: 'Phone' }), passkeyRow(d.id, 1, { label: 'Tablet' })]);
+      await insertPasskeys(ctx.store.db, [
+        passkeyRow(d.id, 1, { label: 'Phone' }),
+        passkeyRow(d.id, 1, { label: 'Tablet' }),
+      ]);
       carol = await insertPasskeys(ctx.store.db, [passkeyRow(c.id, 2, { label: 'Carol key' })]);
       const full = await seedClient(ctx, { scopes: ['passkey.read', 'passkey.delete'], orgs: [1] });
       fullClientId = full.clientId;
@@ -96,9 +128,15 @@ for (const dialect of dialects()) {
         const body = res.json();
         assert.equal(body.length, 4);
         const ids = body.map((p: { id: number }) => p.id);
-        assert.deepEqual(ids, [...ids].sort((x, y) => x - y));
+        assert.deepEqual(
+          ids,
+          [...ids].sort((x, y) => x - y),
+        );
         assert.ok(!ids.includes(carol[0]));
-        assert.deepEqual([...new Set(body.map((p: { eppn: string }) => p.eppn))].sort(), ['alice@example.org', 'dave@example.org']);
+        assert.deepEqual([...new Set(body.map((p: { eppn: string }) => p.eppn))].sort(), [
+          'alice@example.org',
+          'dave@example.org',
+        ]);
       });
 
       it('compares eppn case-insensitively, with or without encoding the @', async () => {
@@ -147,8 +185,14 @@ for (const dialect of dialects()) {
       });
 
       it('with the RFC 6750 challenge: realm, and invalid_token when a token was presented', async () => {
-        assert.equal((await call('GET', '/2/passkey/1', null)).headers['www-authenticate'], `Bearer realm="${PUBLIC_URL}"`);
-        assert.equal((await call('GET', '/2/passkey/1', 'not-a-jwt')).headers['www-authenticate'], `Bearer realm="${PUBLIC_URL}", error="invalid_token"`);
+        assert.equal(
+          (await call('GET', '/2/passkey/1', null)).headers['www-authenticate'],
+          `Bearer realm="${PUBLIC_URL}"`,
+        );
+        assert.equal(
+          (await call('GET', '/2/passkey/1', 'not-a-jwt')).headers['www-authenticate'],
+          `Bearer realm="${PUBLIC_URL}", error="invalid_token"`,
+        );
       });
 
       it('with another scheme or an empty bearer', async () => {
@@ -185,12 +229,15 @@ for (const dialect of dialects()) {
           idToken: await signedToken(ctx, { clientId: fullClientId, typ: 'JWT' }),
         };
         // the control: the same construction with good claims is accepted
-        assert.equal((await call('GET', '/2/passkey/1', await signedToken(ctx, { clientId: fullClientId }))).statusCode, 200);
+        assert.equal(
+          (await call('GET', '/2/passkey/1', await signedToken(ctx, { clientId: fullClientId }))).statusCode,
+          200,
+        );
         for (const [what, token] of Object.entries(bad)) {
           for (const [m, p] of paths) {
             const res = await call(m, p, token);
             assert.equal(res.statusCode, 401, `${what} ${m} ${p}: ${res.body}`);
-            await expectError(res, 401, "Token missing or invalid");
+            await expectError(res, 401, 'Token missing or invalid');
           }
         }
       });
@@ -220,10 +267,26 @@ for (const dialect of dialects()) {
       });
 
       it("eppn realm '<realm>' does not match organization", async () => {
-        await expectError(await call('GET', '/2/passkey/1?eppn=carol%40other.org'), 403, "eppn realm 'other.org' does not match organization");
-        await expectError(await call('DELETE', '/2/passkey/1?eppn=carol%40other.org'), 403, "eppn realm 'other.org' does not match organization");
-        await expectError(await call('GET', '/2/passkey/1?eppn=x%40sub.example.org'), 403, "eppn realm 'sub.example.org' does not match organization");
-        await expectError(await call('GET', '/2/passkey/1?eppn=Alice%40EXAMPLE.COM'), 403, "eppn realm 'example.com' does not match organization");
+        await expectError(
+          await call('GET', '/2/passkey/1?eppn=carol%40other.org'),
+          403,
+          "eppn realm 'other.org' does not match organization",
+        );
+        await expectError(
+          await call('DELETE', '/2/passkey/1?eppn=carol%40other.org'),
+          403,
+          "eppn realm 'other.org' does not match organization",
+        );
+        await expectError(
+          await call('GET', '/2/passkey/1?eppn=x%40sub.example.org'),
+          403,
+          "eppn realm 'sub.example.org' does not match organization",
+        );
+        await expectError(
+          await call('GET', '/2/passkey/1?eppn=Alice%40EXAMPLE.COM'),
+          403,
+          "eppn realm 'example.com' does not match organization",
+        );
         assert.equal(await orgCount(2), 1);
       });
     });
@@ -232,7 +295,11 @@ for (const dialect of dialects()) {
       it('for an unknown or non-numeric organization', async () => {
         for (const org of ['999', '0', 'abc', '-1', '1.5', '1e3', '99999999999999999999', '%20']) {
           await expectError(await call('GET', `/2/passkey/${org}`), 404, 'Organization does not exist');
-          await expectError(await call('DELETE', `/2/passkey/${org}?eppn=alice%40example.org`), 404, 'Organization does not exist');
+          await expectError(
+            await call('DELETE', `/2/passkey/${org}?eppn=alice%40example.org`),
+            404,
+            'Organization does not exist',
+          );
           await expectError(await call('DELETE', `/2/passkey/${org}/${alice[0]}`), 404, 'Organization does not exist');
         }
         assert.equal(await orgCount(1), 4);
@@ -249,10 +316,26 @@ for (const dialect of dialects()) {
     describe('400', () => {
       it('for an eppn without @ or otherwise malformed', async () => {
         for (const method of ['GET', 'DELETE'] as const) {
-          await expectError(await call(method, '/2/passkey/1?eppn=alice'), 400, "Invalid 'eppn' query parameter -- must contain '@'");
-          await expectError(await call(method, '/2/passkey/1?eppn='), 400, "Invalid 'eppn' query parameter -- must contain '@'");
-          await expectError(await call(method, '/2/passkey/1?eppn=%40example.org'), 400, /^Invalid 'eppn' query parameter -- /);
-          await expectError(await call(method, '/2/passkey/1?eppn=a%20b%40example.org'), 400, /^Invalid 'eppn' query parameter -- /);
+          await expectError(
+            await call(method, '/2/passkey/1?eppn=alice'),
+            400,
+            "Invalid 'eppn' query parameter -- must contain '@'",
+          );
+          await expectError(
+            await call(method, '/2/passkey/1?eppn='),
+            400,
+            "Invalid 'eppn' query parameter -- must contain '@'",
+          );
+          await expectError(
+            await call(method, '/2/passkey/1?eppn=%40example.org'),
+            400,
+            /^Invalid 'eppn' query parameter -- /,
+          );
+          await expectError(
+            await call(method, '/2/passkey/1?eppn=a%20b%40example.org'),
+            400,
+            /^Invalid 'eppn' query parameter -- /,
+          );
         }
         assert.equal(await orgCount(1), 4);
       });
@@ -268,28 +351,63 @@ for (const dialect of dialects()) {
 
       it('for per_page outside 1-1000 or not an integer', async () => {
         for (const v of ['0', '1001', '-1', '1.5', 'abc', '', '10abc', '1e3', '0x10', ' 10', '99999999999']) {
-          await expectError(await call('GET', `/2/passkey/1?per_page=${encodeURIComponent(v)}`), 400, "Invalid 'per_page' query parameter -- must be an integer from 1 to 1000");
+          await expectError(
+            await call('GET', `/2/passkey/1?per_page=${encodeURIComponent(v)}`),
+            400,
+            "Invalid 'per_page' query parameter -- must be an integer from 1 to 1000",
+          );
         }
-        for (const v of ['1', '1000', '0010']) assert.equal((await call('GET', `/2/passkey/1?per_page=${v}`)).statusCode, 200, v);
+        for (const v of ['1', '1000', '0010'])
+          assert.equal((await call('GET', `/2/passkey/1?per_page=${v}`)).statusCode, 200, v);
       });
 
       it('for a repeated query parameter', async () => {
-        await expectError(await call('GET', '/2/passkey/1?per_page=1&per_page=2'), 400, "Invalid 'per_page' query parameter -- given more than once");
-        await expectError(await call('GET', '/2/passkey/1?eppn=alice%40example.org&eppn=bob%40example.org'), 400, "Invalid 'eppn' query parameter -- given more than once");
-        await expectError(await call('DELETE', '/2/passkey/1?eppn=alice%40example.org&eppn=bob%40example.org'), 400, "Invalid 'eppn' query parameter -- given more than once");
+        await expectError(
+          await call('GET', '/2/passkey/1?per_page=1&per_page=2'),
+          400,
+          "Invalid 'per_page' query parameter -- given more than once",
+        );
+        await expectError(
+          await call('GET', '/2/passkey/1?eppn=alice%40example.org&eppn=bob%40example.org'),
+          400,
+          "Invalid 'eppn' query parameter -- given more than once",
+        );
+        await expectError(
+          await call('DELETE', '/2/passkey/1?eppn=alice%40example.org&eppn=bob%40example.org'),
+          400,
+          "Invalid 'eppn' query parameter -- given more than once",
+        );
         assert.equal(await orgCount(1), 4);
       });
 
       it('for an unknown query parameter', async () => {
         await expectError(await call('GET', '/2/passkey/1?page=2'), 400, "Unknown query parameter 'page'");
-        await expectError(await call('GET', '/2/passkey/1?EPPN=alice%40example.org'), 400, "Unknown query parameter 'EPPN'");
-        await expectError(await call('DELETE', `/2/passkey/1/${alice[0]}?eppn=alice%40example.org`), 400, "Unknown query parameter 'eppn'");
+        await expectError(
+          await call('GET', '/2/passkey/1?EPPN=alice%40example.org'),
+          400,
+          "Unknown query parameter 'EPPN'",
+        );
+        await expectError(
+          await call('DELETE', `/2/passkey/1/${alice[0]}?eppn=alice%40example.org`),
+          400,
+          "Unknown query parameter 'eppn'",
+        );
         assert.equal(await orgCount(1), 4);
       });
 
       it('for a malformed offset', async () => {
-        for (const v of ['', 'abc', 'x'.repeat(5000), '!!!!', 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA']) {
-          await expectError(await call('GET', `/2/passkey/1?offset=${encodeURIComponent(v)}`), 400, /^Invalid 'offset' query parameter -- /);
+        for (const v of [
+          '',
+          'abc',
+          'x'.repeat(5000),
+          '!!!!',
+          'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+        ]) {
+          await expectError(
+            await call('GET', `/2/passkey/1?offset=${encodeURIComponent(v)}`),
+            400,
+            /^Invalid 'offset' query parameter -- /,
+          );
         }
       });
     });
@@ -319,14 +437,30 @@ for (const dialect of dialects()) {
         await expectError(await call('DELETE', '/2/passkey/999', 'garbage'), 401);
       });
       it('then the scope, then the query, then the organization, then the grant, then the realm, then the offset', async () => {
-        await expectError(await call('GET', '/2/passkey/999?per_page=0', tokens.deleter), 403, 'Token must have all required scopes');
+        await expectError(
+          await call('GET', '/2/passkey/999?per_page=0', tokens.deleter),
+          403,
+          'Token must have all required scopes',
+        );
         await expectError(await call('GET', '/2/passkey/999?per_page=0'), 400, /per_page/);
         await expectError(await call('DELETE', '/2/passkey/999'), 400, /^Missing 'eppn'/);
-        await expectError(await call('GET', '/2/passkey/999?eppn=x%40other.org', tokens.ungranted), 404, 'Organization does not exist');
-        await expectError(await call('GET', '/2/passkey/1?eppn=x%40other.org', tokens.ungranted), 403, 'Client not authorized for organization');
+        await expectError(
+          await call('GET', '/2/passkey/999?eppn=x%40other.org', tokens.ungranted),
+          404,
+          'Organization does not exist',
+        );
+        await expectError(
+          await call('GET', '/2/passkey/1?eppn=x%40other.org', tokens.ungranted),
+          403,
+          'Client not authorized for organization',
+        );
         await expectError(await call('GET', '/2/passkey/1?eppn=x%40other.org&offset=bad'), 403, /^eppn realm/);
         await expectError(await call('GET', '/2/passkey/1?eppn=x%40example.org&offset=bad'), 400, /^Invalid 'offset'/);
-        await expectError(await call('DELETE', '/2/passkey/1/abc', tokens.ungranted), 403, 'Client not authorized for organization');
+        await expectError(
+          await call('DELETE', '/2/passkey/1/abc', tokens.ungranted),
+          403,
+          'Client not authorized for organization',
+        );
       });
     });
 
@@ -338,7 +472,10 @@ for (const dialect of dialects()) {
         assert.deepEqual(res.json(), { deleted: true, id });
         assert.equal(res.headers['x-request-id'], 'req-delete-one');
         const list = (await call('GET', '/2/passkey/1?eppn=alice%40example.org')).json();
-        assert.deepEqual(list.map((p: { id: number }) => p.id), [alice[0]]);
+        assert.deepEqual(
+          list.map((p: { id: number }) => p.id),
+          [alice[0]],
+        );
         const events = await listAuditEvents(ctx.store.db, { orgId: 1 });
         const e = events.find((x) => x.request_id === 'req-delete-one');
         assert.ok(e);
@@ -348,12 +485,21 @@ for (const dialect of dialects()) {
         assert.equal(e.eppn, 'alice@example.org');
         assert.deepEqual(JSON.parse(e.passkey_ids), [id]);
         assert.ok(Math.abs(e.at - Date.now()) < 60_000);
-        await expectError(await call('DELETE', `/2/passkey/1/${id}`, tokens.full, { 'x-request-id': 'req-delete-again' }), 404, 'Passkey does not exist');
-        assert.equal((await listAuditEvents(ctx.store.db, { orgId: 1 })).filter((x) => x.request_id === 'req-delete-again').length, 0);
+        await expectError(
+          await call('DELETE', `/2/passkey/1/${id}`, tokens.full, { 'x-request-id': 'req-delete-again' }),
+          404,
+          'Passkey does not exist',
+        );
+        assert.equal(
+          (await listAuditEvents(ctx.store.db, { orgId: 1 })).filter((x) => x.request_id === 'req-delete-again').length,
+          0,
+        );
       });
 
       it("deletes all of a user's passkeys in one call, and writes one audit event with their ids", async () => {
-        const res = await call('DELETE', '/2/passkey/1?eppn=Dave%40Example.org', tokens.deleter, { 'x-request-id': 'req-delete-dave' });
+        const res = await call('DELETE', '/2/passkey/1?eppn=Dave%40Example.org', tokens.deleter, {
+          'x-request-id': 'req-delete-dave',
+        });
         assert.equal(res.statusCode, 200, res.body);
         assert.deepEqual(res.json(), { deleted_count: 2, eppn: 'dave@example.org' });
         assert.deepEqual((await call('GET', '/2/passkey/1?eppn=dave%40example.org')).json(), []);
@@ -370,7 +516,9 @@ for (const dialect of dialects()) {
       it('answers deleted_count 0 for a user without passkeys or unknown in the realm, and still records the request', async () => {
         for (const eppn of ['bob@example.org', 'nobody@example.org']) {
           const rid = `req-none-${eppn.split('@')[0]}`;
-          const res = await call('DELETE', `/2/passkey/1?eppn=${encodeURIComponent(eppn)}`, tokens.full, { 'x-request-id': rid });
+          const res = await call('DELETE', `/2/passkey/1?eppn=${encodeURIComponent(eppn)}`, tokens.full, {
+            'x-request-id': rid,
+          });
           assert.equal(res.statusCode, 200);
           assert.deepEqual(res.json(), { deleted_count: 0, eppn });
           const e = (await listAuditEvents(ctx.store.db, { orgId: 1 })).find((x) => x.request_id === rid);
@@ -379,7 +527,13 @@ for (const dialect of dialects()) {
       });
 
       it('never answers with a 500 or a database message', async () => {
-        for (const url of ['/2/passkey/1?eppn=%E0%A4%A', '/2/passkey/1?offset=%ZZ', "/2/passkey/1'%20or%201=1", '/2/passkey/1/1%27', '/2/passkey/1?eppn=' + 'a'.repeat(400) + '%40example.org']) {
+        for (const url of [
+          '/2/passkey/1?eppn=%E0%A4%A',
+          '/2/passkey/1?offset=%ZZ',
+          "/2/passkey/1'%20or%201=1",
+          '/2/passkey/1/1%27',
+          '/2/passkey/1?eppn=' + 'a'.repeat(400) + '%40example.org',
+        ]) {
           for (const m of ['GET', 'DELETE'] as const) {
             const res = await call(m, url);
             assert.ok(res.statusCode < 500, `${m} ${url}: ${res.statusCode} ${res.body}`);

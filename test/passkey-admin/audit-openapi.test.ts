@@ -1,6 +1,15 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, TEST_SECRET, type TestContext } from '../helpers.ts';
+import {
+  dialects,
+  startTestApp,
+  seedOrg,
+  seedUser,
+  seedClient,
+  clientToken,
+  TEST_SECRET,
+  type TestContext,
+} from '../helpers.ts';
 import { sql } from 'kysely';
 import { runCli } from '../../src/cli/index.ts';
 import { seedPasskeys } from './fixtures.ts';
@@ -8,7 +17,11 @@ import { seedPasskeys } from './fixtures.ts';
 async function cli(ctx: TestContext, argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runCli(argv, { out: (l) => out.push(l), err: (l) => err.push(l), readStdin: async () => '' }, { DATABASE_URL: ctx.config.databaseUrl, IDP_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' });
+  const code = await runCli(
+    argv,
+    { out: (l) => out.push(l), err: (l) => err.push(l), readStdin: async () => '' },
+    { DATABASE_URL: ctx.config.databaseUrl, IDP_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' },
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -33,7 +46,8 @@ for (const dialect of dialects()) {
       const c = await seedClient(ctx, { scopes: ['passkey.delete'], orgs: [1, 2] });
       clientId = c.clientId;
       const token = await clientToken(ctx, c.clientId, c.secret, 'passkey.delete');
-      const del = (url: string, rid: string) => ctx.app.inject({ method: 'DELETE', url, headers: { authorization: `Bearer ${token}`, 'x-request-id': rid } });
+      const del = (url: string, rid: string) =>
+        ctx.app.inject({ method: 'DELETE', url, headers: { authorization: `Bearer ${token}`, 'x-request-id': rid } });
       assert.equal((await del('/2/passkey/1?eppn=alice%40example.org', 'rid-alice')).statusCode, 200);
       assert.equal((await del(`/2/passkey/1/${bobKeys[0]}`, 'rid-bob')).statusCode, 200);
       assert.equal((await del(`/2/passkey/2/${otherKeys[0]}`, 'rid-carol')).statusCode, 200);
@@ -49,7 +63,17 @@ for (const dialect of dialects()) {
       assert.deepEqual(Object.keys(byRid).sort(), ['rid-alice', 'rid-bob', 'rid-carol']);
       assert.deepEqual(
         { ...byRid['rid-alice'], id: 0, at: 0 },
-        { id: 0, at: 0, kind: 'passkey.delete_user', client_id: clientId, org_id: 1, eppn: 'alice@example.org', passkey_ids: aliceKeys, request_id: 'rid-alice', details: {} },
+        {
+          id: 0,
+          at: 0,
+          kind: 'passkey.delete_user',
+          client_id: clientId,
+          org_id: 1,
+          eppn: 'alice@example.org',
+          passkey_ids: aliceKeys,
+          request_id: 'rid-alice',
+          details: {},
+        },
       );
       assert.deepEqual(byRid['rid-bob'].passkey_ids, [bobKeys[0]]);
       assert.equal(byRid['rid-bob'].kind, 'passkey.delete');
@@ -61,12 +85,21 @@ for (const dialect of dialects()) {
       const r = await cli(ctx, ['audit', 'list', '--org', '2', '--json']);
       assert.equal(r.code, 0, r.err);
       const events = JSON.parse(r.out);
-      assert.deepEqual(events.map((e: { request_id: string }) => e.request_id), ['rid-carol']);
+      assert.deepEqual(
+        events.map((e: { request_id: string }) => e.request_id),
+        ['rid-carol'],
+      );
       assert.deepEqual(events[0].passkey_ids, otherKeys);
     });
 
     it('audit list --since filters by time', async () => {
-      const future = await cli(ctx, ['audit', 'list', '--since', new Date(Date.now() + 3_600_000).toISOString(), '--json']);
+      const future = await cli(ctx, [
+        'audit',
+        'list',
+        '--since',
+        new Date(Date.now() + 3_600_000).toISOString(),
+        '--json',
+      ]);
       assert.equal(future.code, 0, future.err);
       assert.deepEqual(JSON.parse(future.out), []);
       const past = await cli(ctx, ['audit', 'list', '--since', '2020-01-01', '--org', '1', '--json']);
@@ -80,7 +113,16 @@ for (const dialect of dialects()) {
       const keys = await seedPasskeys(ctx.store, 1, [(await seedUser(ctx, 1, 'erin@example.org')).id], 2);
       const c = await seedClient(ctx, { scopes: ['passkey.read', 'passkey.delete'], orgs: [1] });
       const token = await clientToken(ctx, c.clientId, c.secret, 'passkey.read passkey.delete');
-      const list = async () => (await ctx.app.inject({ method: 'GET', url: '/2/passkey/1?eppn=erin%40example.org', headers: { authorization: `Bearer ${token}` } })).json().map((p: { id: number }) => p.id);
+      const list = async () =>
+        (
+          await ctx.app.inject({
+            method: 'GET',
+            url: '/2/passkey/1?eppn=erin%40example.org',
+            headers: { authorization: `Bearer ${token}` },
+          })
+        )
+          .json()
+          .map((p: { id: number }) => p.id);
       await sql.raw('alter table audit_events rename to audit_events_away').execute(ctx.store.db);
       try {
         for (const url of ['/2/passkey/1?eppn=erin%40example.org', `/2/passkey/1/${keys[0]}`]) {
@@ -99,7 +141,11 @@ for (const dialect of dialects()) {
       assert.equal(r.code, 0, r.err);
       const lines = r.out.split('\n');
       assert.match(lines[0]!, /^id\s+at\s+kind\s+client_id\s+org_id\s+eppn\s+passkey_ids\s+request_id$/);
-      assert.ok(lines.some((l) => l.includes('rid-alice') && l.includes(aliceKeys.join(',')) && l.includes('passkey.delete_user')));
+      assert.ok(
+        lines.some(
+          (l) => l.includes('rid-alice') && l.includes(aliceKeys.join(',')) && l.includes('passkey.delete_user'),
+        ),
+      );
     });
   });
 
@@ -122,21 +168,47 @@ for (const dialect of dialects()) {
       const one = doc.paths['/2/passkey/{org_id}/{id}'];
       assert.deepEqual(Object.keys(list).sort(), ['delete', 'get']);
       assert.deepEqual(Object.keys(one), ['delete']);
-      assert.deepEqual(list.get.parameters.map((p: { in: string; name: string }) => `${p.in}:${p.name}`).sort(), ['path:org_id', 'query:eppn', 'query:offset', 'query:per_page']);
+      assert.deepEqual(list.get.parameters.map((p: { in: string; name: string }) => `${p.in}:${p.name}`).sort(), [
+        'path:org_id',
+        'query:eppn',
+        'query:offset',
+        'query:per_page',
+      ]);
       assert.deepEqual(list.get.security, [{ bearer: ['passkey.read'] }]);
       assert.deepEqual(one.delete.security, [{ bearer: ['passkey.delete'] }]);
       const item = list.get.responses['200'].content['application/json'].schema.items;
-      assert.deepEqual(Object.keys(item.properties).sort(), ['aaguid', 'created_at', 'eppn', 'id', 'label', 'last_used_at', 'mfa_verified']);
+      assert.deepEqual(Object.keys(item.properties).sort(), [
+        'aaguid',
+        'created_at',
+        'eppn',
+        'id',
+        'label',
+        'last_used_at',
+        'mfa_verified',
+      ]);
       assert.deepEqual(item.properties.last_used_at.type, ['string', 'null']);
       assert.ok(list.get.responses['200'].headers.link, 'the Link header is documented');
       for (const status of ['400', '401', '403', '404']) {
-        assert.deepEqual(list.get.responses[status].content['application/json'].schema.required, ['code', 'message'], status);
+        assert.deepEqual(
+          list.get.responses[status].content['application/json'].schema.required,
+          ['code', 'message'],
+          status,
+        );
         assert.ok(one.delete.responses[status], status);
       }
-      assert.deepEqual(Object.keys(one.delete.responses['200'].content['application/json'].schema.properties).sort(), ['deleted', 'id']);
-      assert.deepEqual(Object.keys(list.delete.responses['200'].content['application/json'].schema.properties).sort(), ['deleted_count', 'eppn']);
+      assert.deepEqual(Object.keys(one.delete.responses['200'].content['application/json'].schema.properties).sort(), [
+        'deleted',
+        'id',
+      ]);
+      assert.deepEqual(Object.keys(list.delete.responses['200'].content['application/json'].schema.properties).sort(), [
+        'deleted_count',
+        'eppn',
+      ]);
       // oidc-provider's catch-all mounts and the 405 answers are not API operations
-      assert.deepEqual(Object.keys(doc.paths).filter((p) => p.includes('*') || p === '/openapi.json'), []);
+      assert.deepEqual(
+        Object.keys(doc.paths).filter((p) => p.includes('*') || p === '/openapi.json'),
+        [],
+      );
       assert.equal(list.put, undefined);
     });
   });

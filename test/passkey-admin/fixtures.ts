@@ -42,12 +42,19 @@ export function passkeyRow(userId: number, orgId: number, spec: PasskeySpec = {}
 }
 
 /** count passkeys for the given users (round robin), inserted in multi-row batches; returns ids in order. */
-export async function seedPasskeys(store: Store, orgId: number, userIds: number[], count: number, batch = 500): Promise<number[]> {
+export async function seedPasskeys(
+  store: Store,
+  orgId: number,
+  userIds: number[],
+  count: number,
+  batch = 500,
+): Promise<number[]> {
   const ids: number[] = [];
   await store.db.transaction().execute(async (trx) => {
     for (let start = 0; start < count; start += batch) {
       const rows = [];
-      for (let i = start; i < Math.min(count, start + batch); i++) rows.push(passkeyRow(userIds[i % userIds.length]!, orgId, { label: `key ${i}` }));
+      for (let i = start; i < Math.min(count, start + batch); i++)
+        rows.push(passkeyRow(userIds[i % userIds.length]!, orgId, { label: `key ${i}` }));
       ids.push(...(await insertPasskeys(trx, rows)));
     }
   });

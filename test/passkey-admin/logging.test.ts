@@ -28,7 +28,15 @@ for (const dialect of dialects()) {
       await store.close();
       base = `http://127.0.0.1:${port}`;
       child = spawn(process.execPath, ['src/main.ts', 'serve'], {
-        env: { ...process.env, DATABASE_URL: database.url, IDP_SECRET: TEST_SECRET, LOG_LEVEL: 'info', PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: base },
+        env: {
+          ...process.env,
+          DATABASE_URL: database.url,
+          IDP_SECRET: TEST_SECRET,
+          LOG_LEVEL: 'info',
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          PUBLIC_URL: base,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.stdout!.on('data', (chunk) => (output += chunk));
@@ -54,13 +62,32 @@ for (const dialect of dialects()) {
     it('logs each delete with client, organization, eppn and ids, and never the token or the secret', async () => {
       const tokenRes = await fetch(`${base}/oauth/token`, {
         method: 'POST',
-        headers: { authorization: `Basic ${Buffer.from(`${client.clientId}:${client.secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          authorization: `Basic ${Buffer.from(`${client.clientId}:${client.secret}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
         body: 'grant_type=client_credentials&scope=passkey.delete',
       });
       const token = ((await tokenRes.json()) as { access_token: string }).access_token;
       const auth = { authorization: `Bearer ${token}` };
-      assert.equal((await fetch(`${base}/2/passkey/1/${keys[0]}`, { method: 'DELETE', headers: { ...auth, 'x-request-id': 'log-one' } })).status, 200);
-      assert.equal((await fetch(`${base}/2/passkey/1?eppn=alice%40example.org`, { method: 'DELETE', headers: { ...auth, 'x-request-id': 'log-user' } })).status, 200);
+      assert.equal(
+        (
+          await fetch(`${base}/2/passkey/1/${keys[0]}`, {
+            method: 'DELETE',
+            headers: { ...auth, 'x-request-id': 'log-one' },
+          })
+        ).status,
+        200,
+      );
+      assert.equal(
+        (
+          await fetch(`${base}/2/passkey/1?eppn=alice%40example.org`, {
+            method: 'DELETE',
+            headers: { ...auth, 'x-request-id': 'log-user' },
+          })
+        ).status,
+        200,
+      );
       await new Promise((r) => setTimeout(r, 300));
       const lines = output
         .split('\n')
@@ -75,7 +102,16 @@ for (const dialect of dialects()) {
       const deletions = lines.filter((l) => l.msg === 'passkeys deleted');
       assert.equal(deletions.length, 2, output);
       const one = deletions.find((l) => l.reqId === 'log-one');
-      assert.deepEqual({ client_id: one.client_id, org_id: one.org_id, eppn: one.eppn, passkey_ids: one.passkey_ids, deleted_count: one.deleted_count }, { client_id: client.clientId, org_id: 1, eppn: 'alice@example.org', passkey_ids: [keys[0]], deleted_count: 1 });
+      assert.deepEqual(
+        {
+          client_id: one.client_id,
+          org_id: one.org_id,
+          eppn: one.eppn,
+          passkey_ids: one.passkey_ids,
+          deleted_count: one.deleted_count,
+        },
+        { client_id: client.clientId, org_id: 1, eppn: 'alice@example.org', passkey_ids: [keys[0]], deleted_count: 1 },
+      );
       const user = deletions.find((l) => l.reqId === 'log-user');
       assert.deepEqual(user.passkey_ids, keys.slice(1));
       assert.equal(user.deleted_count, 2);

@@ -1,6 +1,15 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, PUBLIC_URL, type TestContext } from '../helpers.ts';
+import {
+  dialects,
+  startTestApp,
+  seedOrg,
+  seedUser,
+  seedClient,
+  clientToken,
+  PUBLIC_URL,
+  type TestContext,
+} from '../helpers.ts';
 import { insertPasskeys } from '../../src/store/passkeys.ts';
 import { passkeyRow, secondInstance, seedPasskeys, nextLink } from './fixtures.ts';
 
@@ -17,10 +26,15 @@ for (const dialect of dialects()) {
     let userIds: number[];
     let heavyUserKeys: number[]; // passkeys of user0 (many)
 
-    const get = (url: string, app: { inject: Inject } = ctx.app, t = token) => app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${t}` } });
+    const get = (url: string, app: { inject: Inject } = ctx.app, t = token) =>
+      app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${t}` } });
 
     /** Follows Link headers from url; returns every page's ids. */
-    async function walk(url: string, app: { inject: Inject } = ctx.app, between?: (page: number) => Promise<void>): Promise<number[][]> {
+    async function walk(
+      url: string,
+      app: { inject: Inject } = ctx.app,
+      between?: (page: number) => Promise<void>,
+    ): Promise<number[][]> {
       const pages: number[][] = [];
       let next: string | undefined = url;
       while (next) {
@@ -45,7 +59,7 @@ for (const dialect of dialects()) {
       ids = await seedPasskeys(ctx.store, 1, userIds, 2450);
       ids.push(...(await seedPasskeys(ctx.store, 1, [userIds[0]!], 50)));
       await seedPasskeys(ctx.store, 2, [other.id], 30);
-      heavyUserKeys = ids.filter((_, i) => i < 2450 ? i % 50 === 0 : true);
+      heavyUserKeys = ids.filter((_, i) => (i < 2450 ? i % 50 === 0 : true));
       const c = await seedClient(ctx, { scopes: ['passkey.read', 'passkey.delete'], orgs: [1, 2] });
       token = await clientToken(ctx, c.clientId, c.secret, 'passkey.read passkey.delete');
     });
@@ -53,32 +67,50 @@ for (const dialect of dialects()) {
 
     it('walks 2,500 passkeys in three pages of per_page=1000, each exactly once, no Link on the last', async () => {
       const pages = await walk('/2/passkey/1?per_page=1000');
-      assert.deepEqual(pages.map((p) => p.length), [1000, 1000, 500]);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [1000, 1000, 500],
+      );
       assert.deepEqual(pages.flat(), ids);
     });
 
     it('uses 1000 per page by default and carries the original query plus offset in an absolute Link', async () => {
       const first = await get('/2/passkey/1');
       assert.equal(first.json().length, 1000);
-      assert.match(String(first.headers.link), /^<https:\/\/idp\.example\.test\/2\/passkey\/1\?offset=[A-Za-z0-9_-]+>; rel="next"$/);
+      assert.match(
+        String(first.headers.link),
+        /^<https:\/\/idp\.example\.test\/2\/passkey\/1\?offset=[A-Za-z0-9_-]+>; rel="next"$/,
+      );
       // leading zeros name the same organization; the Link uses its canonical id
       const padded = await get('/2/passkey/0001?per_page=5');
       assert.equal(padded.statusCode, 200);
       assert.match(String(padded.headers.link), /^<https:\/\/idp\.example\.test\/2\/passkey\/1\?per_page=5&offset=/);
       const withQuery = await get('/2/passkey/1?per_page=7&eppn=User0%40example.org');
-      assert.match(String(withQuery.headers.link), /^<https:\/\/idp\.example\.test\/2\/passkey\/1\?per_page=7&eppn=User0%40example\.org&offset=[A-Za-z0-9_-]+>; rel="next"$/);
+      assert.match(
+        String(withQuery.headers.link),
+        /^<https:\/\/idp\.example\.test\/2\/passkey\/1\?per_page=7&eppn=User0%40example\.org&offset=[A-Za-z0-9_-]+>; rel="next"$/,
+      );
     });
 
     it('has no empty trailing page when the count is a multiple of per_page', async () => {
       const pages = await walk('/2/passkey/1?per_page=500');
-      assert.deepEqual(pages.map((p) => p.length), [500, 500, 500, 500, 500]);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [500, 500, 500, 500, 500],
+      );
       const one = await walk(`/2/passkey/1?eppn=user1%40example.org&per_page=49`);
-      assert.deepEqual(one.map((p) => p.length), [49]);
+      assert.deepEqual(
+        one.map((p) => p.length),
+        [49],
+      );
     });
 
     it("walks one user's passkeys", async () => {
       const pages = await walk('/2/passkey/1?eppn=user0%40example.org&per_page=40');
-      assert.deepEqual(pages.map((p) => p.length), [40, 40, 19]);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [40, 40, 19],
+      );
       assert.deepEqual(pages.flat(), heavyUserKeys);
     });
 
@@ -96,11 +128,20 @@ for (const dialect of dialects()) {
       const churn = async () => {
         round++;
         // delete a few passkeys ahead of the walk and a few behind it, and add some
-        const victims = [before[round * 97 % before.length]!, before[(round * 389 + 1500) % before.length]!].filter((id) => !deleted.has(id));
+        const victims = [before[(round * 97) % before.length]!, before[(round * 389 + 1500) % before.length]!].filter(
+          (id) => !deleted.has(id),
+        );
         const [newIds] = await Promise.all([
-          insertPasskeys(ctx.store.db, Array.from({ length: 20 }, (_, i) => passkeyRow(userIds[(round + i) % userIds.length]!, 1))),
+          insertPasskeys(
+            ctx.store.db,
+            Array.from({ length: 20 }, (_, i) => passkeyRow(userIds[(round + i) % userIds.length]!, 1)),
+          ),
           ...victims.map(async (id) => {
-            const res = await ctx.app.inject({ method: 'DELETE', url: `/2/passkey/1/${id}`, headers: { authorization: `Bearer ${token}` } });
+            const res = await ctx.app.inject({
+              method: 'DELETE',
+              url: `/2/passkey/1/${id}`,
+              headers: { authorization: `Bearer ${token}` },
+            });
             assert.equal(res.statusCode, 200, res.body);
             deleted.add(id);
           }),
@@ -155,7 +196,10 @@ for (const dialect of dialects()) {
           const altered = offset.slice(0, i) + c + offset.slice(i + 1);
           // The last character carries spare bits in base64url: some changes decode to the same bytes.
           if (Buffer.from(altered, 'base64url').equals(Buffer.from(offset, 'base64url'))) continue;
-          await expect400(`/2/passkey/1?per_page=100&offset=${altered}`, "Invalid 'offset' query parameter -- token is malformed or has been altered");
+          await expect400(
+            `/2/passkey/1?per_page=100&offset=${altered}`,
+            "Invalid 'offset' query parameter -- token is malformed or has been altered",
+          );
         }
         await expect400(`/2/passkey/1?per_page=100&offset=${offset.slice(0, -1)}`);
         await expect400(`/2/passkey/1?per_page=100&offset=${offset}A`);
@@ -171,14 +215,24 @@ for (const dialect of dialects()) {
         await expect400(`/2/passkey/1?per_page=100&eppn=user0%40example.org&offset=${offset}`, msg);
         await expect400(`/2/passkey/2?per_page=100&offset=${offset}`, msg);
         // a user's token is not valid for another user, nor for the organization list
-        const userLink = nextLink((await get('/2/passkey/1?per_page=10&eppn=user0%40example.org')).headers.link, PUBLIC_URL)!;
+        const userLink = nextLink(
+          (await get('/2/passkey/1?per_page=10&eppn=user0%40example.org')).headers.link,
+          PUBLIC_URL,
+        )!;
         const userOffset = offsetOf(userLink);
         await expect400(`/2/passkey/1?per_page=10&eppn=user1%40example.org&offset=${userOffset}`, msg);
         await expect400(`/2/passkey/1?per_page=10&offset=${userOffset}`, msg);
         // the same eppn in another case is the same user, and the same request
-        assert.equal((await get(`/2/passkey/1?per_page=10&eppn=USER0%40Example.org&offset=${userOffset}`)).statusCode, 200);
+        assert.equal(
+          (await get(`/2/passkey/1?per_page=10&eppn=USER0%40Example.org&offset=${userOffset}`)).statusCode,
+          200,
+        );
         // on a delete it is not a parameter at all
-        const del = await ctx.app.inject({ method: 'DELETE', url: `/2/passkey/1?eppn=user0%40example.org&offset=${userOffset}`, headers: { authorization: `Bearer ${token}` } });
+        const del = await ctx.app.inject({
+          method: 'DELETE',
+          url: `/2/passkey/1?eppn=user0%40example.org&offset=${userOffset}`,
+          headers: { authorization: `Bearer ${token}` },
+        });
         assert.equal(del.statusCode, 400);
         assert.equal(del.json().message, "Unknown query parameter 'offset'");
       });
@@ -201,7 +255,10 @@ for (const dialect of dialects()) {
           }
           const all = pages.flat();
           assert.equal(new Set(all).size, all.length);
-          assert.deepEqual(all, [...all].sort((x, y) => x - y));
+          assert.deepEqual(
+            all,
+            [...all].sort((x, y) => x - y),
+          );
         } finally {
           await second.close();
         }

@@ -10,7 +10,16 @@ import { setPhoto } from '../../src/userinfo/photos.ts';
 import { exchangeCode, mintUserToken } from './fixtures.ts';
 
 const NS = `${PUBLIC_URL}/claims`;
-const GROUPS = ['userid-idp', 'userid-nin', 'userid-edugain', 'userid-social', 'eidas', 'email', 'userinfo-name', 'userinfo-photo'];
+const GROUPS = [
+  'userid-idp',
+  'userid-nin',
+  'userid-edugain',
+  'userid-social',
+  'eidas',
+  'email',
+  'userinfo-name',
+  'userinfo-photo',
+];
 
 /** What each scope asks for (the documented mapping). */
 const SCOPE_GROUPS: Record<string, string[]> = {
@@ -67,12 +76,25 @@ function expectedLegacy(sub: string, photo: string, groups: Set<string>, clientI
 /** Sorts the id arrays so the comparison does not depend on their order. */
 function normalize(body: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(body)) out[k] = Array.isArray(v) ? [...v].sort() : v && typeof v === 'object' ? normalize(v as Record<string, unknown>) : v;
+  for (const [k, v] of Object.entries(body))
+    out[k] = Array.isArray(v)
+      ? [...v].sort()
+      : v && typeof v === 'object'
+        ? normalize(v as Record<string, unknown>)
+        : v;
   return out;
 }
 
-const AUTHORIZED_SETS: [string, string[]][] = [['no groups', []], ...GROUPS.map((g): [string, string[]] => [g, [g]]), ['all groups', GROUPS]];
-const SCOPE_SETS: string[][] = [['openid'], ...[...GROUPS, 'profile'].map((s) => ['openid', s]), ['openid', 'profile', ...GROUPS]];
+const AUTHORIZED_SETS: [string, string[]][] = [
+  ['no groups', []],
+  ...GROUPS.map((g): [string, string[]] => [g, [g]]),
+  ['all groups', GROUPS],
+];
+const SCOPE_SETS: string[][] = [
+  ['openid'],
+  ...[...GROUPS, 'profile'].map((s) => ['openid', s]),
+  ['openid', 'profile', ...GROUPS],
+];
 
 for (const dialect of dialects()) {
   describe(`claim release matrix (${dialect})`, () => {
@@ -92,15 +114,21 @@ for (const dialect of dialects()) {
       await insertUserId(ctx.store.db, user.id, 'eidas', 'NO/SE/7c3f');
       // namespaces without a group are never released
       await insertUserId(ctx.store.db, user.id, 'unlisted', 'secret-id');
-      const image = await sharp({ create: { width: 200, height: 200, channels: 3, background: '#3366cc' } }).png().toBuffer();
+      const image = await sharp({ create: { width: 200, height: 200, channels: 3, background: '#3366cc' } })
+        .png()
+        .toBuffer();
       photo = (await setPhoto(ctx.store, user, image)).handle;
       for (const [label, groups] of AUTHORIZED_SETS) {
-        clients.set(label, await seedClient(ctx, { name: label, groups, redirectUris: ['https://rp.example.com/callback'] }));
+        clients.set(
+          label,
+          await seedClient(ctx, { name: label, groups, redirectUris: ['https://rp.example.com/callback'] }),
+        );
       }
     });
     after(() => ctx.close());
 
-    const get = (url: string, token: string) => ctx.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
+    const get = (url: string, token: string) =>
+      ctx.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
 
     for (const [label, authorized] of AUTHORIZED_SETS) {
       it(`releases exactly the expected claims for a client with ${label}, for every granted scope set`, async () => {
@@ -115,7 +143,11 @@ for (const dialect of dialects()) {
           assert.match(oidc.headers['content-type'] as string, /^application\/json/, what);
           assert.deepEqual(normalize(oidc.json()), expectedOidc(sub, photo, groups), `OIDC ${what}`);
           // POST is answered by oidc-provider's own userinfo action: GET's short path must agree
-          const viaProvider = await ctx.app.inject({ method: 'POST', url: '/openid/userinfo', headers: { authorization: `Bearer ${token}` } });
+          const viaProvider = await ctx.app.inject({
+            method: 'POST',
+            url: '/openid/userinfo',
+            headers: { authorization: `Bearer ${token}` },
+          });
           assert.equal(viaProvider.statusCode, 200, what);
           assert.deepEqual(viaProvider.json(), oidc.json(), `provider path ${what}`);
 
@@ -127,15 +159,26 @@ for (const dialect of dialects()) {
     }
 
     it('releases only what both the groups and the scopes allow when both are partial', async () => {
-      const c = await seedClient(ctx, { groups: ['userid-idp', 'userid-nin', 'email'], redirectUris: ['https://rp.example.com/callback'] });
-      const token = await mintUserToken(ctx, { accountId: sub, clientId: c.clientId, scope: 'openid userid-idp profile userid-social' });
+      const c = await seedClient(ctx, {
+        groups: ['userid-idp', 'userid-nin', 'email'],
+        redirectUris: ['https://rp.example.com/callback'],
+      });
+      const token = await mintUserToken(ctx, {
+        accountId: sub,
+        clientId: c.clientId,
+        scope: 'openid userid-idp profile userid-social',
+      });
       const body = (await get('/openid/userinfo', token)).json();
       assert.deepEqual(normalize(body), expectedOidc(sub, photo, new Set(['userid-idp'])));
     });
 
     it('never releases ids of namespaces without a group, and sub is the opaque id', async () => {
       const { clientId } = clients.get('all groups')!;
-      const token = await mintUserToken(ctx, { accountId: sub, clientId, scope: ['openid', 'profile', ...GROUPS].join(' ') });
+      const token = await mintUserToken(ctx, {
+        accountId: sub,
+        clientId,
+        scope: ['openid', 'profile', ...GROUPS].join(' '),
+      });
       const body = (await get('/openid/userinfo', token)).json();
       assert.ok(!JSON.stringify(body).includes('secret-id'));
       assert.match(body.sub, /^[0-9a-f-]{36}$/);
@@ -143,8 +186,15 @@ for (const dialect of dialects()) {
     });
 
     it('holds the contract example: groups photo, name, idp with "userinfo-photo userinfo-name" give userid, profilephoto and name', async () => {
-      const c = await seedClient(ctx, { groups: ['userinfo-photo', 'userinfo-name', 'userid-idp'], redirectUris: ['https://rp.example.com/callback'] });
-      const token = await mintUserToken(ctx, { accountId: sub, clientId: c.clientId, scope: 'userinfo-photo userinfo-name' });
+      const c = await seedClient(ctx, {
+        groups: ['userinfo-photo', 'userinfo-name', 'userid-idp'],
+        redirectUris: ['https://rp.example.com/callback'],
+      });
+      const token = await mintUserToken(ctx, {
+        accountId: sub,
+        clientId: c.clientId,
+        scope: 'userinfo-photo userinfo-name',
+      });
       const res = await get('/userinfo', token);
       assert.equal(res.statusCode, 200);
       const body = res.json();
@@ -167,7 +217,11 @@ for (const dialect of dialects()) {
     it('omits claims the user has no value for (no email, no nin, no photo)', async () => {
       const bare = await seedUser(ctx, 1, 'bob@example.org', { name: 'Bob' });
       const { clientId } = clients.get('all groups')!;
-      const token = await mintUserToken(ctx, { accountId: bare.sub, clientId, scope: ['openid', 'profile', ...GROUPS].join(' ') });
+      const token = await mintUserToken(ctx, {
+        accountId: bare.sub,
+        clientId,
+        scope: ['openid', 'profile', ...GROUPS].join(' '),
+      });
       const body = (await get('/openid/userinfo', token)).json();
       assert.deepEqual(body, {
         sub: bare.sub,
@@ -220,7 +274,18 @@ for (const dialect of dialects()) {
 
     it('discovery lists the claims and scopes that are served', async () => {
       const d = (await ctx.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
-      for (const claim of ['sub', 'name', 'email', 'email_verified', 'picture', `${NS}/userid_sec`, 'idp-userid_sec', 'connect-userid_sec', `${NS}/eduPersonPrincipalName`, `${NS}/nin`]) {
+      for (const claim of [
+        'sub',
+        'name',
+        'email',
+        'email_verified',
+        'picture',
+        `${NS}/userid_sec`,
+        'idp-userid_sec',
+        'connect-userid_sec',
+        `${NS}/eduPersonPrincipalName`,
+        `${NS}/nin`,
+      ]) {
         assert.ok(d.claims_supported.includes(claim), claim);
       }
       for (const scope of ['openid', 'profile', ...GROUPS]) assert.ok(d.scopes_supported.includes(scope), scope);

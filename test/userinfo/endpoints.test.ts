@@ -3,7 +3,17 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createLocalJWKSet, jwtVerify } from 'jose';
-import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, PUBLIC_URL, type TestContext, cli as adminCli } from '../helpers.ts';
+import {
+  dialects,
+  startTestApp,
+  seedOrg,
+  seedUser,
+  seedClient,
+  clientToken,
+  PUBLIC_URL,
+  type TestContext,
+  cli as adminCli,
+} from '../helpers.ts';
 import { mintUserToken } from './fixtures.ts';
 
 const REDIRECT = 'https://rp.example.com/callback';
@@ -33,7 +43,10 @@ for (const dialect of dialects()) {
       ctx = await startTestApp(dialect);
       await seedOrg(ctx);
       sub = (await seedUser(ctx, 1, 'alice@example.org', { name: 'Alice', email: 'alice@example.org' })).sub;
-      client = await seedClient(ctx, { groups: ['userinfo-name', 'email'], redirectUris: [REDIRECT, 'http://localhost:3000/cb'] });
+      client = await seedClient(ctx, {
+        groups: ['userinfo-name', 'email'],
+        redirectUris: [REDIRECT, 'http://localhost:3000/cb'],
+      });
       token = await mintUserToken(ctx, { accountId: sub, clientId: client.clientId, scope: 'openid profile email' });
     });
     after(() => ctx.close());
@@ -54,13 +67,23 @@ for (const dialect of dialects()) {
         const get = await call('GET', '/openid/userinfo', { authorization: `Bearer ${token}` });
         const post = await call('POST', '/openid/userinfo', { authorization: `Bearer ${token}` });
         assert.deepEqual(get.json(), post.json());
-        for (const name of ['content-type', 'cache-control', 'vary', 'access-control-allow-origin', 'access-control-expose-headers']) {
+        for (const name of [
+          'content-type',
+          'cache-control',
+          'vary',
+          'access-control-allow-origin',
+          'access-control-expose-headers',
+        ]) {
           assert.equal(get.headers[name], post.headers[name], name);
         }
       });
 
       it('HEAD (served by oidc-provider) answers like GET without a body', async () => {
-        const res = await ctx.app.inject({ method: 'HEAD', url: '/openid/userinfo', headers: { authorization: `Bearer ${token}` } });
+        const res = await ctx.app.inject({
+          method: 'HEAD',
+          url: '/openid/userinfo',
+          headers: { authorization: `Bearer ${token}` },
+        });
         assert.equal(res.statusCode, 200);
         assert.equal(res.body, '');
         const none = await ctx.app.inject({ method: 'HEAD', url: '/openid/userinfo' });
@@ -73,8 +96,13 @@ for (const dialect of dialects()) {
           await seedOrg(other);
           const u = await seedUser(other, 1, 'dora@example.org', { name: 'Dora', email: 'dora@example.org' });
           const c = await seedClient(other, { groups: ['userinfo-name', 'email'], redirectUris: [REDIRECT] });
-          const get = (t: string, method: 'GET' | 'POST' = 'GET') => other.app.inject({ method, url: '/openid/userinfo', headers: { authorization: `Bearer ${t}` } });
-          const t1 = await mintUserToken(other, { accountId: u.sub, clientId: c.clientId, scope: 'openid profile email' });
+          const get = (t: string, method: 'GET' | 'POST' = 'GET') =>
+            other.app.inject({ method, url: '/openid/userinfo', headers: { authorization: `Bearer ${t}` } });
+          const t1 = await mintUserToken(other, {
+            accountId: u.sub,
+            clientId: c.clientId,
+            scope: 'openid profile email',
+          });
           assert.equal((await get(t1)).json().name, 'Dora');
 
           const { setGroups } = await import('../../src/clients/index.ts');
@@ -98,7 +126,11 @@ for (const dialect of dialects()) {
           const t2 = await mintUserToken(other, { accountId: u.sub, clientId: c.clientId, scope: 'openid email' });
           assert.equal((await get(t2)).statusCode, 200);
           const at = await other.provider.current().AccessToken.find(t2);
-          await other.store.db.deleteFrom('oidc_payloads').where('type', '=', 'Grant').where('id', '=', at!.grantId!).execute();
+          await other.store.db
+            .deleteFrom('oidc_payloads')
+            .where('type', '=', 'Grant')
+            .where('id', '=', at!.grantId!)
+            .execute();
           assert.equal((await get(t2)).statusCode, 401);
         } finally {
           await other.close();
@@ -112,7 +144,8 @@ for (const dialect of dialects()) {
           const u = await seedUser(other, 1, 'erin@example.org', { name: 'Erin' });
           const c = await seedClient(other, { groups: ['userinfo-name'], redirectUris: [REDIRECT] });
           const t = await mintUserToken(other, { accountId: u.sub, clientId: c.clientId, scope: 'openid profile' });
-          const get = () => other.app.inject({ method: 'GET', url: '/openid/userinfo', headers: { authorization: `Bearer ${t}` } });
+          const get = () =>
+            other.app.inject({ method: 'GET', url: '/openid/userinfo', headers: { authorization: `Bearer ${t}` } });
           assert.equal((await get()).json().name, 'Erin');
           const { setGroups } = await import('../../src/clients/index.ts');
           await setGroups(other.store, c.clientId, []);
@@ -126,7 +159,12 @@ for (const dialect of dialects()) {
         const a = await call('POST', '/openid/userinfo', { authorization: `Bearer ${token}` });
         assert.equal(a.statusCode, 200);
         assert.equal(a.json().sub, sub);
-        const b = await call('POST', '/openid/userinfo', { 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ access_token: token }).toString());
+        const b = await call(
+          'POST',
+          '/openid/userinfo',
+          { 'content-type': 'application/x-www-form-urlencoded' },
+          new URLSearchParams({ access_token: token }).toString(),
+        );
         assert.equal(b.statusCode, 200);
         assert.equal(b.json().sub, sub);
       });
@@ -145,14 +183,23 @@ for (const dialect of dialects()) {
       });
 
       it('expired token: 401 invalid_token', async () => {
-        const expired = await mintUserToken(ctx, { accountId: sub, clientId: client.clientId, scope: 'openid profile', expiresIn: -10 });
+        const expired = await mintUserToken(ctx, {
+          accountId: sub,
+          clientId: client.clientId,
+          scope: 'openid profile',
+          expiresIn: -10,
+        });
         const res = await call('GET', '/openid/userinfo', { authorization: `Bearer ${expired}` });
         assert.equal(res.statusCode, 401);
         assert.match(bearerChallenge(res), /error="invalid_token"/);
       });
 
       it('token without openid: 403 insufficient_scope naming openid', async () => {
-        const oauthOnly = await mintUserToken(ctx, { accountId: sub, clientId: client.clientId, scope: 'profile email' });
+        const oauthOnly = await mintUserToken(ctx, {
+          accountId: sub,
+          clientId: client.clientId,
+          scope: 'profile email',
+        });
         const res = await call('GET', '/openid/userinfo', { authorization: `Bearer ${oauthOnly}` });
         assert.equal(res.statusCode, 403);
         const challenge = bearerChallenge(res);
@@ -169,7 +216,12 @@ for (const dialect of dialects()) {
       });
 
       it('a token bound to another resource: 401 invalid_token', async () => {
-        const bound = await mintUserToken(ctx, { accountId: sub, clientId: client.clientId, scope: 'openid', aud: `${PUBLIC_URL}/2/passkey` });
+        const bound = await mintUserToken(ctx, {
+          accountId: sub,
+          clientId: client.clientId,
+          scope: 'openid',
+          aud: `${PUBLIC_URL}/2/passkey`,
+        });
         const res = await call('GET', '/openid/userinfo', { authorization: `Bearer ${bound}` });
         assert.equal(res.statusCode, 401);
         assert.match(bearerChallenge(res), /error="invalid_token"/);
@@ -182,7 +234,12 @@ for (const dialect of dialects()) {
       });
 
       it('a token in two places at once: 400 invalid_request', async () => {
-        const res = await call('POST', '/openid/userinfo', { authorization: `Bearer ${token}`, 'content-type': 'application/x-www-form-urlencoded' }, `access_token=${token}`);
+        const res = await call(
+          'POST',
+          '/openid/userinfo',
+          { authorization: `Bearer ${token}`, 'content-type': 'application/x-www-form-urlencoded' },
+          `access_token=${token}`,
+        );
         assert.equal(res.statusCode, 400);
         assert.equal(res.json().error, 'invalid_request');
       });
@@ -199,7 +256,11 @@ for (const dialect of dialects()) {
       it('a token whose grant was revoked: 401 invalid_token', async () => {
         const t = await mintUserToken(ctx, { accountId: sub, clientId: client.clientId, scope: 'openid' });
         const at = await ctx.provider.current().AccessToken.find(t);
-        await ctx.store.db.deleteFrom('oidc_payloads').where('type', '=', 'Grant').where('id', '=', at!.grantId!).execute();
+        await ctx.store.db
+          .deleteFrom('oidc_payloads')
+          .where('type', '=', 'Grant')
+          .where('id', '=', at!.grantId!)
+          .execute();
         const res = await call('GET', '/openid/userinfo', { authorization: `Bearer ${t}` });
         assert.equal(res.statusCode, 401);
         assert.match(bearerChallenge(res), /error="invalid_token"/);
@@ -209,7 +270,11 @@ for (const dialect of dialects()) {
         const res = await ctx.app.inject({
           method: 'OPTIONS',
           url: '/openid/userinfo',
-          headers: { origin: 'https://rp.example.com', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+          headers: {
+            origin: 'https://rp.example.com',
+            'access-control-request-method': 'GET',
+            'access-control-request-headers': 'authorization',
+          },
         });
         assert.equal(res.statusCode, 204);
         assert.equal(res.headers['access-control-allow-origin'], 'https://rp.example.com');
@@ -235,7 +300,19 @@ for (const dialect of dialects()) {
       });
 
       it('signs userinfo (application/jwt) for a client registered with --userinfo-signed-alg RS256', async () => {
-        const created = await cli(ctx, ['client', 'add', '--name', 'Signed RP', '--groups', 'userinfo-name email', '--redirect-uri', REDIRECT, '--userinfo-signed-alg', 'RS256', '--json']);
+        const created = await cli(ctx, [
+          'client',
+          'add',
+          '--name',
+          'Signed RP',
+          '--groups',
+          'userinfo-name email',
+          '--redirect-uri',
+          REDIRECT,
+          '--userinfo-signed-alg',
+          'RS256',
+          '--json',
+        ]);
         assert.equal(created.code, 0, created.err);
         const signedClient = JSON.parse(created.out).client_id as string;
         const t = await mintUserToken(ctx, { accountId: sub, clientId: signedClient, scope: 'openid profile' });
@@ -243,7 +320,11 @@ for (const dialect of dialects()) {
         assert.equal(res.statusCode, 200);
         assert.match(res.headers['content-type'] as string, /^application\/jwt/);
         const jwks = (await call('GET', '/openid/jwks')).json();
-        const { payload, protectedHeader } = await jwtVerify(res.body, createLocalJWKSet(jwks), { issuer: PUBLIC_URL, audience: signedClient, algorithms: ['RS256'] });
+        const { payload, protectedHeader } = await jwtVerify(res.body, createLocalJWKSet(jwks), {
+          issuer: PUBLIC_URL,
+          audience: signedClient,
+          algorithms: ['RS256'],
+        });
         assert.equal(protectedHeader.alg, 'RS256');
         assert.equal(payload.sub, sub);
         assert.equal(payload.name, 'Alice');
@@ -252,7 +333,16 @@ for (const dialect of dialects()) {
       });
 
       it('refuses an unknown userinfo signing alg at registration', async () => {
-        const res = await cli(ctx, ['client', 'add', '--name', 'Bad', '--redirect-uri', REDIRECT, '--userinfo-signed-alg', 'none']);
+        const res = await cli(ctx, [
+          'client',
+          'add',
+          '--name',
+          'Bad',
+          '--redirect-uri',
+          REDIRECT,
+          '--userinfo-signed-alg',
+          'none',
+        ]);
         assert.equal(res.code, 1);
         assert.match(res.err, /RS256 or ES256/);
       });
@@ -268,14 +358,21 @@ for (const dialect of dialects()) {
         const res = await call('GET', '/userinfo', { authorization: `Bearer ${token}` });
         assert.equal(res.statusCode, 200);
         assert.match(res.headers['content-type'] as string, /^application\/json/);
-        assert.deepEqual(res.json(), { user: { userid: sub, name: 'Alice', email: 'alice@example.org' }, audience: client.clientId });
+        assert.deepEqual(res.json(), {
+          user: { userid: sub, name: 'Alice', email: 'alice@example.org' },
+          audience: client.clientId,
+        });
         deprecationHeaders(res);
         assert.equal(res.headers.sunset, undefined);
         assert.equal(res.headers['cache-control'], 'no-store');
       });
 
       it('accepts an OAuth token without openid (the legacy flow never required it)', async () => {
-        const oauthOnly = await mintUserToken(ctx, { accountId: sub, clientId: client.clientId, scope: 'userinfo-name' });
+        const oauthOnly = await mintUserToken(ctx, {
+          accountId: sub,
+          clientId: client.clientId,
+          scope: 'userinfo-name',
+        });
         const res = await call('GET', '/userinfo', { authorization: `Bearer ${oauthOnly}` });
         assert.equal(res.statusCode, 200);
         assert.deepEqual(res.json().user, { userid: sub, name: 'Alice' });
@@ -304,15 +401,34 @@ for (const dialect of dialects()) {
         const api = await seedClient(ctx, { scopes: ['passkey.read'], orgs: [1] });
         const bad = {
           unknown: 'not-a-real-token',
-          expired: await mintUserToken(ctx, { accountId: sub, clientId: client.clientId, scope: 'openid profile', expiresIn: -10 }),
-          bound: await mintUserToken(ctx, { accountId: sub, clientId: client.clientId, scope: 'openid', aud: `${PUBLIC_URL}/2/passkey` }),
-          dpop: await mintUserToken(ctx, { accountId: sub, clientId: client.clientId, scope: 'openid', jkt: 'X6cFvj7n7bkOjbO4n7vQW0d3m8hC4Mdn4uO6k5lq9qQ' }),
+          expired: await mintUserToken(ctx, {
+            accountId: sub,
+            clientId: client.clientId,
+            scope: 'openid profile',
+            expiresIn: -10,
+          }),
+          bound: await mintUserToken(ctx, {
+            accountId: sub,
+            clientId: client.clientId,
+            scope: 'openid',
+            aud: `${PUBLIC_URL}/2/passkey`,
+          }),
+          dpop: await mintUserToken(ctx, {
+            accountId: sub,
+            clientId: client.clientId,
+            scope: 'openid',
+            jkt: 'X6cFvj7n7bkOjbO4n7vQW0d3m8hC4Mdn4uO6k5lq9qQ',
+          }),
           api: await clientToken(ctx, api.clientId, api.secret, 'passkey.read'),
         };
         for (const [what, t] of Object.entries(bad)) {
           const res = await call('GET', '/userinfo', { authorization: `Bearer ${t}` });
           assert.equal(res.statusCode, 401, what);
-          assert.match(bearerChallenge(res), /^Bearer realm="[^"]+", error="invalid_token", error_description="[^"]+"$/, what);
+          assert.match(
+            bearerChallenge(res),
+            /^Bearer realm="[^"]+", error="invalid_token", error_description="[^"]+"$/,
+            what,
+          );
           assert.equal(res.json().code, 401, what);
           deprecationHeaders(res);
         }
@@ -324,7 +440,11 @@ for (const dialect of dialects()) {
         await ctx.store.db.deleteFrom('users').where('id', '=', gone.id).execute();
         const t2 = await mintUserToken(ctx, { accountId: sub, clientId: client.clientId, scope: 'openid' });
         const at = await ctx.provider.current().AccessToken.find(t2);
-        await ctx.store.db.deleteFrom('oidc_payloads').where('type', '=', 'Grant').where('id', '=', at!.grantId!).execute();
+        await ctx.store.db
+          .deleteFrom('oidc_payloads')
+          .where('type', '=', 'Grant')
+          .where('id', '=', at!.grantId!)
+          .execute();
         for (const t of [t1, t2]) {
           const res = await call('GET', '/userinfo', { authorization: `Bearer ${t}` });
           assert.equal(res.statusCode, 401);
@@ -343,7 +463,14 @@ for (const dialect of dialects()) {
       it('counts legacy calls per client in /metrics', async () => {
         const metric = async () => {
           const text = (await call('GET', '/metrics')).body;
-          const line = text.split('\n').find((l) => l.startsWith('idp_legacy_requests_total{') && l.includes('endpoint="userinfo"') && l.includes(`client_id="${client.clientId}"`));
+          const line = text
+            .split('\n')
+            .find(
+              (l) =>
+                l.startsWith('idp_legacy_requests_total{') &&
+                l.includes('endpoint="userinfo"') &&
+                l.includes(`client_id="${client.clientId}"`),
+            );
           return line ? Number(line.split(' ').pop()) : 0;
         };
         const before = await metric();
@@ -359,7 +486,11 @@ for (const dialect of dialects()) {
           const u = await seedUser(other, 1, 'carol@example.org');
           const c = await seedClient(other, { groups: ['userinfo-name'], redirectUris: [REDIRECT] });
           const t = await mintUserToken(other, { accountId: u.sub, clientId: c.clientId, scope: 'userinfo-name' });
-          const ok = await other.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${t}` } });
+          const ok = await other.app.inject({
+            method: 'GET',
+            url: '/userinfo',
+            headers: { authorization: `Bearer ${t}` },
+          });
           assert.equal(ok.statusCode, 200);
           assert.equal(ok.headers.sunset, 'Wed, 30 Jun 2027 00:00:00 GMT');
           deprecationHeaders(ok);

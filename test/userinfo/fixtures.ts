@@ -24,7 +24,14 @@ export async function mintUserToken(ctx: Pick<TestContext, 'provider'>, o: MintO
   const grantId = await grant.save();
   const client = await provider.Client.find(o.clientId);
   if (!client) throw new Error(`client ${o.clientId} not found`);
-  const at = new provider.AccessToken({ accountId: o.accountId, client, grantId, scope: o.scope, gty: 'authorization_code', ...(o.jkt ? { jkt: o.jkt } : {}) });
+  const at = new provider.AccessToken({
+    accountId: o.accountId,
+    client,
+    grantId,
+    scope: o.scope,
+    gty: 'authorization_code',
+    ...(o.jkt ? { jkt: o.jkt } : {}),
+  });
   if (o.aud) at.setAudience(o.aud);
   if (o.expiresIn !== undefined) {
     const now = Math.floor(Date.now() / 1000);
@@ -38,7 +45,14 @@ export async function mintUserToken(ctx: Pick<TestContext, 'provider'>, o: MintO
  * endpoint would store it: returns the token endpoint's JSON answer. */
 export async function exchangeCode(
   ctx: Pick<TestContext, 'provider' | 'app'>,
-  o: { accountId: string; clientId: string; secret: string; scope: string; redirectUri: string; claims?: Record<string, unknown> },
+  o: {
+    accountId: string;
+    clientId: string;
+    secret: string;
+    scope: string;
+    redirectUri: string;
+    claims?: Record<string, unknown>;
+  },
 ): Promise<{ access_token: string; id_token: string; scope: string }> {
   const provider = ctx.provider.current();
   const grant = new provider.Grant({ accountId: o.accountId, clientId: o.clientId });
@@ -70,7 +84,11 @@ export async function exchangeCode(
       authorization: `Basic ${Buffer.from(`${encodeURIComponent(o.clientId)}:${encodeURIComponent(o.secret)}`).toString('base64')}`,
       'content-type': 'application/x-www-form-urlencoded',
     },
-    payload: new URLSearchParams({ grant_type: 'authorization_code', code: value, redirect_uri: o.redirectUri }).toString(),
+    payload: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: value,
+      redirect_uri: o.redirectUri,
+    }).toString(),
   });
   if (res.statusCode !== 200) throw new Error(`code exchange failed: ${res.statusCode} ${res.body}`);
   return res.json();

@@ -5,13 +5,26 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { dialects, startTestApp, seedOrg, seedUser, seedClient, PUBLIC_URL, type TestContext, cli as adminCli } from '../helpers.ts';
+import {
+  dialects,
+  startTestApp,
+  seedOrg,
+  seedUser,
+  seedClient,
+  PUBLIC_URL,
+  type TestContext,
+  cli as adminCli,
+} from '../helpers.ts';
 import { findUserByEppn } from '../../src/store/directory.ts';
 import { mintUserToken } from './fixtures.ts';
 
 const REDIRECT = 'https://rp.example.com/callback';
-const solid = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: '#2a7ae2' } });
-const noisy = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: '#000000', noise: { type: 'gaussian', mean: 128, sigma: 40 } } });
+const solid = (width: number, height: number) =>
+  sharp({ create: { width, height, channels: 3, background: '#2a7ae2' } });
+const noisy = (width: number, height: number) =>
+  sharp({
+    create: { width, height, channels: 3, background: '#000000', noise: { type: 'gaussian', mean: 128, sigma: 40 } },
+  });
 
 const dir = mkdtempSync(join(tmpdir(), 'idp-photos-'));
 const files: Record<string, string> = {};
@@ -25,16 +38,30 @@ async function writeImages() {
   put('landscape.png', await solid(400, 200).png().toBuffer());
   put('portrait.webp', await solid(150, 600).webp().toBuffer());
   put('small.gif', await solid(40, 30).gif().toBuffer());
-  put('alpha.png', await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer());
+  put(
+    'alpha.png',
+    await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+      .png()
+      .toBuffer(),
+  );
   // stored 200 x 100 with EXIF orientation 6: shown (and so stored) as 100 x 200
   put('rotated.jpg', await solid(200, 100).jpeg().withMetadata({ orientation: 6 }).toBuffer());
-  put('exif.jpg', await solid(100, 100).jpeg().withExif({ IFD0: { Copyright: 'private-location-data' } }).toBuffer());
+  put(
+    'exif.jpg',
+    await solid(100, 100)
+      .jpeg()
+      .withExif({ IFD0: { Copyright: 'private-location-data' } })
+      .toBuffer(),
+  );
   put('huge.jpg', await solid(8000, 8000).jpeg().toBuffer());
   const full = await noisy(400, 400).jpeg().toBuffer();
   put('truncated.jpg', full.subarray(0, Math.floor(full.length * 0.6)));
   put('notes.txt', 'this is not an image\n');
   put('empty.jpg', Buffer.alloc(0));
-  put('image.svg', '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>');
+  put(
+    'image.svg',
+    '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>',
+  );
   put('toolarge.jpg', Buffer.alloc(10 * 1024 * 1024 + 1, 0xff));
 }
 
@@ -60,15 +87,27 @@ for (const dialect of dialects()) {
       const nameClient = await seedClient(ctx, { groups: ['userinfo-name'], redirectUris: [REDIRECT] });
       // the photo group of the client is what counts, not the scopes of this token
       token = await mintUserToken(ctx, { accountId: user.sub, clientId: photoClient.clientId, scope: 'openid' });
-      noPhotoToken = await mintUserToken(ctx, { accountId: user.sub, clientId: nameClient.clientId, scope: 'openid profile' });
+      noPhotoToken = await mintUserToken(ctx, {
+        accountId: user.sub,
+        clientId: nameClient.clientId,
+        scope: 'openid profile',
+      });
     });
     after(() => ctx.close());
 
-    const setPhoto = async (file: string) => cli(ctx, ['user', 'set-photo', '--eppn', EPPN, '--file', files[file]!, '--json']);
+    const setPhoto = async (file: string) =>
+      cli(ctx, ['user', 'set-photo', '--eppn', EPPN, '--file', files[file]!, '--json']);
     const fetchPhoto = (handle: string, headers: Record<string, string> = {}, t: string | null = token) =>
-      ctx.app.inject({ method: 'GET', url: `/userinfo/v1/user/media/${handle}`, headers: { ...(t ? { authorization: `Bearer ${t}` } : {}), ...headers } });
+      ctx.app.inject({
+        method: 'GET',
+        url: `/userinfo/v1/user/media/${handle}`,
+        headers: { ...(t ? { authorization: `Bearer ${t}` } : {}), ...headers },
+      });
     const currentHandle = async () => (await findUserByEppn(ctx.store.db, EPPN))!.photo_handle;
-    const photoRows = async () => (await ctx.store.db.selectFrom('photos').select(['handle']).where('user_id', '=', userId).execute()).map((r) => r.handle);
+    const photoRows = async () =>
+      (await ctx.store.db.selectFrom('photos').select(['handle']).where('user_id', '=', userId).execute()).map(
+        (r) => r.handle,
+      );
 
     const expectations: [string, number, number][] = [
       ['square.jpg', 128, 128],
@@ -135,7 +174,11 @@ for (const dialect of dialects()) {
     it('two uploads at once leave exactly one photo, the one the user points at', async () => {
       const { setPhoto: store } = await import('../../src/userinfo/photos.ts');
       const user = (await findUserByEppn(ctx.store.db, EPPN))!;
-      const images = await Promise.all([solid(200, 200).png().toBuffer(), solid(300, 100).png().toBuffer(), solid(100, 300).png().toBuffer()]);
+      const images = await Promise.all([
+        solid(200, 200).png().toBuffer(),
+        solid(300, 100).png().toBuffer(),
+        solid(100, 300).png().toBuffer(),
+      ]);
       await Promise.all(images.map((image) => store(ctx.store, user, image)));
       const rows = await photoRows();
       assert.equal(rows.length, 1);
@@ -146,7 +189,14 @@ for (const dialect of dialects()) {
       const missing = await cli(ctx, ['user', 'set-photo', '--eppn', EPPN, '--file', join(dir, 'nope.jpg')]);
       assert.equal(missing.code, 1);
       assert.match(missing.err, /no such file/);
-      const nobody = await cli(ctx, ['user', 'set-photo', '--eppn', 'nobody@example.org', '--file', files['square.jpg']!]);
+      const nobody = await cli(ctx, [
+        'user',
+        'set-photo',
+        '--eppn',
+        'nobody@example.org',
+        '--file',
+        files['square.jpg']!,
+      ]);
       assert.equal(nobody.code, 1);
       assert.match(nobody.err, /user 'nobody@example.org' does not exist/);
       const noArgs = await cli(ctx, ['user', 'set-photo', '--eppn', EPPN]);
@@ -170,12 +220,24 @@ for (const dialect of dialects()) {
         assert.equal(res.headers['cache-control'], 'private, max-age=3600');
         assert.equal(Number(res.headers['content-length']), res.rawPayload.length);
         // the handle is also the tail of the picture claim
-        const claims = (await ctx.app.inject({ method: 'GET', url: '/openid/userinfo', headers: { authorization: `Bearer ${await mintUserToken(ctx, { accountId: (await findUserByEppn(ctx.store.db, EPPN))!.sub, clientId: (await ctx.provider.current().AccessToken.find(token))!.clientId!, scope: 'openid profile' })}` } })).json();
+        const claims = (
+          await ctx.app.inject({
+            method: 'GET',
+            url: '/openid/userinfo',
+            headers: {
+              authorization: `Bearer ${await mintUserToken(ctx, { accountId: (await findUserByEppn(ctx.store.db, EPPN))!.sub, clientId: (await ctx.provider.current().AccessToken.find(token))!.clientId!, scope: 'openid profile' })}`,
+            },
+          })
+        ).json();
         assert.equal(claims.picture, `${PUBLIC_URL}/userinfo/v1/user/media/${handle}`);
       });
 
       it('answers HEAD like GET, without a body', async () => {
-        const res = await ctx.app.inject({ method: 'HEAD', url: `/userinfo/v1/user/media/${handle}`, headers: { authorization: `Bearer ${token}` } });
+        const res = await ctx.app.inject({
+          method: 'HEAD',
+          url: `/userinfo/v1/user/media/${handle}`,
+          headers: { authorization: `Bearer ${token}` },
+        });
         assert.equal(res.statusCode, 200);
         assert.equal(res.headers['content-type'], 'image/jpeg');
         assert.equal(res.body, '');
@@ -200,8 +262,16 @@ for (const dialect of dialects()) {
       it('304 on If-Modified-Since at or after Last-Modified; 200 before it', async () => {
         const lastModified = String((await fetchPhoto(handle)).headers['last-modified']);
         assert.equal((await fetchPhoto(handle, { 'if-modified-since': lastModified })).statusCode, 304);
-        assert.equal((await fetchPhoto(handle, { 'if-modified-since': new Date(Date.parse(lastModified) + 60_000).toUTCString() })).statusCode, 304);
-        assert.equal((await fetchPhoto(handle, { 'if-modified-since': new Date(Date.parse(lastModified) - 60_000).toUTCString() })).statusCode, 200);
+        assert.equal(
+          (await fetchPhoto(handle, { 'if-modified-since': new Date(Date.parse(lastModified) + 60_000).toUTCString() }))
+            .statusCode,
+          304,
+        );
+        assert.equal(
+          (await fetchPhoto(handle, { 'if-modified-since': new Date(Date.parse(lastModified) - 60_000).toUTCString() }))
+            .statusCode,
+          200,
+        );
         assert.equal((await fetchPhoto(handle, { 'if-modified-since': 'not a date' })).statusCode, 200);
       });
 
@@ -217,7 +287,7 @@ for (const dialect of dialects()) {
         assert.deepEqual(res.json(), { code: 404, message: 'Photo does not exist' });
       });
 
-      it("400 for a handle not of the form p:<uuid>", async () => {
+      it('400 for a handle not of the form p:<uuid>', async () => {
         for (const bad of ['abc', 'p:', 'p:not-a-uuid', `${handle}x`, `q:${handle.slice(2)}`, handle.slice(2), '%00']) {
           const res = await fetchPhoto(bad);
           assert.equal(res.statusCode, 400, bad);
@@ -231,7 +301,12 @@ for (const dialect of dialects()) {
         assert.equal(none.statusCode, 401);
         assert.equal(none.headers['www-authenticate'], `Bearer realm="${PUBLIC_URL}"`);
         const at = await ctx.provider.current().AccessToken.find(token);
-        const expired = await mintUserToken(ctx, { accountId: at!.accountId!, clientId: at!.clientId!, scope: 'openid', expiresIn: -5 });
+        const expired = await mintUserToken(ctx, {
+          accountId: at!.accountId!,
+          clientId: at!.clientId!,
+          scope: 'openid',
+          expiresIn: -5,
+        });
         for (const t of ['garbage', expired]) {
           const res = await fetchPhoto(handle, {}, t);
           assert.equal(res.statusCode, 401);
@@ -247,11 +322,18 @@ for (const dialect of dialects()) {
         const res = await fetchPhoto(handle, {}, noPhotoToken);
         assert.equal(res.statusCode, 403);
         assert.match(String(res.headers['www-authenticate']), /error="insufficient_scope"/);
-        assert.deepEqual(res.json(), { code: 403, message: 'Client is not authorized for the userinfo-photo attribute group' });
+        assert.deepEqual(res.json(), {
+          code: 403,
+          message: 'Client is not authorized for the userinfo-photo attribute group',
+        });
       });
 
       it('other methods: 405 with Allow', async () => {
-        const res = await ctx.app.inject({ method: 'POST', url: `/userinfo/v1/user/media/${handle}`, headers: { authorization: `Bearer ${token}` } });
+        const res = await ctx.app.inject({
+          method: 'POST',
+          url: `/userinfo/v1/user/media/${handle}`,
+          headers: { authorization: `Bearer ${token}` },
+        });
         assert.equal(res.statusCode, 405);
         assert.equal(res.headers.allow, 'GET, HEAD');
       });
