@@ -1,7 +1,7 @@
 // The profile photo on /account: a section of the account page, and POST /account/photo to
 // upload (multipart/form-data, no script needed) or remove it. The account feature provides the
-// session and the CSRF check.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+// session, the CSRF check, the texts (its catalog, in the page's language) and the error pages.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Store } from '../store/index.ts';
 import { bytes as asBuffer } from '../store/index.ts';
 import { findPhoto } from '../store/photos.ts';
@@ -22,43 +22,36 @@ const ACCEPT = 'image/jpeg,image/png,image/webp,image/gif,image/avif';
 const BODY_LIMIT = PHOTO_LIMITS.maxBytes + 64 * 1024;
 // Decoding a large image costs up to a second of CPU: a signed-in user gets this many per hour.
 export const UPLOADS_PER_HOUR = 20;
-const CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const LIMIT_VARS = { edge: String(PHOTO_EDGE), mib: String(PHOTO_LIMITS.maxBytes / 1024 / 1024), mp: String(PHOTO_LIMITS.maxPixels / 1_000_000) };
 
 async function photoSection(store: Store, view: AccountView, remember: (field: string) => void): Promise<Html> {
   remember(view.csrf.field);
+  const { t } = view;
   const photo = view.user.photo_handle ? await findPhoto(store.db, view.user.photo_handle) : undefined;
   const csrf = html`<input type="hidden" name="${view.csrf.field}" value="${view.csrf.token}">`;
   return html`<section aria-labelledby="photo-heading" id="photo">
-<h2 id="photo-heading">Profile photo</h2>
+<h2 id="photo-heading">${t('photo.title')}</h2>
 ${
   photo
-    ? html`<p><img src="data:image/jpeg;base64,${asBuffer(photo.bytes).toString('base64')}" width="${photo.width}" height="${photo.height}" alt="Your profile photo"></p>`
-    : html`<p>You have no profile photo.</p>`
+    ? html`<p><img class="photo" src="data:image/jpeg;base64,${asBuffer(photo.bytes).toString('base64')}" width="${photo.width}" height="${photo.height}" alt="${t('photo.alt')}"></p>`
+    : html`<p id="no-photo">${t('photo.none')}</p>`
 }
-<p>Applications you allow to see your photo get it as a JPEG of ${PHOTO_EDGE} pixels on the longest edge. JPEG, PNG, WebP, GIF or AVIF, at most ${PHOTO_LIMITS.maxBytes / 1024 / 1024} MiB and ${PHOTO_LIMITS.maxPixels / 1_000_000} megapixels.</p>
-<form method="post" action="${ACCOUNT_PHOTO_PATH}" enctype="multipart/form-data">
+<p class="hint" id="photo-hint">${t('photo.intro', LIMIT_VARS)}</p>
+<form method="post" action="${ACCOUNT_PHOTO_PATH}" enctype="multipart/form-data" class="photo-upload">
 ${csrf}
-<label for="photo-file">Image</label>
-<input id="photo-file" type="file" name="photo" accept="${ACCEPT}" required>
-<button type="submit" name="action" value="upload">${photo ? 'Replace photo' : 'Upload photo'}</button>
+<label for="photo-file">${t('photo.file')}</label>
+<input id="photo-file" type="file" name="photo" accept="${ACCEPT}" required aria-describedby="photo-hint">
+<button type="submit" name="action" value="upload" class="secondary">${t(photo ? 'photo.replace' : 'photo.upload')}</button>
 </form>
 ${
   photo
-    ? html`<form method="post" action="${ACCOUNT_PHOTO_PATH}" enctype="multipart/form-data">
+    ? html`<form method="post" action="${ACCOUNT_PHOTO_PATH}" enctype="multipart/form-data" class="photo-remove">
 ${csrf}
-<button type="submit" name="action" value="remove">Remove photo</button>
+<button type="submit" name="action" value="remove" class="danger">${t('photo.remove')}</button>
 </form>`
     : ''
 }
 </section>`;
-}
-
-function sendProblem(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}) {
-  const page = html`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Profile photo</title><link rel="stylesheet" href="/static/style.css"></head>
-<body><main class="card"><h1>Profile photo</h1><p class="message">${message}</p><p><a href="/account#photo">Back to your account</a></p></main></body></html>`;
-  return reply.code(status).headers(headers).header('content-security-policy', CSP).type('text/html; charset=utf-8').send(page.__html);
 }
 
 export function accountPhotoPlugin({ store, account }: AccountPhotoDeps) {
@@ -82,21 +75,25 @@ export function accountPhotoPlugin({ store, account }: AccountPhotoDeps) {
       const user = await account.currentUser(request, reply);
       if (!user) return reply.code(303).header('location', '/account').send();
       const form = await readForm(request);
-      if (!form) return sendProblem(reply, 400, 'The upload could not be read; send the form again.');
-      if (!(await account.verifyCsrf(request, reply, form.get(csrfField)))) return sendProblem(reply, 403, 'The form has expired; reload your account page and try again.');
+      if (!form) return account.sendMessage(request, reply, 400, 'photo.unreadable');
+      if (!(await account.verifyCsrf(request, reply, form.get(csrfField)))) return account.sendMessage(request, reply, 403, 'error.csrf');
 
       if (form.get('action') === 'remove') {
         await removePhotoByEppn(store, user.eppn);
         return reply.code(303).header('location', '/account#photo').send();
       }
       const file = form.get('photo');
-      if (!(file instanceof Blob) || file.size === 0) return sendProblem(reply, 400, 'Choose an image file to upload.');
+      if (!(file instanceof Blob) || file.size === 0) return account.sendMessage(request, reply, 400, 'photo.choose');
       try {
         await uploads.consume(String(user.id));
         await setPhoto(store, user, Buffer.from(await file.arrayBuffer()));
       } catch (err) {
-        if (err instanceof AppError && err.status === 429) return sendProblem(reply, 429, 'Too many photo uploads; try again later.', err.headers);
-        if (err instanceof AppError && err.status === 400) return sendProblem(reply, 400, err.message);
+        if (err instanceof AppError && err.status === 429) return account.sendMessage(request, reply, 429, 'photo.rate_limited', { headers: err.headers });
+        // What was wrong with the image (size, format, pixels) is in the log; the page names the rules.
+        if (err instanceof AppError && err.status === 400) {
+          request.log.info({ event: 'photo.refused', reason: err.message }, 'photo upload refused');
+          return account.sendMessage(request, reply, 400, 'photo.bad_image', { vars: LIMIT_VARS });
+        }
         throw err;
       }
       return reply.code(303).header('location', '/account#photo').send();

@@ -4,10 +4,11 @@ import { findUserBySub, type User } from '../store/directory.ts';
 import { deleteUserPasskey, listUserCredentials, renameUserPasskey } from '../store/passkeys.ts';
 import { insertAuditEvent } from '../store/audit.ts';
 import { authenticatorName } from '../webauthn/aaguid.ts';
+import { validLabel } from '../webauthn/passkey-names.ts';
 import type { Html } from './html.ts';
 import { accountPage, confirmDeletePage, signInPage, type Frame } from './pages.ts';
 import type { Locale, MessageKey, Translate } from './i18n.ts';
-import { amrForPasskey, clientKey, frameFor, overLimit, passwordSignIn, sendMessage, sendPage, signInSucceeded, type Kit } from './kit.ts';
+import { amrForPasskey, clientKey, frameFor, overLimit, passwordSignIn, sendMessage, sendPage, signInSucceeded, type Kit, type MessageOptions } from './kit.ts';
 import type { SignedIn } from './session.ts';
 
 /** What a section added to the account page gets to render with. */
@@ -32,6 +33,8 @@ export interface Account {
   csrfToken(request: FastifyRequest, reply: FastifyReply): Promise<string | undefined>;
   /** true when a signed-in user's request carries the right token (form field, or the x-csrf-token header) */
   verifyCsrf(request: FastifyRequest, reply: FastifyReply, presented?: unknown): Promise<boolean>;
+  /** an error page in the language and look of the account page, with the way back to it */
+  sendMessage(request: FastifyRequest, reply: FastifyReply, status: number, message: MessageKey, options?: MessageOptions): FastifyReply;
 }
 
 const DONE: Record<string, MessageKey> = { added: 'account.added', renamed: 'account.renamed', deleted: 'account.deleted' };
@@ -121,6 +124,7 @@ export function createAccount(kit: Kit) {
       const value = presented ?? bodyField(request, csrf.field) ?? request.headers[csrf.header];
       return session !== undefined && csrf.verify(request, sessionScope(session), value);
     },
+    sendMessage: (request, reply, status, message, options) => sendMessage(reply, frameFor(request), status, message, options),
   };
 
   const plugin = async function accountRoutes(app: FastifyInstance) {
@@ -180,7 +184,7 @@ export function createAccount(kit: Kit) {
       const who = await authorize(request, reply, frame);
       if (!who) return reply;
       if (!recentlySignedIn(who)) return askToSignInAgain(request, reply, frame, who);
-      const outcome = await kit.webauthn.verifyRegistration(who.user, bodyField(request, 'response'), `register:${who.session.uid}`);
+      const outcome = await kit.webauthn.verifyRegistration(who.user, bodyField(request, 'response'), `register:${who.session.uid}`, request.headers['user-agent']);
       if (!outcome.ok) {
         request.log.info({ event: 'passkey.register_failed', reason: outcome.reason }, 'passkey registration refused');
         return renderAccount(request, reply, frame, who, 400, undefined, outcome.reason === 'already_registered' ? 'account.already_registered' : 'account.add_failed');
@@ -194,10 +198,9 @@ export function createAccount(kit: Kit) {
       const who = await authorize(request, reply, frame);
       if (!who) return reply;
       const id = passkeyId(request.params.id);
-      const label = bodyField(request, 'label');
-      const trimmed = typeof label === 'string' ? label.trim() : '';
-      if (!trimmed || trimmed.length > 100 || /[\u0000-\u001f\u007f]/.test(trimmed)) return renderAccount(request, reply, frame, who, 400, undefined, 'account.bad_label');
-      if (id === undefined || !(await renameUserPasskey(kit.store.db, who.user.id, id, trimmed))) return renderAccount(request, reply, frame, who, 404, undefined, 'account.passkey_missing');
+      const label = validLabel(bodyField(request, 'label'));
+      if (!label) return renderAccount(request, reply, frame, who, 400, undefined, 'account.bad_label');
+      if (id === undefined || !(await renameUserPasskey(kit.store.db, who.user.id, id, label))) return renderAccount(request, reply, frame, who, 404, undefined, 'account.passkey_missing');
       return reply.code(303).header('location', '/account?done=renamed').send();
     });
 

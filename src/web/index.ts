@@ -11,7 +11,8 @@ export { providerViews } from './provider-views.ts';
 export { loadExistingGrant } from './grants.ts';
 export type { Account, AccountSection, AccountView } from './account.ts';
 export { html, raw, escapeHtml, type Html } from './html.ts';
-export type { WebDeps } from './kit.ts';
+export type { WebDeps, MessageOptions } from './kit.ts';
+export type { MessageKey } from './i18n.ts';
 
 export interface Web {
   /** hooks for other features that add to the account page */

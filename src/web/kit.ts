@@ -68,15 +68,23 @@ export function sendPage(reply: FastifyReply, status: number, body: string, csp:
 }
 
 /** An error page: what happened, what to do, and the request id to give the helpdesk. */
-export function sendMessage(reply: FastifyReply, frame: Frame, status: number, message: MessageKey, more: { title?: MessageKey; advice?: MessageKey } = {}) {
+export interface MessageOptions {
+  title?: MessageKey;
+  advice?: MessageKey;
+  /** values for the message's {placeholders} */
+  vars?: Record<string, string>;
+  headers?: Record<string, string>;
+}
+
+export function sendMessage(reply: FastifyReply, frame: Frame, status: number, message: MessageKey, more: MessageOptions = {}) {
   const page = messagePage(frame, {
     title: frame.t(more.title ?? 'error.title'),
-    message: frame.t(message),
+    message: frame.t(message, more.vars),
     advice: more.advice && frame.t(more.advice),
     reference: reply.request.id,
     link: { href: '/account', text: frame.t('error.back_home') },
   });
-  return sendPage(reply, status, page);
+  return sendPage(reply, status, page, {}, more.headers);
 }
 
 /** A browser asking for a path nothing serves gets a page rather than JSON. */

@@ -20,7 +20,7 @@ import { findPasskeyByCredentialId, insertPasskeys, recordPasskeyUse, type Passk
 import { findUserById, type User } from '../store/directory.ts';
 import { insertAuditEvent } from '../store/audit.ts';
 import { ZERO_AAGUID } from './import.ts';
-import { authenticatorName } from './aaguid.ts';
+import { defaultPasskeyLabel } from './passkey-names.ts';
 
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000;
 const CEREMONY_TIMEOUT_MS = 5 * 60 * 1000;
@@ -47,7 +47,8 @@ export interface WebAuthn {
   rpId: string;
   origin: string;
   registrationOptions(user: User, existing: PasskeyRow[], binding: string): Promise<PublicKeyCredentialCreationOptionsJSON>;
-  verifyRegistration(user: User, response: unknown, binding: string, label?: string): Promise<Outcome<{ passkeyId: number; label: string }>>;
+  /** userAgent names the passkey when its authenticator is unknown ("Chrome on Linux") */
+  verifyRegistration(user: User, response: unknown, binding: string, userAgent?: string): Promise<Outcome<{ passkeyId: number; label: string }>>;
   authenticationOptions(binding: string): Promise<PublicKeyCredentialRequestOptionsJSON>;
   verifyAuthentication(response: unknown, binding: string, requestId: string): Promise<Outcome<{ user: User; passkey: PasskeyRow; userVerified: boolean }>>;
 }
@@ -137,7 +138,7 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
       return options;
     },
 
-    async verifyRegistration(user, input, binding, label) {
+    async verifyRegistration(user, input, binding, userAgent) {
       const response = asRegistration(input);
       if (!response) return { ok: false, reason: 'malformed' };
       const claimed = await claim(response.response.clientDataJSON, 'register', binding);
@@ -151,7 +152,7 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
         return { ok: false, reason: 'verification' };
       }
       const aaguid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(info.aaguid) ? info.aaguid : ZERO_AAGUID;
-      const finalLabel = (label?.trim() || authenticatorName(aaguid) || 'Passkey').slice(0, 100);
+      const finalLabel = defaultPasskeyLabel(aaguid, userAgent);
       const at = now();
       try {
         const passkeyId = await store.db.transaction().execute(async (trx) => {

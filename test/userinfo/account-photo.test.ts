@@ -17,6 +17,7 @@ function browser(ctx: TestContext) {
   };
   const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
   return {
+    cookie,
     async get(url: string) {
       const res = await ctx.app.inject({ method: 'GET', url, headers: { cookie: cookie() } });
       remember(res);
@@ -72,7 +73,27 @@ for (const dialect of dialects()) {
       const { body } = await accountPage();
       assert.match(body, /<h2 id="photo-heading">Profile photo<\/h2>/);
       assert.match(body, /You have no profile photo/);
-      assert.match(body, /<form method="post" action="\/account\/photo" enctype="multipart\/form-data">/);
+      assert.match(body, /<form method="post" action="\/account\/photo" enctype="multipart\/form-data" class="photo-upload">/);
+      // The same look as the rest of the page: its button styles, no unstyled controls.
+      assert.match(body, /<button type="submit" name="action" value="upload" class="secondary">Upload photo<\/button>/);
+      assert.doesNotMatch(body, /<button(?![^>]*\bclass=)[^>]*>/, 'every button has a style');
+    });
+
+    it('speaks Norwegian Bokmål with the rest of the page', async () => {
+      const page = await ctx.app.inject({ method: 'GET', url: '/account', headers: { cookie: b.cookie(), 'accept-language': 'nb-NO,nb;q=0.9' } });
+      assert.match(page.body, /<h2 id="photo-heading">Profilbilde<\/h2>/);
+      assert.match(page.body, /Du har ikke noe profilbilde\./);
+      assert.match(page.body, /<label for="photo-file">Bilde<\/label>/);
+      assert.match(page.body, />Last opp bilde<\/button>/);
+      assert.match(page.body, /høyst 10 MiB og 40 megapiksler/);
+      for (const english of ['Profile photo', 'Upload photo', 'You have no profile photo', 'Applications you allow']) assert.ok(!page.body.includes(english), english);
+      const { payload, contentType } = await multipart({ _csrf: csrfOf(page.body)!, action: 'upload' });
+      const refused = await ctx.app.inject({ method: 'POST', url: '/account/photo', headers: { cookie: b.cookie(), 'content-type': contentType, 'accept-language': 'nb' }, payload });
+      assert.equal(refused.statusCode, 400);
+      assert.match(refused.body, /<html lang="nb">/);
+      assert.match(refused.body, /Velg en bildefil å laste opp\./);
+      assert.match(refused.body, /<main class="card">/);
+      assert.ok(refused.body.includes(`Referanse for brukerstøtten: ${refused.headers['x-request-id']}`));
     });
 
     it('uploads a photo: stored at 128 px, shown on the page', async () => {
@@ -83,7 +104,7 @@ for (const dialect of dialects()) {
       const stored = await handle();
       assert.match(stored ?? '', /^p:[0-9a-f-]{36}$/);
       const { body } = await accountPage();
-      const img = /<img src="data:image\/jpeg;base64,([^"]+)" width="128" height="64"/.exec(body);
+      const img = /<img class="photo" src="data:image\/jpeg;base64,([^"]+)" width="128" height="64" alt="Your profile photo"/.exec(body);
       assert.ok(img, 'the page shows the stored photo');
       assert.deepEqual(await sharp(Buffer.from(img[1]!, 'base64')).metadata().then((m) => [m.format, m.width, m.height]), ['jpeg', 128, 64]);
     });
@@ -94,7 +115,7 @@ for (const dialect of dialects()) {
       const res = await send({ _csrf: csrf, action: 'upload', photo: new File(['hello'], 'notes.txt', { type: 'text/plain' }) });
       assert.equal(res.statusCode, 400);
       assert.match(res.headers['content-type'] as string, /^text\/html/);
-      assert.match(res.body, /not an image in a supported format/);
+      assert.match(res.body, /The file could not be used as a photo\. Use a JPEG, PNG, WebP, GIF or AVIF image of at most 10 MiB and 40 megapixels\./);
       assert.match(res.headers['content-security-policy'] as string, /default-src 'none'/);
       assert.equal(await handle(), before);
     });
@@ -148,7 +169,7 @@ for (const dialect of dialects()) {
     it('removes the photo', async () => {
       assert.ok(await handle());
       const { csrf, body } = await accountPage();
-      assert.match(body, /value="remove">Remove photo/);
+      assert.match(body, /value="remove" class="danger">Remove photo/);
       const res = await send({ _csrf: csrf, action: 'remove' });
       assert.equal(res.statusCode, 303);
       assert.equal(await handle(), null);

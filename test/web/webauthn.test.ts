@@ -239,6 +239,15 @@ for (const dialect of dialects()) {
       assert.equal(stored.aaguid, ZERO_AAGUID);
       assert.equal(stored.mfa_verified, 0);
       assert.equal(stored.backup_eligible, 0);
+      // An unknown authenticator is named after the browser and platform it was registered in.
+      const firefox = await webauthn.registrationOptions(bob, [], 'reg-bob');
+      const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:128.0) Gecko/20100101 Firefox/128.0';
+      const named = await webauthn.verifyRegistration(bob, attestation(p256Credential(), firefox.challenge, ZERO_AAGUID), 'reg-bob', ua);
+      assert.equal(named.ok && named.label, 'Firefox on Windows');
+      // A known authenticator keeps its model name whatever the browser.
+      const known = await webauthn.registrationOptions(bob, [], 'reg-bob');
+      const model = await webauthn.verifyRegistration(bob, attestation(p256Credential(), known.challenge, GOOGLE_PM), 'reg-bob', ua);
+      assert.equal(model.ok && model.label, 'Google Password Manager');
     });
   });
 }
