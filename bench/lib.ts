@@ -57,7 +57,7 @@ export async function startFloor(): Promise<{ url: string; close(): Promise<void
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.once('data', (d) => resolve(Number(String(d).trim())));
+    child.stdout.once('data', (d) => resolve(Number(String(d).trim())));
     child.once('exit', () => reject(new Error('floor server exited')));
   });
   return {

@@ -11,7 +11,7 @@ import { startHousekeeping } from './store/housekeeping.ts';
 import { healthPlugin } from './http/health.ts';
 import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
 import { startKeyManager, type KeyManager } from './oauth/key-manager.ts';
-import { createProviderHolder, oauthPlugin, type ProviderHolder } from './oauth/plugin.ts';
+import { createProviderHolder, oauthPlugin, PROVIDER_PATHS, type ProviderHolder } from './oauth/plugin.ts';
 import { basicAccounts } from './oauth/provider.ts';
 import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -105,7 +105,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return set;
   };
   const verifier = createTokenVerifier(config.publicUrl, publishedKeys, async () => void (await keyManager.refresh()));
-  const provider = createProviderHolder({ config, store, keys, keyManager, accounts: { ...basicAccounts, ...userinfoAccounts({ config, store }), ...providerViews(app.log), loadExistingGrant: loadExistingGrant(store) } });
+  const provider = createProviderHolder({
+    config,
+    store,
+    keys,
+    keyManager,
+    accounts: {
+      ...basicAccounts,
+      ...userinfoAccounts({ config, store }),
+      ...providerViews(app.log),
+      loadExistingGrant: loadExistingGrant(store),
+    },
+  });
 
   const now = deps.now ?? Date.now;
   const stopHousekeeping = startHousekeeping(store, app.log);
@@ -117,7 +128,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerErrorHandling(app, { notFoundPage: web.notFoundPage });
 
   // Before the features, so the OpenAPI document sees every route they add.
-  await registerOpenApi(app, config);
+  await registerOpenApi(app, config, PROVIDER_PATHS);
 
   // Features, each a plugin with its dependencies passed in.
   await app.register(healthPlugin(store, config));

@@ -216,7 +216,7 @@ export async function spawnService(env: Record<string, string>, port?: number): 
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';
-  child.stderr!.on('data', (d) => (err += d));
+  child.stderr.on('data', (d) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`service exited: ${err}`);

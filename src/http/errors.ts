@@ -64,7 +64,7 @@ export function methodNotAllowed(
   const allow = allowed.includes('GET') && !allowed.includes('HEAD') ? [...allowed, 'HEAD'] : allowed;
   const others = ALL_METHODS.filter((m) => !allow.includes(m));
   app.route({
-    method: others as unknown as string[],
+    method: others,
     url,
     schema: { hide: true },
     handler: async (_request, reply) => {

@@ -64,7 +64,7 @@ export function createProvider(
   const servers = resourceServers(config.publicUrl);
   const configuration: Configuration = {
     adapter: adapterFactory(store),
-    jwks: { keys: keySet.providerJwks as any },
+    jwks: { keys: keySet.providerJwks },
     cookies: {
       keys: keys.cookies,
       names: cookieNames(config.publicUrl),
@@ -122,7 +122,7 @@ export function createProvider(
         enabled: true,
         // Authorization-code flows get userinfo tokens; client_credentials gets the API its scope names.
         defaultResource: (ctx) => {
-          if (ctx.oidc.params?.grant_type !== 'client_credentials') return undefined as any;
+          if (ctx.oidc.params?.grant_type !== 'client_credentials') return undefined;
           const server = resourceForScopes(config.publicUrl, ctx.oidc.params?.scope as string | undefined);
           if (!server)
             throw new errors.InvalidScope(

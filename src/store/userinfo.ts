@@ -43,7 +43,7 @@ export async function findReleaseSubject(db: Q, sub: string, clientId: string): 
   if (!first) return undefined;
   const { c_id, c_groups, c_alg, i_ns: _ns, i_id: _id, ...user } = first;
   return {
-    user: user as User,
+    user: user,
     client: c_id === null ? undefined : { groups: c_groups ?? '', userinfo_signed_response_alg: c_alg },
     secondary: rows
       .filter((r) => r.i_ns !== null && r.i_id !== null)

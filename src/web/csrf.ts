@@ -32,7 +32,14 @@ export function createCsrf(config: Config, keys: Keyring): Csrf {
   // parser) can verify tokens too.
   const browserId = (request: FastifyRequest): string | undefined => {
     const header = request.headers.cookie;
-    const value = issued.get(request) ?? (typeof header === 'string' ? header.split(/;\s*/).find((c) => c.startsWith(`${cookie}=`))?.slice(cookie.length + 1) : undefined);
+    const value =
+      issued.get(request) ??
+      (typeof header === 'string'
+        ? header
+            .split(/;\s*/)
+            .find((c) => c.startsWith(`${cookie}=`))
+            ?.slice(cookie.length + 1)
+        : undefined);
     return typeof value === 'string' && BROWSER_ID.test(value) ? value : undefined;
   };
   const mac = (id: string, scope: string) => hmac(keys.csrf, `csrf\n${id}\n${scope}`);

@@ -16,7 +16,12 @@ export function consentScope(client: ClientRow, requestedScope: unknown): { scop
 }
 
 /** True when the user need not be asked: a first-party client, or a remembered consent covering the request. */
-export async function consentCovers(store: Store, userId: number, client: ClientRow, remembered: string[]): Promise<boolean> {
+export async function consentCovers(
+  store: Store,
+  userId: number,
+  client: ClientRow,
+  remembered: string[],
+): Promise<boolean> {
   if (client.first_party === 1) return true;
   const given = await findConsent(store.db, userId, client.client_id);
   return given !== undefined && remembered.every((s) => given.includes(s));
@@ -32,7 +37,9 @@ export function loadExistingGrant(store: Store) {
   return async function loadGrant(ctx: KoaContextWithOIDC) {
     const { oidc } = ctx;
     const clientId = oidc.client!.clientId;
-    const held = (oidc.result as { consent?: { grantId?: string } } | undefined)?.consent?.grantId || oidc.session!.grantIdFor(clientId);
+    const held =
+      (oidc.result as { consent?: { grantId?: string } } | undefined)?.consent?.grantId ||
+      oidc.session!.grantIdFor(clientId);
     if (held) return oidc.provider.Grant.find(held);
     const accountId = oidc.session!.accountId;
     // prompt=consent asks the user whatever they agreed to before.

@@ -24,18 +24,21 @@ const en = {
   'error.not_found_title': 'Page not found',
   'error.not_found': 'This page does not exist.',
   'error.not_found_advice': 'Check the address, or go to your account.',
-  'error.try_later': 'Try again in a few minutes. If it keeps happening, contact your helpdesk and give them the reference below.',
+  'error.try_later':
+    'Try again in a few minutes. If it keeps happening, contact your helpdesk and give them the reference below.',
   'error.reference': 'Reference for the helpdesk: {id}',
   'error.back_home': 'Go to your account',
   'oauth.invalid_client': 'The application that sent you here is not registered with this sign-in service.',
-  'oauth.invalid_redirect_uri': 'The application asked to send you back to an address it has not registered, so you were not sent there.',
+  'oauth.invalid_redirect_uri':
+    'The application asked to send you back to an address it has not registered, so you were not sent there.',
   'oauth.invalid_request': 'The application sent a request this service cannot accept.',
   'oauth.invalid_scope': 'The application asked for information or access it is not allowed to have.',
   'oauth.unauthorized_client': 'The application is not allowed to sign you in this way.',
   'oauth.access_denied': 'The sign-in was cancelled or not allowed.',
   'oauth.login_required': 'You need to sign in before the application can continue.',
   'error.server': 'Something went wrong on our side.',
-  'oauth.back_to_application': "Go back to the application and try again. If it happens again, contact the application's support and give them the reference below.",
+  'oauth.back_to_application':
+    "Go back to the application and try again. If it happens again, contact the application's support and give them the reference below.",
   'oauth.start_again': 'Go back to the application and start again.',
   'consent.title': 'Share information',
   'consent.intro': '{client} wants to use your account ({user}).',
@@ -57,7 +60,8 @@ const en = {
   'account.signed_in_as': 'Signed in as {user}',
   'account.sign_out': 'Sign out',
   'account.passkeys': 'Passkeys',
-  'account.passkeys_intro': 'A passkey lets you sign in with your fingerprint, face, screen lock or security key instead of a password.',
+  'account.passkeys_intro':
+    'A passkey lets you sign in with your fingerprint, face, screen lock or security key instead of a password.',
   'account.no_passkeys': 'You have no passkeys yet.',
   'account.add_passkey': 'Add a passkey',
   'account.label': 'Name',
@@ -81,20 +85,23 @@ const en = {
   'account.passkey_missing': 'That passkey does not exist.',
   'account.confirm_title': 'Delete your last passkey?',
   'account.confirm_text': '"{label}" is your only passkey. After deleting it you sign in with your password.',
-  'account.confirm_text_no_password': '"{label}" is your only passkey and your account has no password: you will not be able to sign in until your organization helps you.',
+  'account.confirm_text_no_password':
+    '"{label}" is your only passkey and your account has no password: you will not be able to sign in until your organization helps you.',
   'account.confirm_yes': 'Delete the passkey',
   'account.confirm_no': 'Keep it',
   'photo.title': 'Profile photo',
   'photo.none': 'You have no profile photo.',
   'photo.alt': 'Your profile photo',
-  'photo.intro': 'Applications you allow to see your photo get it as a JPEG of {edge} pixels on the longest edge. JPEG, PNG, WebP, GIF or AVIF, at most {mib} MiB and {mp} megapixels.',
+  'photo.intro':
+    'Applications you allow to see your photo get it as a JPEG of {edge} pixels on the longest edge. JPEG, PNG, WebP, GIF or AVIF, at most {mib} MiB and {mp} megapixels.',
   'photo.file': 'Image',
   'photo.upload': 'Upload photo',
   'photo.replace': 'Replace photo',
   'photo.remove': 'Remove photo',
   'photo.unreadable': 'The upload could not be read. Send the form again.',
   'photo.choose': 'Choose an image file to upload.',
-  'photo.bad_image': 'The file could not be used as a photo. Use a JPEG, PNG, WebP, GIF or AVIF image of at most {mib} MiB and {mp} megapixels.',
+  'photo.bad_image':
+    'The file could not be used as a photo. Use a JPEG, PNG, WebP, GIF or AVIF image of at most {mib} MiB and {mp} megapixels.',
   'photo.rate_limited': 'Too many photo uploads. Try again later.',
   'logout.title': 'Sign out',
   'logout.question': 'Do you want to sign out?',
@@ -127,24 +134,28 @@ const nb: Record<MessageKey, string> = {
   'error.passkey': 'Innloggingen med passnøkkelen virket ikke. Prøv igjen, eller bruk passordet ditt.',
   'error.rate_limited': 'For mange innloggingsforsøk. Vent noen minutter og prøv igjen.',
   'error.csrf': 'Skjemaet er utløpt eller ble sendt fra en annen side. Prøv igjen.',
-  'error.expired': 'Innloggingsforespørselen er utløpt eller allerede brukt. Gå tilbake til tjenesten og start på nytt.',
+  'error.expired':
+    'Innloggingsforespørselen er utløpt eller allerede brukt. Gå tilbake til tjenesten og start på nytt.',
   'error.title': 'Noe gikk galt',
   'error.generic': 'Forespørselen kunne ikke fullføres.',
   'error.not_found_title': 'Fant ikke siden',
   'error.not_found': 'Denne siden finnes ikke.',
   'error.not_found_advice': 'Sjekk adressen, eller gå til kontoen din.',
-  'error.try_later': 'Prøv igjen om noen minutter. Skjer det igjen, kontakt brukerstøtten og oppgi referansen nedenfor.',
+  'error.try_later':
+    'Prøv igjen om noen minutter. Skjer det igjen, kontakt brukerstøtten og oppgi referansen nedenfor.',
   'error.reference': 'Referanse for brukerstøtten: {id}',
   'error.back_home': 'Gå til kontoen din',
   'oauth.invalid_client': 'Tjenesten som sendte deg hit, er ikke registrert i denne innloggingstjenesten.',
-  'oauth.invalid_redirect_uri': 'Tjenesten ba om å sende deg tilbake til en adresse den ikke har registrert, så du ble ikke sendt dit.',
+  'oauth.invalid_redirect_uri':
+    'Tjenesten ba om å sende deg tilbake til en adresse den ikke har registrert, så du ble ikke sendt dit.',
   'oauth.invalid_request': 'Tjenesten sendte en forespørsel som ikke kan tas imot.',
   'oauth.invalid_scope': 'Tjenesten ba om opplysninger eller tilgang den ikke har lov til å få.',
   'oauth.unauthorized_client': 'Tjenesten har ikke lov til å logge deg inn på denne måten.',
   'oauth.access_denied': 'Innloggingen ble avbrutt eller ikke tillatt.',
   'oauth.login_required': 'Du må logge inn før tjenesten kan fortsette.',
   'error.server': 'Noe gikk galt hos oss.',
-  'oauth.back_to_application': 'Gå tilbake til tjenesten og prøv igjen. Skjer det igjen, kontakt brukerstøtten for tjenesten og oppgi referansen nedenfor.',
+  'oauth.back_to_application':
+    'Gå tilbake til tjenesten og prøv igjen. Skjer det igjen, kontakt brukerstøtten for tjenesten og oppgi referansen nedenfor.',
   'oauth.start_again': 'Gå tilbake til tjenesten og start på nytt.',
   'consent.title': 'Del informasjon',
   'consent.intro': '{client} ønsker å bruke kontoen din ({user}).',
@@ -166,7 +177,8 @@ const nb: Record<MessageKey, string> = {
   'account.signed_in_as': 'Logget inn som {user}',
   'account.sign_out': 'Logg ut',
   'account.passkeys': 'Passnøkler',
-  'account.passkeys_intro': 'Med en passnøkkel logger du inn med fingeravtrykk, ansikt, skjermlås eller sikkerhetsnøkkel i stedet for passord.',
+  'account.passkeys_intro':
+    'Med en passnøkkel logger du inn med fingeravtrykk, ansikt, skjermlås eller sikkerhetsnøkkel i stedet for passord.',
   'account.no_passkeys': 'Du har ingen passnøkler ennå.',
   'account.add_passkey': 'Legg til passnøkkel',
   'account.label': 'Navn',
@@ -186,24 +198,29 @@ const nb: Record<MessageKey, string> = {
   'account.add_failed': 'Passnøkkelen kunne ikke legges til. Prøv igjen.',
   'account.already_registered': 'Denne passnøkkelen er allerede registrert.',
   'account.bad_label': 'Navnet må ha 1 til 100 tegn, uten kontrolltegn eller usynlige formateringstegn.',
-  'account.reauth': 'Logg inn på nytt for å legge til eller slette en passnøkkel (forrige innlogging var for mer enn 10 minutter siden).',
+  'account.reauth':
+    'Logg inn på nytt for å legge til eller slette en passnøkkel (forrige innlogging var for mer enn 10 minutter siden).',
   'account.passkey_missing': 'Den passnøkkelen finnes ikke.',
   'account.confirm_title': 'Slette den siste passnøkkelen?',
-  'account.confirm_text': '«{label}» er den eneste passnøkkelen din. Etter slettingen logger du inn med passordet ditt.',
-  'account.confirm_text_no_password': '«{label}» er den eneste passnøkkelen din, og kontoen har ikke passord: du kan ikke logge inn før organisasjonen din hjelper deg.',
+  'account.confirm_text':
+    '«{label}» er den eneste passnøkkelen din. Etter slettingen logger du inn med passordet ditt.',
+  'account.confirm_text_no_password':
+    '«{label}» er den eneste passnøkkelen din, og kontoen har ikke passord: du kan ikke logge inn før organisasjonen din hjelper deg.',
   'account.confirm_yes': 'Slett passnøkkelen',
   'account.confirm_no': 'Behold den',
   'photo.title': 'Profilbilde',
   'photo.none': 'Du har ikke noe profilbilde.',
   'photo.alt': 'Profilbildet ditt',
-  'photo.intro': 'Tjenester du lar se bildet ditt, får det som JPEG med {edge} piksler på den lengste siden. JPEG, PNG, WebP, GIF eller AVIF, høyst {mib} MiB og {mp} megapiksler.',
+  'photo.intro':
+    'Tjenester du lar se bildet ditt, får det som JPEG med {edge} piksler på den lengste siden. JPEG, PNG, WebP, GIF eller AVIF, høyst {mib} MiB og {mp} megapiksler.',
   'photo.file': 'Bilde',
   'photo.upload': 'Last opp bilde',
   'photo.replace': 'Bytt bilde',
   'photo.remove': 'Fjern bilde',
   'photo.unreadable': 'Opplastingen kunne ikke leses. Send skjemaet på nytt.',
   'photo.choose': 'Velg en bildefil å laste opp.',
-  'photo.bad_image': 'Filen kunne ikke brukes som bilde. Bruk et JPEG-, PNG-, WebP-, GIF- eller AVIF-bilde på høyst {mib} MiB og {mp} megapiksler.',
+  'photo.bad_image':
+    'Filen kunne ikke brukes som bilde. Bruk et JPEG-, PNG-, WebP-, GIF- eller AVIF-bilde på høyst {mib} MiB og {mp} megapiksler.',
   'photo.rate_limited': 'For mange bildeopplastinger. Prøv igjen senere.',
   'logout.title': 'Logg ut',
   'logout.question': 'Vil du logge ut?',
@@ -263,6 +280,10 @@ export function pickLocale(uiLocales: unknown, acceptLanguage: unknown): Locale 
 
 export function formatTime(ms: number | null, locale: Locale): string | undefined {
   if (ms === null) return undefined;
-  const f = new Intl.DateTimeFormat(locale === 'nb' ? 'nb-NO' : 'en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
+  const f = new Intl.DateTimeFormat(locale === 'nb' ? 'nb-NO' : 'en-GB', {
+    dateStyle: 'medium',
+    timeStyle: 'short',
+    timeZone: 'UTC',
+  });
   return `${f.format(new Date(ms))} UTC`;
 }

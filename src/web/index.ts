@@ -37,9 +37,11 @@ export function createWeb(deps: WebDeps): Web {
       // Pages answer with pages: an unexpected failure is logged and shown as a plain error page.
       app.setErrorHandler((err, request, reply) => {
         // The sign-in request can expire between showing a page and acting on it.
-        if (err instanceof oidcErrors.SessionNotFound) return sendMessage(reply, frameFor(request), 400, 'error.expired');
+        if (err instanceof oidcErrors.SessionNotFound)
+          return sendMessage(reply, frameFor(request), 400, 'error.expired');
         const status = (err as { statusCode?: number }).statusCode;
-        if (typeof status === 'number' && status >= 400 && status < 500) return sendMessage(reply, frameFor(request), status, 'error.generic', { advice: 'error.try_later' });
+        if (typeof status === 'number' && status >= 400 && status < 500)
+          return sendMessage(reply, frameFor(request), status, 'error.generic', { advice: 'error.try_later' });
         request.log.error({ err }, 'unhandled error');
         return sendMessage(reply, frameFor(request), 500, 'error.server', { advice: 'error.try_later' });
       });

@@ -12,7 +12,17 @@ import { adoptRawCookies } from './session.ts';
 import { originOf } from './html.ts';
 import { consentPage, signInPage, type Frame } from './pages.ts';
 import type { MessageKey } from './i18n.ts';
-import { amrForPasskey, clientKey, frameFor, overLimit, passwordSignIn, sendMessage, sendPage, signInSucceeded, type Kit } from './kit.ts';
+import {
+  amrForPasskey,
+  clientKey,
+  frameFor,
+  overLimit,
+  passwordSignIn,
+  sendMessage,
+  sendPage,
+  signInSucceeded,
+  type Kit,
+} from './kit.ts';
 
 type Params = { Params: { uid: string } };
 type Req = FastifyRequest<Params>;
@@ -55,7 +65,11 @@ export function interactionRoutes(kit: Kit) {
       return undefined;
     }
     const redirect = originOf(interaction.params.redirect_uri);
-    return { interaction, frame: frameFor(request, interaction.params.ui_locales), formTargets: redirect ? [redirect] : [] };
+    return {
+      interaction,
+      frame: frameFor(request, interaction.params.ui_locales),
+      formTargets: redirect ? [redirect] : [],
+    };
   }
 
   function checkCsrf(request: Req, reply: FastifyReply, loaded: Loaded, presented: unknown): boolean {
@@ -64,14 +78,23 @@ export function interactionRoutes(kit: Kit) {
     return false;
   }
 
-  const bodyField = (request: FastifyRequest, name: string): unknown => (request.body as Record<string, unknown> | undefined)?.[name];
+  const bodyField = (request: FastifyRequest, name: string): unknown =>
+    (request.body as Record<string, unknown> | undefined)?.[name];
 
   async function clientOf(loaded: Loaded): Promise<ClientRow | undefined> {
     const id = loaded.interaction.params.client_id;
     return typeof id === 'string' ? findClient(kit.store.db, id) : undefined;
   }
 
-  async function renderSignIn(request: Req, reply: FastifyReply, loaded: Loaded, status = 200, error?: MessageKey, username?: string, headers: Record<string, string> = {}) {
+  async function renderSignIn(
+    request: Req,
+    reply: FastifyReply,
+    loaded: Loaded,
+    status = 200,
+    error?: MessageKey,
+    username?: string,
+    headers: Record<string, string> = {},
+  ) {
     const { uid, params } = loaded.interaction;
     const client = await clientOf(loaded);
     const hint = typeof params.login_hint === 'string' && params.login_hint.length <= 320 ? params.login_hint : '';
@@ -105,7 +128,12 @@ export function interactionRoutes(kit: Kit) {
    * with a fresh one. The request must not keep the other user's grant: it is not the new user's,
    * and revoking it would take the pending request down with it.
    */
-  async function signIn(request: Req, reply: FastifyReply, loaded: Loaded, login: NonNullable<InteractionResults['login']>) {
+  async function signIn(
+    request: Req,
+    reply: FastifyReply,
+    loaded: Loaded,
+    login: NonNullable<InteractionResults['login']>,
+  ) {
     const { interaction } = loaded;
     if (interaction.grantId && interaction.session?.accountId !== login.accountId) {
       interaction.grantId = undefined;
@@ -119,14 +147,19 @@ export function interactionRoutes(kit: Kit) {
   async function grantConsent(request: Req, reply: FastifyReply, loaded: Loaded, accountId: string, scopes: string[]) {
     const provider = kit.provider.current();
     const { interaction } = loaded;
-    const details = interaction.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
+    const details = interaction.prompt.details as {
+      missingOIDCScope?: string[];
+      missingOIDCClaims?: string[];
+      missingResourceScopes?: Record<string, string[]>;
+    };
     const existing = interaction.grantId ? await provider.Grant.find(interaction.grantId) : undefined;
     const grant = existing ?? new provider.Grant({ accountId, clientId: String(interaction.params.client_id) });
     const granted = new Set(scopes);
     const missing = (details.missingOIDCScope ?? []).filter((s) => granted.has(s));
     if (missing.length) grant.addOIDCScope(missing.join(' '));
     if (details.missingOIDCClaims?.length) grant.addOIDCClaims(details.missingOIDCClaims);
-    for (const [indicator, resourceScopes] of Object.entries(details.missingResourceScopes ?? {})) grant.addResourceScope(indicator, resourceScopes.join(' '));
+    for (const [indicator, resourceScopes] of Object.entries(details.missingResourceScopes ?? {}))
+      grant.addResourceScope(indicator, resourceScopes.join(' '));
     const grantId = await grant.save();
     return finish(request, reply, { consent: { grantId } });
   }
@@ -135,17 +168,33 @@ export function interactionRoutes(kit: Kit) {
     const accountId = loaded.interaction.session?.accountId;
     const user = accountId ? await findUserBySub(kit.store.db, accountId) : undefined;
     const client = await clientOf(loaded);
-    if (!accountId || !user || !client) return finish(request, reply, { error: 'access_denied', error_description: 'account or client no longer exists' });
+    if (!accountId || !user || !client)
+      return finish(request, reply, {
+        error: 'access_denied',
+        error_description: 'account or client no longer exists',
+      });
     const { scopes, remembered } = consentScope(loaded, client);
     // prompt=consent: ask, whatever was agreed to before (and for first-party clients too).
     const asked = loaded.interaction.prompt.reasons.includes('consent_prompt');
-    if (!asked && (await consentCovers(kit.store, user.id, client, remembered))) return grantConsent(request, reply, loaded, accountId, scopes);
+    if (!asked && (await consentCovers(kit.store, user.id, client, remembered)))
+      return grantConsent(request, reply, loaded, accountId, scopes);
     return renderConsent(request, reply, loaded, user, client, remembered);
   }
 
-  function renderConsent(request: Req, reply: FastifyReply, loaded: Loaded, user: User, client: ClientRow, remembered: string[]) {
+  function renderConsent(
+    request: Req,
+    reply: FastifyReply,
+    loaded: Loaded,
+    user: User,
+    client: ClientRow,
+    remembered: string[],
+  ) {
     const groups = ATTRIBUTE_GROUPS.filter((g) => remembered.includes(g)).map((g) => `group.${g}` as MessageKey);
-    const items: MessageKey[] = ['group.sub', ...groups, ...(remembered.includes('offline_access') ? (['group.offline_access'] as MessageKey[]) : [])];
+    const items: MessageKey[] = [
+      'group.sub',
+      ...groups,
+      ...(remembered.includes('offline_access') ? (['group.offline_access'] as MessageKey[]) : []),
+    ];
     const page = consentPage(loaded.frame, {
       client: client.name,
       user: user.eppn,
@@ -170,16 +219,34 @@ export function interactionRoutes(kit: Kit) {
       if (!loaded || !checkCsrf(request, reply, loaded, bodyField(request, csrf.field))) return reply;
       if (loaded.interaction.prompt.name !== 'login') return sendMessage(reply, loaded.frame, 400, 'error.expired');
       const result = await passwordSignIn(kit, request);
-      if (!result.ok) return renderSignIn(request, reply, loaded, result.status, result.error, result.username, result.retryAfter ? { 'retry-after': result.retryAfter } : {});
-      return signIn(request, reply, loaded, { accountId: result.user.sub, amr: ['pwd'], ts: Math.floor(kit.now() / 1000) });
+      if (!result.ok)
+        return renderSignIn(
+          request,
+          reply,
+          loaded,
+          result.status,
+          result.error,
+          result.username,
+          result.retryAfter ? { 'retry-after': result.retryAfter } : {},
+        );
+      return signIn(request, reply, loaded, {
+        accountId: result.user.sub,
+        amr: ['pwd'],
+        ts: Math.floor(kit.now() / 1000),
+      });
     });
 
     app.post<Params>('/interaction/:uid/passkey/options', async (request, reply) => {
       const loaded = await loadInteraction(request, reply);
       if (!loaded) return reply;
-      if (!csrf.verify(request, scopeOf(loaded.interaction.uid), request.headers[csrf.header])) return reply.code(403).send({ code: 403, message: 'CSRF token missing or invalid' });
+      if (!csrf.verify(request, scopeOf(loaded.interaction.uid), request.headers[csrf.header]))
+        return reply.code(403).send({ code: 403, message: 'CSRF token missing or invalid' });
       const retry = await overLimit(kit.limits.ceremonies, clientKey(request.ip));
-      if (retry) return reply.code(429).header('retry-after', retry).send({ code: 429, message: 'Too many requests; try again later' });
+      if (retry)
+        return reply
+          .code(429)
+          .header('retry-after', retry)
+          .send({ code: 429, message: 'Too many requests; try again later' });
       return reply.send(await kit.webauthn.authenticationOptions(scopeOf(loaded.interaction.uid)));
     });
 
@@ -188,14 +255,26 @@ export function interactionRoutes(kit: Kit) {
       if (!loaded || !checkCsrf(request, reply, loaded, bodyField(request, csrf.field))) return reply;
       if (loaded.interaction.prompt.name !== 'login') return sendMessage(reply, loaded.frame, 400, 'error.expired');
       const retry = await overLimit(kit.limits.ip, clientKey(request.ip));
-      if (retry) return renderSignIn(request, reply, loaded, 429, 'error.rate_limited', undefined, { 'retry-after': retry });
-      const outcome = await kit.webauthn.verifyAuthentication(bodyField(request, 'response'), scopeOf(loaded.interaction.uid), request.id);
+      if (retry)
+        return renderSignIn(request, reply, loaded, 429, 'error.rate_limited', undefined, { 'retry-after': retry });
+      const outcome = await kit.webauthn.verifyAuthentication(
+        bodyField(request, 'response'),
+        scopeOf(loaded.interaction.uid),
+        request.id,
+      );
       if (!outcome.ok) {
-        request.log.info({ event: 'login.failed', method: 'passkey', reason: outcome.reason }, 'passkey sign-in refused');
+        request.log.info(
+          { event: 'login.failed', method: 'passkey', reason: outcome.reason },
+          'passkey sign-in refused',
+        );
         return renderSignIn(request, reply, loaded, 401, 'error.passkey');
       }
       await signInSucceeded(kit, request);
-      return signIn(request, reply, loaded, { accountId: outcome.user.sub, amr: amrForPasskey(outcome.userVerified), ts: Math.floor(kit.now() / 1000) });
+      return signIn(request, reply, loaded, {
+        accountId: outcome.user.sub,
+        amr: amrForPasskey(outcome.userVerified),
+        ts: Math.floor(kit.now() / 1000),
+      });
     });
 
     app.post<Params>('/interaction/:uid/consent', async (request, reply) => {
@@ -203,11 +282,16 @@ export function interactionRoutes(kit: Kit) {
       if (!loaded || !checkCsrf(request, reply, loaded, bodyField(request, csrf.field))) return reply;
       if (loaded.interaction.prompt.name !== 'consent') return sendMessage(reply, loaded.frame, 400, 'error.expired');
       const decision = bodyField(request, 'decision');
-      if (decision !== 'allow') return finish(request, reply, { error: 'access_denied', error_description: 'End-User denied consent' });
+      if (decision !== 'allow')
+        return finish(request, reply, { error: 'access_denied', error_description: 'End-User denied consent' });
       const accountId = loaded.interaction.session?.accountId;
       const user = accountId ? await findUserBySub(kit.store.db, accountId) : undefined;
       const client = await clientOf(loaded);
-      if (!accountId || !user || !client) return finish(request, reply, { error: 'access_denied', error_description: 'account or client no longer exists' });
+      if (!accountId || !user || !client)
+        return finish(request, reply, {
+          error: 'access_denied',
+          error_description: 'account or client no longer exists',
+        });
       const { scopes, remembered } = consentScope(loaded, client);
       await saveConsent(kit.store.db, user.id, client.client_id, remembered, kit.now());
       return grantConsent(request, reply, loaded, accountId, scopes);

@@ -63,8 +63,17 @@ export function frameFor(request: FastifyRequest, uiLocales?: unknown): Frame {
   return { locale, t: translator(locale) };
 }
 
-export function sendPage(reply: FastifyReply, status: number, body: string, csp: Csp = {}, headers: Record<string, string> = {}) {
-  return reply.code(status).headers({ ...pageHeaders(csp), ...headers }).send(body);
+export function sendPage(
+  reply: FastifyReply,
+  status: number,
+  body: string,
+  csp: Csp = {},
+  headers: Record<string, string> = {},
+) {
+  return reply
+    .code(status)
+    .headers({ ...pageHeaders(csp), ...headers })
+    .send(body);
 }
 
 /** An error page: what happened, what to do, and the request id to give the helpdesk. */
@@ -76,7 +85,13 @@ export interface MessageOptions {
   headers?: Record<string, string>;
 }
 
-export function sendMessage(reply: FastifyReply, frame: Frame, status: number, message: MessageKey, more: MessageOptions = {}) {
+export function sendMessage(
+  reply: FastifyReply,
+  frame: Frame,
+  status: number,
+  message: MessageKey,
+  more: MessageOptions = {},
+) {
   const page = messagePage(frame, {
     title: frame.t(more.title ?? 'error.title'),
     message: frame.t(message, more.vars),
@@ -89,7 +104,10 @@ export function sendMessage(reply: FastifyReply, frame: Frame, status: number, m
 
 /** A browser asking for a path nothing serves gets a page rather than JSON. */
 export function sendNotFound(request: FastifyRequest, reply: FastifyReply) {
-  return sendMessage(reply, frameFor(request), 404, 'error.not_found', { title: 'error.not_found_title', advice: 'error.not_found_advice' });
+  return sendMessage(reply, frameFor(request), 404, 'error.not_found', {
+    title: 'error.not_found_title',
+    advice: 'error.not_found_advice',
+  });
 }
 
 /** Counts one event; returns the Retry-After seconds when the limit is reached. */
@@ -103,7 +121,8 @@ export async function overLimit(limit: RateLimit, key: string): Promise<string |
   }
 }
 
-export type PasswordResult = { ok: true; user: User } | { ok: false; status: number; error: MessageKey; username: string; retryAfter?: string };
+export type PasswordResult =
+  { ok: true; user: User } | { ok: false; status: number; error: MessageKey; username: string; retryAfter?: string };
 
 function field(body: unknown, name: string, max: number): string | undefined {
   const value = (body as Record<string, unknown> | undefined)?.[name];
@@ -121,12 +140,14 @@ export async function passwordSignIn(kit: Kit, request: FastifyRequest): Promise
   const ip = clientKey(request.ip);
   const ipRetry = await overLimit(kit.limits.ip, ip);
   const rawUsername = field(request.body, 'username', 320) ?? '';
-  if (ipRetry) return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: ipRetry };
+  if (ipRetry)
+    return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: ipRetry };
   const password = field(request.body, 'password', 1024);
   const eppn = normalizeEppn(rawUsername);
   if (!eppn || !password) return { ok: false, status: 400, error: 'error.credentials', username: rawUsername };
   const accountRetry = await overLimit(kit.limits.account, eppn);
-  if (accountRetry) return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: accountRetry };
+  if (accountRetry)
+    return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: accountRetry };
   const user = await findUserByEppn(kit.store.db, eppn);
   const valid = await verifyPassword(password, user?.password_hash);
   if (!valid || !user) {

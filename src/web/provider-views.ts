@@ -49,20 +49,38 @@ const EXPLANATIONS: Record<string, Explanation> = {
 export function explainError(code: string | undefined, error?: unknown): Explanation {
   // A sign-in request that expired, was finished already, or belongs to another browser.
   if (error instanceof errors.SessionNotFound) return { message: 'error.expired' };
-  return (code && Object.hasOwn(EXPLANATIONS, code) ? EXPLANATIONS[code] : undefined) ?? { message: 'error.generic', advice: 'error.try_later' };
+  return (
+    (code && Object.hasOwn(EXPLANATIONS, code) ? EXPLANATIONS[code] : undefined) ?? {
+      message: 'error.generic',
+      advice: 'error.try_later',
+    }
+  );
 }
 
 /** oidc-provider's pages; log receives one line per error page, with the request id it shows. */
-export function providerViews(log: FastifyBaseLogger): Pick<AccountSource, 'renderError' | 'logoutSource' | 'postLogoutSuccessSource'> {
+export function providerViews(
+  log: FastifyBaseLogger,
+): Pick<AccountSource, 'renderError' | 'logoutSource' | 'postLogoutSuccessSource'> {
   return {
     renderError(ctx, out, error) {
       const frame = frameOf(ctx);
       // The provider mount set the request id on the response before handing the request over.
       const reference = String(ctx.res.getHeader('x-request-id') ?? '') || undefined;
       // The protocol's words go to the log for the helpdesk; the person gets an explanation.
-      log.info({ reqId: reference, route: ctx.oidc?.route, error: out.error, error_description: out.error_description }, 'authorization error page');
+      log.info(
+        { reqId: reference, route: ctx.oidc?.route, error: out.error, error_description: out.error_description },
+        'authorization error page',
+      );
       const { message, advice } = explainError(out.error, error);
-      respond(ctx, messagePage(frame, { title: frame.t('error.title'), message: frame.t(message), advice: advice && frame.t(advice), reference }));
+      respond(
+        ctx,
+        messagePage(frame, {
+          title: frame.t('error.title'),
+          message: frame.t(message),
+          advice: advice && frame.t(advice),
+          reference,
+        }),
+      );
     },
     logoutSource(ctx, form) {
       const frame = frameOf(ctx);
@@ -74,10 +92,24 @@ export function providerViews(log: FastifyBaseLogger): Pick<AccountSource, 'rend
       // The same page follows "Stay signed in": say what actually happened.
       const session = await ctx.oidc.provider.Session.get(ctx);
       if (session.accountId) {
-        respond(ctx, messagePage(frame, { title: frame.t('logout.stayed_title'), message: frame.t('logout.stayed'), link: { href: '/account', text: frame.t('error.back_home') } }));
+        respond(
+          ctx,
+          messagePage(frame, {
+            title: frame.t('logout.stayed_title'),
+            message: frame.t('logout.stayed'),
+            link: { href: '/account', text: frame.t('error.back_home') },
+          }),
+        );
         return;
       }
-      respond(ctx, messagePage(frame, { title: frame.t('logout.done_title'), message: frame.t('logout.done'), link: { href: '/account', text: frame.t('logout.sign_in_again') } }));
+      respond(
+        ctx,
+        messagePage(frame, {
+          title: frame.t('logout.done_title'),
+          message: frame.t('logout.done'),
+          link: { href: '/account', text: frame.t('logout.sign_in_again') },
+        }),
+      );
     },
   };
 }

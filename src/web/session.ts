@@ -44,7 +44,9 @@ export function createSessions(holder: ProviderHolder, config: Config, now: () =
       const provider = holder.current();
       const session = await provider.Session.get(provider.createContext(request.raw, reply.raw));
       adoptRawCookies(reply);
-      return session.accountId ? { accountId: session.accountId, uid: session.uid, signedInAt: (session.loginTs ?? 0) * 1000 } : undefined;
+      return session.accountId
+        ? { accountId: session.accountId, uid: session.uid, signedInAt: (session.loginTs ?? 0) * 1000 }
+        : undefined;
     },
     async signIn(request, reply, login) {
       prepare(request);
@@ -63,7 +65,10 @@ export function createSessions(holder: ProviderHolder, config: Config, now: () =
       if (session.accountId !== login.accountId) session.authorizations = {};
       session.loginAccount({ accountId: login.accountId, amr: login.amr, loginTs: Math.floor(now() / 1000) });
       await session.save(SESSION_TTL);
-      ctx.cookies.set(provider.cookieName('session'), session.jti, { ...SESSION_COOKIE, expires: new Date(session.exp * 1000) });
+      ctx.cookies.set(provider.cookieName('session'), session.jti, {
+        ...SESSION_COOKIE,
+        expires: new Date(session.exp * 1000),
+      });
       adoptRawCookies(reply);
     },
   };

@@ -18,7 +18,9 @@ function asset(path: string, type: string): Asset {
 
 export function staticAssets(): Record<string, Asset> {
   const here = new URL('./static/', import.meta.url);
-  const browserBundle = createRequire(import.meta.url).resolve('@simplewebauthn/browser').replace(/script[\\/]index\.js$/, 'dist/bundle/index.umd.min.js');
+  const browserBundle = createRequire(import.meta.url)
+    .resolve('@simplewebauthn/browser')
+    .replace(/script[\\/]index\.js$/, 'dist/bundle/index.umd.min.js');
   return {
     'style.css': asset(new URL('style.css', here).pathname, 'text/css; charset=utf-8'),
     'sign-in.js': asset(new URL('sign-in.js', here).pathname, 'text/javascript; charset=utf-8'),
@@ -33,7 +35,10 @@ export function staticPlugin() {
     app.get<{ Params: { name: string } }>('/static/:name', async (request, reply) => {
       const a = Object.hasOwn(assets, request.params.name) ? assets[request.params.name] : undefined;
       if (!a) return reply.code(404).type('text/plain; charset=utf-8').send('Not Found');
-      reply.header('etag', a.etag).header('cache-control', 'public, max-age=300').header('cross-origin-resource-policy', 'same-origin');
+      reply
+        .header('etag', a.etag)
+        .header('cache-control', 'public, max-age=300')
+        .header('cross-origin-resource-policy', 'same-origin');
       if (request.headers['if-none-match'] === a.etag) return reply.code(304).send();
       return reply.type(a.type).send(a.body);
     });

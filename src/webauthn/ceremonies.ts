@@ -46,11 +46,24 @@ interface ChallengeRecord {
 export interface WebAuthn {
   rpId: string;
   origin: string;
-  registrationOptions(user: User, existing: PasskeyRow[], binding: string): Promise<PublicKeyCredentialCreationOptionsJSON>;
+  registrationOptions(
+    user: User,
+    existing: PasskeyRow[],
+    binding: string,
+  ): Promise<PublicKeyCredentialCreationOptionsJSON>;
   /** userAgent names the passkey when its authenticator is unknown ("Chrome on Linux") */
-  verifyRegistration(user: User, response: unknown, binding: string, userAgent?: string): Promise<Outcome<{ passkeyId: number; label: string }>>;
+  verifyRegistration(
+    user: User,
+    response: unknown,
+    binding: string,
+    userAgent?: string,
+  ): Promise<Outcome<{ passkeyId: number; label: string }>>;
   authenticationOptions(binding: string): Promise<PublicKeyCredentialRequestOptionsJSON>;
-  verifyAuthentication(response: unknown, binding: string, requestId: string): Promise<Outcome<{ user: User; passkey: PasskeyRow; userVerified: boolean }>>;
+  verifyAuthentication(
+    response: unknown,
+    binding: string,
+    requestId: string,
+  ): Promise<Outcome<{ user: User; passkey: PasskeyRow; userVerified: boolean }>>;
 }
 
 function isB64url(value: unknown, max = 65536): value is string {
@@ -85,7 +98,18 @@ function asAuthentication(input: unknown): AuthenticationResponseJSON | undefine
   if (typeof p !== 'object' || p === null) return undefined;
   if (!isB64url(p.clientDataJSON) || !isB64url(p.authenticatorData) || !isB64url(p.signature)) return undefined;
   if (p.userHandle !== undefined && p.userHandle !== null && !isB64url(p.userHandle, 200)) return undefined;
-  return { id: r.id, rawId: r.rawId, type: 'public-key', clientExtensionResults: {}, response: { clientDataJSON: p.clientDataJSON, authenticatorData: p.authenticatorData, signature: p.signature, ...(p.userHandle ? { userHandle: p.userHandle } : {}) } };
+  return {
+    id: r.id,
+    rawId: r.rawId,
+    type: 'public-key',
+    clientExtensionResults: {},
+    response: {
+      clientDataJSON: p.clientDataJSON,
+      authenticatorData: p.authenticatorData,
+      signature: p.signature,
+      ...(p.userHandle ? { userHandle: p.userHandle } : {}),
+    },
+  };
 }
 
 function asRegistration(input: unknown): RegistrationResponseJSON | undefined {
@@ -93,19 +117,33 @@ function asRegistration(input: unknown): RegistrationResponseJSON | undefined {
   if (typeof r !== 'object' || r === null || r.type !== 'public-key') return undefined;
   if (!isB64url(r.id, 1400) || r.id.length === 0 || r.rawId !== r.id) return undefined;
   const p = r.response;
-  if (typeof p !== 'object' || p === null || !isB64url(p.clientDataJSON) || !isB64url(p.attestationObject)) return undefined;
-  const transports = Array.isArray(p.transports) ? p.transports.filter((t): t is AuthenticatorTransport => typeof t === 'string' && TRANSPORTS.has(t)) : [];
-  return { id: r.id, rawId: r.rawId, type: 'public-key', clientExtensionResults: {}, response: { clientDataJSON: p.clientDataJSON, attestationObject: p.attestationObject, transports } };
+  if (typeof p !== 'object' || p === null || !isB64url(p.clientDataJSON) || !isB64url(p.attestationObject))
+    return undefined;
+  const transports = Array.isArray(p.transports)
+    ? p.transports.filter((t): t is AuthenticatorTransport => typeof t === 'string' && TRANSPORTS.has(t))
+    : [];
+  return {
+    id: r.id,
+    rawId: r.rawId,
+    type: 'public-key',
+    clientExtensionResults: {},
+    response: { clientDataJSON: p.clientDataJSON, attestationObject: p.attestationObject, transports },
+  };
 }
 
 export function createWebAuthn(config: Config, store: Store, now: () => number = Date.now): WebAuthn {
   const rpId = new URL(config.publicUrl).hostname;
   const origin = config.publicUrl;
 
-  const remember = (challenge: string, record: ChallengeRecord) => insertChallenge(store.db, challenge, JSON.stringify(record), now() + CHALLENGE_TTL_MS);
+  const remember = (challenge: string, record: ChallengeRecord) =>
+    insertChallenge(store.db, challenge, JSON.stringify(record), now() + CHALLENGE_TTL_MS);
 
   /** Consumes the challenge named in clientDataJSON; it must have been issued for this purpose and binding. */
-  const claim = async (clientDataJSON: string, purpose: ChallengeRecord['purpose'], binding: string): Promise<{ challenge: string; record: ChallengeRecord } | undefined> => {
+  const claim = async (
+    clientDataJSON: string,
+    purpose: ChallengeRecord['purpose'],
+    binding: string,
+  ): Promise<{ challenge: string; record: ChallengeRecord } | undefined> => {
     const challenge = challengeOf(clientDataJSON);
     if (!challenge) return undefined;
     const stored = await takeChallenge(store.db, challenge, now());
@@ -129,7 +167,10 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
         userID: new TextEncoder().encode(user.sub),
         attestationType: 'none',
         timeout: CEREMONY_TIMEOUT_MS,
-        excludeCredentials: existing.map((p) => ({ id: bytes(p.credential_id).toString('base64url'), transports: JSON.parse(p.transports) })),
+        excludeCredentials: existing.map((p) => ({
+          id: bytes(p.credential_id).toString('base64url'),
+          transports: JSON.parse(p.transports),
+        })),
         // Discoverable credentials: sign-in starts without a username.
         authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
         supportedAlgorithmIDs: [-7, -8, -257],
@@ -145,13 +186,21 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
       if (!claimed || claimed.record.userId !== user.id) return { ok: false, reason: 'challenge' };
       let info;
       try {
-        const result = await verifyRegistrationResponse({ response, expectedChallenge: claimed.challenge, expectedOrigin: origin, expectedRPID: rpId, requireUserVerification: false });
+        const result = await verifyRegistrationResponse({
+          response,
+          expectedChallenge: claimed.challenge,
+          expectedOrigin: origin,
+          expectedRPID: rpId,
+          requireUserVerification: false,
+        });
         if (!result.verified) return { ok: false, reason: 'verification' };
         info = result.registrationInfo;
       } catch {
         return { ok: false, reason: 'verification' };
       }
-      const aaguid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(info.aaguid) ? info.aaguid : ZERO_AAGUID;
+      const aaguid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(info.aaguid)
+        ? info.aaguid
+        : ZERO_AAGUID;
       const finalLabel = defaultPasskeyLabel(aaguid, userAgent);
       const at = now();
       try {
@@ -173,7 +222,14 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
               last_used_at: null,
             },
           ]);
-          await insertAuditEvent(trx, { at, kind: 'passkey.register', orgId: user.org_id, eppn: user.eppn, passkeyIds: [id!], details: { aaguid } });
+          await insertAuditEvent(trx, {
+            at,
+            kind: 'passkey.register',
+            orgId: user.org_id,
+            eppn: user.eppn,
+            passkeyIds: [id!],
+            details: { aaguid },
+          });
           return id!;
         });
         return { ok: true, passkeyId, label: finalLabel };
@@ -185,7 +241,11 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
 
     async authenticationOptions(binding) {
       // No allowCredentials: the authenticator offers the user's discoverable passkeys.
-      const options = await generateAuthenticationOptions({ rpID: rpId, userVerification: 'preferred', timeout: CEREMONY_TIMEOUT_MS });
+      const options = await generateAuthenticationOptions({
+        rpID: rpId,
+        userVerification: 'preferred',
+        timeout: CEREMONY_TIMEOUT_MS,
+      });
       await remember(options.challenge, { purpose: 'authenticate', binding });
       return options;
     },
@@ -200,7 +260,10 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
       const user = await findUserById(store.db, passkey.user_id);
       if (!user) return { ok: false, reason: 'unknown_credential' };
       // Discoverable credentials always return the user handle; it must name the credential's owner.
-      if (!response.response.userHandle || Buffer.from(response.response.userHandle, 'base64url').toString('utf8') !== user.sub) {
+      if (
+        !response.response.userHandle ||
+        Buffer.from(response.response.userHandle, 'base64url').toString('utf8') !== user.sub
+      ) {
         return { ok: false, reason: 'verification' };
       }
       let info;
@@ -212,7 +275,12 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
           expectedRPID: rpId,
           // The counter is checked below, after the signature, so only a genuine assertion can
           // raise a regression alarm.
-          credential: { id: response.id, publicKey: new Uint8Array(bytes(passkey.public_key)), counter: 0, transports: JSON.parse(passkey.transports) },
+          credential: {
+            id: response.id,
+            publicKey: new Uint8Array(bytes(passkey.public_key)),
+            counter: 0,
+            transports: JSON.parse(passkey.transports),
+          },
           requireUserVerification: false,
         });
         if (!result.verified) return { ok: false, reason: 'verification' };
@@ -237,7 +305,8 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
       if ((info.newCounter > 0 || stored > 0) && info.newCounter <= stored) return regression();
       // The write is conditional on the counter still being below the presented one: a parallel
       // assertion with the same (or a higher) counter that got there first makes this one a regression.
-      if (!(await recordPasskeyUse(store.db, passkey.id, info.newCounter, info.credentialBackedUp, now()))) return regression();
+      if (!(await recordPasskeyUse(store.db, passkey.id, info.newCounter, info.credentialBackedUp, now())))
+        return regression();
       return { ok: true, user, passkey, userVerified: info.userVerified };
     },
   };

@@ -14,7 +14,18 @@ export const ZERO_AAGUID = '00000000-0000-0000-0000-000000000000';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const B64URL = /^[A-Za-z0-9_-]+$/;
 const TRANSPORTS = new Set(['usb', 'nfc', 'ble', 'internal', 'hybrid', 'cable', 'smart-card']);
-const FIELDS = ['eppn', 'label', 'credential_id', 'public_key', 'aaguid', 'sign_count', 'transports', 'created_at', 'last_used_at', 'mfa_verified'];
+const FIELDS = [
+  'eppn',
+  'label',
+  'credential_id',
+  'public_key',
+  'aaguid',
+  'sign_count',
+  'transports',
+  'created_at',
+  'last_used_at',
+  'mfa_verified',
+];
 
 function fail(entry: number, problem: string): never {
   throw badRequest(`entry ${entry}: ${problem}`);
@@ -41,7 +52,8 @@ function coseKey(entry: number, bytes: Buffer): void {
   if (!(key instanceof Map)) fail(entry, 'public_key is not a CBOR-encoded COSE key');
   const kty = key.get(1);
   const alg = key.get(3);
-  if (![1, 2, 3].includes(kty as number) || typeof alg !== 'number') fail(entry, 'public_key is not a COSE key of type EC2, RSA or OKP with an alg');
+  if (![1, 2, 3].includes(kty as number) || typeof alg !== 'number')
+    fail(entry, 'public_key is not a COSE key of type EC2, RSA or OKP with an alg');
   // EC2: crv(-1) x(-2) y(-3); RSA: n(-1) e(-2); OKP: crv(-1) x(-2)
   const needs = kty === 3 ? [-1, -2] : kty === 2 ? [-2, -3] : [-2];
   for (const p of needs) if (!(key.get(p) instanceof Uint8Array)) fail(entry, 'public_key is missing key parameters');
@@ -66,8 +78,10 @@ export async function importPasskeys(store: Store, input: unknown, now = Date.no
     if (typeof e.eppn !== 'string') fail(n, 'eppn must be a string');
     const user = await findUserByEppn(store.db, normalizeEppn(e.eppn));
     if (!user) fail(n, `user '${e.eppn}' does not exist`);
-    if (typeof e.label !== 'string' || !e.label.trim() || e.label.length > 100) fail(n, 'label must be 1-100 characters');
-    if (typeof e.credential_id !== 'string' || !B64URL.test(e.credential_id)) fail(n, 'credential_id must be base64url');
+    if (typeof e.label !== 'string' || !e.label.trim() || e.label.length > 100)
+      fail(n, 'label must be 1-100 characters');
+    if (typeof e.credential_id !== 'string' || !B64URL.test(e.credential_id))
+      fail(n, 'credential_id must be base64url');
     const credentialId = Buffer.from(e.credential_id, 'base64url');
     if (credentialId.length < 16 || credentialId.length > 1023) fail(n, 'credential_id must be 16-1023 bytes');
     if (seen.has(e.credential_id)) fail(n, 'credential_id appears twice in the file');
@@ -75,12 +89,19 @@ export async function importPasskeys(store: Store, input: unknown, now = Date.no
     if (typeof e.public_key !== 'string' || !B64URL.test(e.public_key)) fail(n, 'public_key must be base64url');
     const publicKey = Buffer.from(e.public_key, 'base64url');
     coseKey(n, publicKey);
-    const aaguid = e.aaguid === undefined || e.aaguid === null ? ZERO_AAGUID : typeof e.aaguid === 'string' ? e.aaguid.toLowerCase() : '';
+    const aaguid =
+      e.aaguid === undefined || e.aaguid === null
+        ? ZERO_AAGUID
+        : typeof e.aaguid === 'string'
+          ? e.aaguid.toLowerCase()
+          : '';
     if (!UUID.test(aaguid)) fail(n, 'aaguid must be a UUID');
     const signCount = e.sign_count ?? 0;
-    if (typeof signCount !== 'number' || !Number.isSafeInteger(signCount) || signCount < 0 || signCount > 0xffffffff) fail(n, 'sign_count must be an integer 0-4294967295');
+    if (typeof signCount !== 'number' || !Number.isSafeInteger(signCount) || signCount < 0 || signCount > 0xffffffff)
+      fail(n, 'sign_count must be an integer 0-4294967295');
     const transports = e.transports ?? [];
-    if (!Array.isArray(transports) || transports.some((t) => typeof t !== 'string' || !TRANSPORTS.has(t))) fail(n, `transports must be a list of ${[...TRANSPORTS].join(', ')}`);
+    if (!Array.isArray(transports) || transports.some((t) => typeof t !== 'string' || !TRANSPORTS.has(t)))
+      fail(n, `transports must be a list of ${[...TRANSPORTS].join(', ')}`);
     const createdAt = timestamp(n, 'created_at', e.created_at, false) as number;
     const lastUsedAt = timestamp(n, 'last_used_at', e.last_used_at ?? null, true);
     if (createdAt > now + 60_000) fail(n, 'created_at is in the future');
@@ -110,7 +131,8 @@ export async function importPasskeys(store: Store, input: unknown, now = Date.no
     });
     return { imported: ids.length, ids };
   } catch (err) {
-    if (isUniqueViolation(err)) throw badRequest('a credential_id in the file is already registered; nothing was imported');
+    if (isUniqueViolation(err))
+      throw badRequest('a credential_id in the file is already registered; nothing was imported');
     throw err;
   }
 }

@@ -58,7 +58,9 @@ for (const dialect of dialects()) {
     });
 
     const apiList = async () => {
-      const res = await fetch(`${server.url}/2/passkey/1?eppn=${encodeURIComponent(user.eppn)}`, { headers: { authorization: `Bearer ${apiToken}` } });
+      const res = await fetch(`${server.url}/2/passkey/1?eppn=${encodeURIComponent(user.eppn)}`, {
+        headers: { authorization: `Bearer ${apiToken}` },
+      });
       assert.equal(res.status, 200);
       return (await res.json()) as Record<string, unknown>[];
     };
@@ -74,21 +76,24 @@ for (const dialect of dialects()) {
 
     it('shows the account page to the signed-in user, with no passkeys yet and the password working', async () => {
       await page.goto(`${server.url}/account`);
-      assert.match(await page.textContent('h1') ?? '', /Your account/);
-      assert.match(await page.textContent('.subtitle') ?? '', /ada@example\.org/);
+      assert.match((await page.textContent('h1')) ?? '', /Your account/);
+      assert.match((await page.textContent('.subtitle')) ?? '', /ada@example\.org/);
       assert.equal(await page.locator('#no-passkeys').count(), 1);
-      assert.match(await page.textContent('#password-status') ?? '', /password works/);
+      assert.match((await page.textContent('#password-status')) ?? '', /password works/);
     });
 
     it('registers a passkey on /account and stores every field', async () => {
       await Promise.all([page.waitForURL(`${server.url}/account?done=added`), page.click('#register-button')]);
-      assert.match(await page.textContent('.notice') ?? '', /passkey was added/);
+      assert.match((await page.textContent('.notice')) ?? '', /passkey was added/);
       assert.equal(await page.locator('li.passkey').count(), 1);
       const rows = await listUserCredentials(server.store.db, user.id);
       assert.equal(rows.length, 1);
       const row = rows[0]!;
       const [credential] = await authenticator.credentials();
-      assert.equal(Buffer.from(row.credential_id).toString('base64url'), Buffer.from(credential!.credentialId, 'base64').toString('base64url'));
+      assert.equal(
+        Buffer.from(row.credential_id).toString('base64url'),
+        Buffer.from(credential!.credentialId, 'base64').toString('base64url'),
+      );
       assert.equal(credential!.isResidentCredential, true, 'the passkey is discoverable');
       assert.equal(credential!.rpId, 'localhost');
       assert.equal(row.mfa_verified, 1);
@@ -121,10 +126,16 @@ for (const dialect of dialects()) {
     });
 
     it('signs out through the relying party (RP-initiated logout) and the account page is signed out too', async () => {
-      const url = oidc.buildEndSessionUrl(rp.config, { id_token_hint: idToken, post_logout_redirect_uri: rp.postLogoutRedirectUri });
+      const url = oidc.buildEndSessionUrl(rp.config, {
+        id_token_hint: idToken,
+        post_logout_redirect_uri: rp.postLogoutRedirectUri,
+      });
       await page.goto(url.href);
-      assert.match(await page.textContent('h1') ?? '', /Sign out/);
-      await Promise.all([page.waitForURL((u) => u.href.startsWith(rp.postLogoutRedirectUri)), page.click('#logout-yes')]);
+      assert.match((await page.textContent('h1')) ?? '', /Sign out/);
+      await Promise.all([
+        page.waitForURL((u) => u.href.startsWith(rp.postLogoutRedirectUri)),
+        page.click('#logout-yes'),
+      ]);
       const account = await page.request.get(`${server.url}/account`);
       assert.match(await account.text(), /<h1>Sign in<\/h1>/);
     });
@@ -134,7 +145,12 @@ for (const dialect of dialects()) {
       // Every interaction page the browser is shown: the sign-in page, and a consent page if one were asked.
       const shown: Promise<string>[] = [];
       const onResponse = (r: import('playwright-core').Response) => {
-        if (r.request().method() === 'GET' && r.request().isNavigationRequest() && /\/interaction\/[^/]+$/.test(new URL(r.url()).pathname)) shown.push(r.text());
+        if (
+          r.request().method() === 'GET' &&
+          r.request().isNavigationRequest() &&
+          /\/interaction\/[^/]+$/.test(new URL(r.url()).pathname)
+        )
+          shown.push(r.text());
       };
       page.on('response', onResponse);
       await page.goto(begun.url);
@@ -149,7 +165,10 @@ for (const dialect of dialects()) {
       const pages = await Promise.all(shown);
       assert.equal(pages.length, 1, 'one interaction page: the sign-in page');
       assert.match(pages[0]!, /id="passkey-button"/);
-      assert.ok(!pages.some((html) => /\/consent"/.test(html) || /wants to use your account/.test(html)), 'no consent page: consent is remembered');
+      assert.ok(
+        !pages.some((html) => /\/consent"/.test(html) || /wants to use your account/.test(html)),
+        'no consent page: consent is remembered',
+      );
       idToken = tokens.id_token!;
       const [row] = await listUserCredentials(server.store.db, user.id);
       assert.ok(row!.last_used_at !== null && Math.abs(row!.last_used_at - Date.now()) < 60_000, 'last_used_at set');
@@ -204,26 +223,39 @@ for (const dialect of dialects()) {
       assert.match((await page.textContent('.alert')) ?? '', /without control or invisible formatting characters/);
       assert.equal((await apiList())[0]!.label, 'Chrome on Linux', 'nothing renamed');
       await page.fill('li.passkey input[name=label]', 'Work laptop');
-      await Promise.all([page.waitForURL(`${server.url}/account?done=renamed`), page.click('li.passkey form.rename button')]);
+      await Promise.all([
+        page.waitForURL(`${server.url}/account?done=renamed`),
+        page.click('li.passkey form.rename button'),
+      ]);
       assert.equal(await page.textContent('li.passkey h3'), 'Work laptop');
       assert.equal((await apiList())[0]!.label, 'Work laptop');
     });
 
     it('deleting the last passkey asks for confirmation first, then deletes it', async () => {
       await Promise.all([page.waitForEvent('load'), page.click('li.passkey form.delete button')]);
-      assert.match(await page.textContent('h1') ?? '', /Delete your last passkey/);
-      assert.equal((await listUserCredentials(server.store.db, user.id)).length, 1, 'nothing deleted before confirming');
+      assert.match((await page.textContent('h1')) ?? '', /Delete your last passkey/);
+      assert.equal(
+        (await listUserCredentials(server.store.db, user.id)).length,
+        1,
+        'nothing deleted before confirming',
+      );
       await Promise.all([page.waitForURL(`${server.url}/account?done=deleted`), page.click('form button.danger')]);
       assert.equal(await page.locator('li.passkey').count(), 0);
-      assert.match(await page.textContent('#password-status') ?? '', /password works/);
+      assert.match((await page.textContent('#password-status')) ?? '', /password works/);
       assert.equal((await listUserCredentials(server.store.db, user.id)).length, 0);
       assert.deepEqual(await apiList(), []);
     });
 
     it('the password still signs in after every passkey is gone', async () => {
-      const url = oidc.buildEndSessionUrl(rp.config, { id_token_hint: idToken, post_logout_redirect_uri: rp.postLogoutRedirectUri });
+      const url = oidc.buildEndSessionUrl(rp.config, {
+        id_token_hint: idToken,
+        post_logout_redirect_uri: rp.postLogoutRedirectUri,
+      });
       await page.goto(url.href);
-      await Promise.all([page.waitForURL((u) => u.href.startsWith(rp.postLogoutRedirectUri)), page.click('#logout-yes')]);
+      await Promise.all([
+        page.waitForURL((u) => u.href.startsWith(rp.postLogoutRedirectUri)),
+        page.click('#logout-yes'),
+      ]);
       const tokens = await passwordSignInThroughRelyingParty(page, rp, user.eppn, PASSWORD);
       assert.equal(tokens.claims()!.sub, user.sub);
       assert.ok(await findUserByEppn(server.store.db, user.eppn));

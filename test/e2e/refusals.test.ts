@@ -191,7 +191,7 @@ for (const dialect of dialects()) {
         const used = await passkeyRow();
         await context.clearCookies({ name: /session/ });
         const again = await page.request.post(`${server.url}/interaction/${opened.uid}/passkey`, {
-          form: { _csrf: opened.csrf, response: captured! },
+          form: { _csrf: opened.csrf, response: captured },
           maxRedirects: 0,
         });
         assert.ok([400, 401].includes(again.status()), `refused: ${again.status()}`);
@@ -213,7 +213,7 @@ for (const dialect of dialects()) {
         const signedIn = await passkeyRow();
         const before = await regressions();
         const replay = await page.request.post(`${server.url}/account/passkey`, {
-          form: { _csrf: csrf, response: captured! },
+          form: { _csrf: csrf, response: captured },
           maxRedirects: 0,
         });
         assert.equal(replay.status(), 401);

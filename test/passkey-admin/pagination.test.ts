@@ -146,7 +146,7 @@ for (const dialect of dialects()) {
             deleted.add(id);
           }),
         ]);
-        added.push(...(newIds as number[]));
+        added.push(...newIds);
       };
       // churn between pages, and concurrently with each page request
       const pages: number[][] = [];
@@ -156,7 +156,7 @@ for (const dialect of dialects()) {
         const body: { id: number }[] = res.json();
         assert.equal(res.statusCode, 200, res.body);
         pages.push(body.map((p) => p.id));
-        next = nextLink(res.headers.link as string | undefined, PUBLIC_URL);
+        next = nextLink(res.headers.link, PUBLIC_URL);
         if (next) await churn();
       }
       const seen = pages.flat();

@@ -24,7 +24,12 @@ function browser(ctx: TestContext) {
       return res;
     },
     async post(url: string, payload: Buffer | string, contentType: string) {
-      const res = await ctx.app.inject({ method: 'POST', url, headers: { cookie: cookie(), 'content-type': contentType }, payload });
+      const res = await ctx.app.inject({
+        method: 'POST',
+        url,
+        headers: { cookie: cookie(), 'content-type': contentType },
+        payload,
+      });
       remember(res);
       return res;
     },
@@ -50,10 +55,22 @@ for (const dialect of dialects()) {
       ctx = await startTestApp(dialect);
       await seedOrg(ctx);
       await seedUser(ctx, 1, EPPN, { name: 'Ada', password: PASSWORD });
-      png = new File([await sharp({ create: { width: 300, height: 150, channels: 3, background: '#118844' } }).png().toBuffer()], 'me.png', { type: 'image/png' });
+      png = new File(
+        [
+          await sharp({ create: { width: 300, height: 150, channels: 3, background: '#118844' } })
+            .png()
+            .toBuffer(),
+        ],
+        'me.png',
+        { type: 'image/png' },
+      );
       b = browser(ctx);
       const signIn = await b.get('/account');
-      const login = await b.post('/account/login', new URLSearchParams({ _csrf: csrfOf(signIn.body)!, username: EPPN, password: PASSWORD }).toString(), 'application/x-www-form-urlencoded');
+      const login = await b.post(
+        '/account/login',
+        new URLSearchParams({ _csrf: csrfOf(signIn.body)!, username: EPPN, password: PASSWORD }).toString(),
+        'application/x-www-form-urlencoded',
+      );
       assert.equal(login.statusCode, 303);
     });
     after(() => ctx.close());
@@ -73,22 +90,35 @@ for (const dialect of dialects()) {
       const { body } = await accountPage();
       assert.match(body, /<h2 id="photo-heading">Profile photo<\/h2>/);
       assert.match(body, /You have no profile photo/);
-      assert.match(body, /<form method="post" action="\/account\/photo" enctype="multipart\/form-data" class="photo-upload">/);
+      assert.match(
+        body,
+        /<form method="post" action="\/account\/photo" enctype="multipart\/form-data" class="photo-upload">/,
+      );
       // The same look as the rest of the page: its button styles, no unstyled controls.
       assert.match(body, /<button type="submit" name="action" value="upload" class="secondary">Upload photo<\/button>/);
       assert.doesNotMatch(body, /<button(?![^>]*\bclass=)[^>]*>/, 'every button has a style');
     });
 
     it('speaks Norwegian Bokmål with the rest of the page', async () => {
-      const page = await ctx.app.inject({ method: 'GET', url: '/account', headers: { cookie: b.cookie(), 'accept-language': 'nb-NO,nb;q=0.9' } });
+      const page = await ctx.app.inject({
+        method: 'GET',
+        url: '/account',
+        headers: { cookie: b.cookie(), 'accept-language': 'nb-NO,nb;q=0.9' },
+      });
       assert.match(page.body, /<h2 id="photo-heading">Profilbilde<\/h2>/);
       assert.match(page.body, /Du har ikke noe profilbilde\./);
       assert.match(page.body, /<label for="photo-file">Bilde<\/label>/);
       assert.match(page.body, />Last opp bilde<\/button>/);
       assert.match(page.body, /høyst 10 MiB og 40 megapiksler/);
-      for (const english of ['Profile photo', 'Upload photo', 'You have no profile photo', 'Applications you allow']) assert.ok(!page.body.includes(english), english);
+      for (const english of ['Profile photo', 'Upload photo', 'You have no profile photo', 'Applications you allow'])
+        assert.ok(!page.body.includes(english), english);
       const { payload, contentType } = await multipart({ _csrf: csrfOf(page.body)!, action: 'upload' });
-      const refused = await ctx.app.inject({ method: 'POST', url: '/account/photo', headers: { cookie: b.cookie(), 'content-type': contentType, 'accept-language': 'nb' }, payload });
+      const refused = await ctx.app.inject({
+        method: 'POST',
+        url: '/account/photo',
+        headers: { cookie: b.cookie(), 'content-type': contentType, 'accept-language': 'nb' },
+        payload,
+      });
       assert.equal(refused.statusCode, 400);
       assert.match(refused.body, /<html lang="nb">/);
       assert.match(refused.body, /Velg en bildefil å laste opp\./);
@@ -104,18 +134,33 @@ for (const dialect of dialects()) {
       const stored = await handle();
       assert.match(stored ?? '', /^p:[0-9a-f-]{36}$/);
       const { body } = await accountPage();
-      const img = /<img class="photo" src="data:image\/jpeg;base64,([^"]+)" width="128" height="64" alt="Your profile photo"/.exec(body);
+      const img =
+        /<img class="photo" src="data:image\/jpeg;base64,([^"]+)" width="128" height="64" alt="Your profile photo"/.exec(
+          body,
+        );
       assert.ok(img, 'the page shows the stored photo');
-      assert.deepEqual(await sharp(Buffer.from(img[1]!, 'base64')).metadata().then((m) => [m.format, m.width, m.height]), ['jpeg', 128, 64]);
+      assert.deepEqual(
+        await sharp(Buffer.from(img[1]!, 'base64'))
+          .metadata()
+          .then((m) => [m.format, m.width, m.height]),
+        ['jpeg', 128, 64],
+      );
     });
 
     it('refuses a file that is not an image with a clear message, changing nothing', async () => {
       const before = await handle();
       const { csrf } = await accountPage();
-      const res = await send({ _csrf: csrf, action: 'upload', photo: new File(['hello'], 'notes.txt', { type: 'text/plain' }) });
+      const res = await send({
+        _csrf: csrf,
+        action: 'upload',
+        photo: new File(['hello'], 'notes.txt', { type: 'text/plain' }),
+      });
       assert.equal(res.statusCode, 400);
       assert.match(res.headers['content-type'] as string, /^text\/html/);
-      assert.match(res.body, /The file could not be used as a photo\. Use a JPEG, PNG, WebP, GIF or AVIF image of at most 10 MiB and 40 megapixels\./);
+      assert.match(
+        res.body,
+        /The file could not be used as a photo\. Use a JPEG, PNG, WebP, GIF or AVIF image of at most 10 MiB and 40 megapixels\./,
+      );
       assert.match(res.headers['content-security-policy'] as string, /default-src 'none'/);
       assert.equal(await handle(), before);
     });
@@ -129,7 +174,10 @@ for (const dialect of dialects()) {
 
     it('refuses a form without the CSRF token, changing nothing', async () => {
       const before = await handle();
-      for (const fields of [{ action: 'upload', photo: png }, { _csrf: 'forged', action: 'remove' }] as Record<string, string | File>[]) {
+      for (const fields of [
+        { action: 'upload', photo: png },
+        { _csrf: 'forged', action: 'remove' },
+      ] as Record<string, string | File>[]) {
         const res = await send(fields);
         assert.equal(res.statusCode, 403);
         assert.equal(await handle(), before);
@@ -147,13 +195,26 @@ for (const dialect of dialects()) {
 
     it('sends a browser without a session to sign in', async () => {
       const { payload, contentType } = await multipart({ action: 'upload', photo: png });
-      const res = await ctx.app.inject({ method: 'POST', url: '/account/photo', headers: { 'content-type': contentType }, payload });
+      const res = await ctx.app.inject({
+        method: 'POST',
+        url: '/account/photo',
+        headers: { 'content-type': contentType },
+        payload,
+      });
       assert.equal(res.statusCode, 303);
       assert.equal(res.headers.location, '/account');
     });
 
     it('limits uploads to 20 an hour per user', async () => {
-      const tiny = new File([await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer()], 't.png', { type: 'image/png' });
+      const tiny = new File(
+        [
+          await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } })
+            .png()
+            .toBuffer(),
+        ],
+        't.png',
+        { type: 'image/png' },
+      );
       let status = 0;
       let res;
       for (let i = 0; i < 25 && status !== 429; i++) {

@@ -129,7 +129,7 @@ for (const dialect of dialects()) {
           await other.store.db
             .deleteFrom('oidc_payloads')
             .where('type', '=', 'Grant')
-            .where('id', '=', at!.grantId!)
+            .where('id', '=', at!.grantId)
             .execute();
           assert.equal((await get(t2)).statusCode, 401);
         } finally {
@@ -259,7 +259,7 @@ for (const dialect of dialects()) {
         await ctx.store.db
           .deleteFrom('oidc_payloads')
           .where('type', '=', 'Grant')
-          .where('id', '=', at!.grantId!)
+          .where('id', '=', at!.grantId)
           .execute();
         const res = await call('GET', '/openid/userinfo', { authorization: `Bearer ${t}` });
         assert.equal(res.statusCode, 401);
@@ -443,7 +443,7 @@ for (const dialect of dialects()) {
         await ctx.store.db
           .deleteFrom('oidc_payloads')
           .where('type', '=', 'Grant')
-          .where('id', '=', at!.grantId!)
+          .where('id', '=', at!.grantId)
           .execute();
         for (const t of [t1, t2]) {
           const res = await call('GET', '/userinfo', { authorization: `Bearer ${t}` });

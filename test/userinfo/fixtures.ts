@@ -74,7 +74,7 @@ export async function exchangeCode(
     redirectUri: o.redirectUri,
     authTime: Math.floor(Date.now() / 1000),
     gty: 'authorization_code',
-    ...(o.claims ? { claims: o.claims as any } : {}),
+    ...(o.claims ? { claims: o.claims } : {}),
   });
   const value = await code.save();
   const res = await ctx.app.inject({

@@ -302,7 +302,7 @@ for (const dialect of dialects()) {
         assert.equal(none.headers['www-authenticate'], `Bearer realm="${PUBLIC_URL}"`);
         const at = await ctx.provider.current().AccessToken.find(token);
         const expired = await mintUserToken(ctx, {
-          accountId: at!.accountId!,
+          accountId: at!.accountId,
           clientId: at!.clientId!,
           scope: 'openid',
           expiresIn: -5,

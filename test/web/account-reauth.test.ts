@@ -3,7 +3,16 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
-import { dialects, freshDatabase, testConfig, seedOrg, seedUser, coseP256PublicKey, TEST_SECRET, type TestDatabase } from '../helpers.ts';
+import {
+  dialects,
+  freshDatabase,
+  testConfig,
+  seedOrg,
+  seedUser,
+  coseP256PublicKey,
+  TEST_SECRET,
+  type TestDatabase,
+} from '../helpers.ts';
 import { keyring } from '../../src/crypto.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { buildApp, type App } from '../../src/app.ts';
@@ -46,21 +55,51 @@ for (const dialect of dialects()) {
       };
       const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
       return {
-        get: async (url: string) => remember(await built.app.inject({ method: 'GET', url, headers: { cookie: cookie() } })),
+        get: async (url: string) =>
+          remember(await built.app.inject({ method: 'GET', url, headers: { cookie: cookie() } })),
         post: async (url: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
-          remember(await built.app.inject({ method: 'POST', url, headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload: new URLSearchParams(form).toString() })),
+          remember(
+            await built.app.inject({
+              method: 'POST',
+              url,
+              headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded', ...headers },
+              payload: new URLSearchParams(form).toString(),
+            }),
+          ),
       };
     }
 
     it('asks to sign in again before adding or deleting a passkey once the sign-in is over 10 minutes old', async () => {
       const [passkeyId] = await insertPasskeys(store.db, [
-        { user_id: ada.id, org_id: 1, credential_id: Buffer.from('reauth-test-credential'), public_key: await coseP256PublicKey(), sign_count: 0, transports: '[]', label: 'Old key', aaguid: ZERO_AAGUID, backup_eligible: 0, backup_state: 0, mfa_verified: 1, created_at: clock, last_used_at: null },
+        {
+          user_id: ada.id,
+          org_id: 1,
+          credential_id: Buffer.from('reauth-test-credential'),
+          public_key: await coseP256PublicKey(),
+          sign_count: 0,
+          transports: '[]',
+          label: 'Old key',
+          aaguid: ZERO_AAGUID,
+          backup_eligible: 0,
+          backup_state: 0,
+          mfa_verified: 1,
+          created_at: clock,
+          last_used_at: null,
+        },
       ]);
       const b = browser();
       const signInForm = csrfOf((await b.get('/account')).body);
-      assert.equal((await b.post('/account/login', { _csrf: signInForm, username: 'ada@example.org', password: PASSWORD })).statusCode, 303);
+      assert.equal(
+        (await b.post('/account/login', { _csrf: signInForm, username: 'ada@example.org', password: PASSWORD }))
+          .statusCode,
+        303,
+      );
       const token = csrfOf((await b.get('/account')).body);
-      assert.equal((await b.post('/account/passkeys/options', {}, { 'x-csrf-token': token })).statusCode, 200, 'fresh sign-in: registration starts');
+      assert.equal(
+        (await b.post('/account/passkeys/options', {}, { 'x-csrf-token': token })).statusCode,
+        200,
+        'fresh sign-in: registration starts',
+      );
 
       clock += RECENT_SIGN_IN_MS + 60_000;
       const options = await b.post('/account/passkeys/options', {}, { 'x-csrf-token': token });
@@ -75,11 +114,18 @@ for (const dialect of dialects()) {
       assert.match(del.body, /sign in again/);
       assert.equal((await listUserCredentials(store.db, ada.id)).length, 1, 'nothing deleted');
       // Renaming is not guarded, and the page itself still shows.
-      assert.equal((await b.post(`/account/passkeys/${passkeyId}/rename`, { _csrf: token, label: 'Renamed' })).statusCode, 303);
+      assert.equal(
+        (await b.post(`/account/passkeys/${passkeyId}/rename`, { _csrf: token, label: 'Renamed' })).statusCode,
+        303,
+      );
       assert.match((await b.get('/account')).body, /<h1>Your account<\/h1>/);
 
       // Signing in again (the page's own form) makes the session recent.
-      assert.equal((await b.post('/account/login', { _csrf: csrfOf(del.body), username: 'ada@example.org', password: PASSWORD })).statusCode, 303);
+      assert.equal(
+        (await b.post('/account/login', { _csrf: csrfOf(del.body), username: 'ada@example.org', password: PASSWORD }))
+          .statusCode,
+        303,
+      );
       const fresh = csrfOf((await b.get('/account')).body);
       assert.equal((await b.post('/account/passkeys/options', {}, { 'x-csrf-token': fresh })).statusCode, 200);
       const deleted = await b.post(`/account/passkeys/${passkeyId}/delete`, { _csrf: fresh, confirm: 'yes' });

@@ -25,7 +25,11 @@ function browser(ctx: TestContext) {
   return {
     jar,
     async get(url: string, headers: Record<string, string> = {}) {
-      const res = await ctx.app.inject({ method: 'GET', url: url.replace(PUBLIC_URL, ''), headers: { cookie: cookie(), ...headers } });
+      const res = await ctx.app.inject({
+        method: 'GET',
+        url: url.replace(PUBLIC_URL, ''),
+        headers: { cookie: cookie(), ...headers },
+      });
       remember(res);
       return res;
     },
@@ -58,7 +62,11 @@ for (const dialect of dialects()) {
       ctx = await startTestApp(dialect);
       await seedOrg(ctx);
       await seedUser(ctx, 1, 'ada@example.org', { name: 'Ada', password: PASSWORD });
-      rp = await seedClient(ctx, { name: 'Course <b>Portal</b>', redirectUris: [REDIRECT], groups: ['email', 'userinfo-name'] });
+      rp = await seedClient(ctx, {
+        name: 'Course <b>Portal</b>',
+        redirectUris: [REDIRECT],
+        groups: ['email', 'userinfo-name'],
+      });
       firstParty = await seedClient(ctx, { name: 'Own portal', redirectUris: [REDIRECT], firstParty: true });
     });
     after(() => ctx.close());
@@ -120,18 +128,30 @@ for (const dialect of dialects()) {
       const start = await b.get(authorizeUrl(rp.clientId));
       const uid = /\/interaction\/([^/?]+)$/.exec(start.headers.location as string)![1]!;
       const names = start.cookies.map((c) => c.name).sort();
-      assert.deepEqual(names, ['__Secure-interaction', '__Secure-interaction.sig', '__Secure-interaction_resume', '__Secure-interaction_resume.sig']);
+      assert.deepEqual(names, [
+        '__Secure-interaction',
+        '__Secure-interaction.sig',
+        '__Secure-interaction_resume',
+        '__Secure-interaction_resume.sig',
+      ]);
       for (const c of start.cookies) {
         assert.equal(c.secure, true, c.name);
         assert.equal(c.httpOnly, true, c.name);
         assert.equal(c.domain, undefined, c.name);
       }
       assert.equal(start.cookies.find((c) => c.name === '__Secure-interaction')!.path, `/interaction/${uid}`);
-      assert.equal(start.cookies.find((c) => c.name === '__Secure-interaction_resume')!.path, `/oauth/authorization/${uid}`);
+      assert.equal(
+        start.cookies.find((c) => c.name === '__Secure-interaction_resume')!.path,
+        `/oauth/authorization/${uid}`,
+      );
       // The account page's own sign-in writes the same session cookie.
       const account = browser(ctx);
       const form = await account.get('/account');
-      const login = await account.post('/account/login', { _csrf: csrfOf(form.body), username: 'ada@example.org', password: PASSWORD });
+      const login = await account.post('/account/login', {
+        _csrf: csrfOf(form.body),
+        username: 'ada@example.org',
+        password: PASSWORD,
+      });
       assert.equal(login.statusCode, 303);
       const session = login.cookies.find((c) => c.name === '__Host-session');
       assert.ok(session, 'session cookie named __Host-session');
@@ -153,29 +173,49 @@ for (const dialect of dialects()) {
       await seedUser(ctx, 1, 'eve@example.org', { name: 'Eve', password: PASSWORD });
       const b = browser(ctx);
       const signInToken = csrfOf((await b.get('/account')).body);
-      assert.equal((await b.post('/account/login', { _csrf: signInToken, username: 'eve@example.org', password: PASSWORD })).statusCode, 303);
+      assert.equal(
+        (await b.post('/account/login', { _csrf: signInToken, username: 'eve@example.org', password: PASSWORD }))
+          .statusCode,
+        303,
+      );
       const evePage = await b.get('/account');
       assert.match(evePage.body, /eve@example\.org/);
       const eveToken = csrfOf(evePage.body);
       const eveSession = b.jar.get('__Host-session')!;
       // The same browser signs in as Ada (the sign-in form's token belongs to the browser).
-      assert.equal((await b.post('/account/login', { _csrf: signInToken, username: 'ada@example.org', password: PASSWORD })).statusCode, 303);
+      assert.equal(
+        (await b.post('/account/login', { _csrf: signInToken, username: 'ada@example.org', password: PASSWORD }))
+          .statusCode,
+        303,
+      );
       const adaPage = await b.get('/account');
       assert.match(adaPage.body, /ada@example\.org/);
       assert.notEqual(csrfOf(adaPage.body), eveToken, 'account forms get a token for the new session');
       assert.notEqual(b.jar.get('__Host-session'), eveSession);
       const stale = await b.post('/account/passkeys/1/rename', { _csrf: eveToken, label: 'x' });
       assert.equal(stale.statusCode, 403, "a token issued to Eve's session is refused in Ada's");
-      const options = await ctx.app.inject({ method: 'POST', url: '/account/passkeys/options', headers: { cookie: [...b.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'x-csrf-token': eveToken } });
+      const options = await ctx.app.inject({
+        method: 'POST',
+        url: '/account/passkeys/options',
+        headers: { cookie: [...b.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'x-csrf-token': eveToken },
+      });
       assert.equal(options.statusCode, 403);
-      const old = await ctx.app.inject({ method: 'GET', url: '/account', headers: { cookie: `__Host-session=${eveSession}` } });
+      const old = await ctx.app.inject({
+        method: 'GET',
+        url: '/account',
+        headers: { cookie: `__Host-session=${eveSession}` },
+      });
       assert.match(old.body, /<h1>Sign in<\/h1>/, "Eve's session is gone");
     });
 
     it('password sign-in creates a Secure, HttpOnly, SameSite=Lax session and asks consent naming the client and groups', async () => {
       const b = browser(ctx);
       const { uid, csrf } = await openSignIn(b, rp.clientId);
-      const login = await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ADA@example.org', password: PASSWORD });
+      const login = await b.post(`/interaction/${uid}/login`, {
+        _csrf: csrf,
+        username: 'ADA@example.org',
+        password: PASSWORD,
+      });
       assert.equal(login.statusCode, 303);
       const resumed = await b.get(login.headers.location as string);
       const session = resumed.cookies.find((c) => c.name === '__Host-session');
@@ -192,7 +232,10 @@ for (const dialect of dialects()) {
       assert.match(consent.body, /Your name/);
       assert.doesNotMatch(consent.body, /national identity number/);
       const consentUid = /action="\/interaction\/([^/]+)\/consent"/.exec(consent.body)![1]!;
-      const allowed = await b.post(`/interaction/${consentUid}/consent`, { _csrf: csrfOf(consent.body), decision: 'allow' });
+      const allowed = await b.post(`/interaction/${consentUid}/consent`, {
+        _csrf: csrfOf(consent.body),
+        decision: 'allow',
+      });
       const end = await follow(b, allowed);
       assert.ok(end.done?.searchParams.get('code'), 'code issued');
       assert.deepEqual((await findConsent(ctx.store.db, 1, rp.clientId))?.sort(), ['email', 'openid', 'userinfo-name']);
@@ -202,7 +245,10 @@ for (const dialect of dialects()) {
       for (const clientId of [rp.clientId, firstParty.clientId]) {
         const b = browser(ctx);
         const { uid, csrf } = await openSignIn(b, clientId);
-        const end = await follow(b, await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }));
+        const end = await follow(
+          b,
+          await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }),
+        );
         assert.ok(end.done?.searchParams.get('code'), `no consent page for ${clientId}`);
       }
     });
@@ -213,7 +259,10 @@ for (const dialect of dialects()) {
       for (const clientId of [client.clientId, firstParty.clientId]) {
         const b = browser(ctx);
         const { uid, csrf } = await openSignIn(b, clientId, { prompt: 'consent' });
-        const { done, res } = await follow(b, await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }));
+        const { done, res } = await follow(
+          b,
+          await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }),
+        );
         assert.equal(done, undefined, `consent asked for ${clientId}`);
         assert.match(res.body, /wants to use your account/);
         // Already signed in: prompt=consent asks again in the same session too.
@@ -221,7 +270,10 @@ for (const dialect of dialects()) {
         assert.equal(again.done, undefined);
         assert.match(again.res.body, /wants to use your account/);
         const consentUid = /action="\/interaction\/([^/]+)\/consent"/.exec(again.res.body)![1]!;
-        const allowed = await follow(b, await b.post(`/interaction/${consentUid}/consent`, { _csrf: csrfOf(again.res.body), decision: 'allow' }));
+        const allowed = await follow(
+          b,
+          await b.post(`/interaction/${consentUid}/consent`, { _csrf: csrfOf(again.res.body), decision: 'allow' }),
+        );
         assert.ok(allowed.done?.searchParams.get('code'));
       }
     });
@@ -232,7 +284,11 @@ for (const dialect of dialects()) {
       const unknown = await seedClient(ctx, { name: 'Never asked', redirectUris: [REDIRECT], groups: ['email'] });
       const b = browser(ctx);
       const form = await b.get('/account');
-      assert.equal((await b.post('/account/login', { _csrf: csrfOf(form.body), username: 'ada@example.org', password: PASSWORD })).statusCode, 303);
+      assert.equal(
+        (await b.post('/account/login', { _csrf: csrfOf(form.body), username: 'ada@example.org', password: PASSWORD }))
+          .statusCode,
+        303,
+      );
       for (const clientId of [firstParty.clientId, remembered.clientId]) {
         const { done } = await follow(b, await b.get(authorizeUrl(clientId, { prompt: 'none' })));
         assert.ok(done?.searchParams.get('code'), `code for ${clientId}: ${done?.search}`);
@@ -240,12 +296,19 @@ for (const dialect of dialects()) {
       const refused = await follow(b, await b.get(authorizeUrl(unknown.clientId, { prompt: 'none' })));
       assert.equal(refused.done?.searchParams.get('error'), 'consent_required');
       // A client that now receives more than was consented to needs consent again.
-      const grown = await seedClient(ctx, { name: 'Grown', redirectUris: [REDIRECT], groups: ['email', 'userinfo-name'] });
+      const grown = await seedClient(ctx, {
+        name: 'Grown',
+        redirectUris: [REDIRECT],
+        groups: ['email', 'userinfo-name'],
+      });
       await saveConsent(ctx.store.db, 1, grown.clientId, ['openid', 'email'], Date.now());
       const more = await follow(b, await b.get(authorizeUrl(grown.clientId, { prompt: 'none' })));
       assert.equal(more.done?.searchParams.get('error'), 'consent_required');
       // Signed out, prompt=none is login_required.
-      const signedOut = await follow(browser(ctx), await browser(ctx).get(authorizeUrl(firstParty.clientId, { prompt: 'none' })));
+      const signedOut = await follow(
+        browser(ctx),
+        await browser(ctx).get(authorizeUrl(firstParty.clientId, { prompt: 'none' })),
+      );
       assert.equal(signedOut.done?.searchParams.get('error'), 'login_required');
     });
 
@@ -253,10 +316,16 @@ for (const dialect of dialects()) {
       const other = await seedClient(ctx, { name: 'Other', redirectUris: [REDIRECT], groups: ['userid-nin'] });
       const b = browser(ctx);
       const { uid, csrf } = await openSignIn(b, other.clientId);
-      const { res: consent } = await follow(b, await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }));
+      const { res: consent } = await follow(
+        b,
+        await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }),
+      );
       assert.match(consent.body, /Your national identity number/);
       const consentUid = /action="\/interaction\/([^/]+)\/consent"/.exec(consent.body)![1]!;
-      const denied = await follow(b, await b.post(`/interaction/${consentUid}/consent`, { _csrf: csrfOf(consent.body), decision: 'deny' }));
+      const denied = await follow(
+        b,
+        await b.post(`/interaction/${consentUid}/consent`, { _csrf: csrfOf(consent.body), decision: 'deny' }),
+      );
       assert.equal(denied.done?.searchParams.get('error'), 'access_denied');
       assert.equal(await findConsent(ctx.store.db, 1, other.clientId), undefined);
     });
@@ -277,14 +346,22 @@ for (const dialect of dialects()) {
       const res = await ctx.app.inject({
         method: 'POST',
         url: `/interaction/${uid}/login`,
-        headers: { cookie: [...b.jar].map(([k, v]) => `${k}=${v}`).join('; '), 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          cookie: [...b.jar].map(([k, v]) => `${k}=${v}`).join('; '),
+          'content-type': 'application/x-www-form-urlencoded',
+        },
         payload: `_csrf=${csrf}&username=a&username=b&password=${'x'.repeat(2000)}`,
       });
       assert.equal(res.statusCode, 400);
       const passkey = await b.post(`/interaction/${uid}/passkey`, { _csrf: csrf, response: '{"id":' });
       assert.equal(passkey.statusCode, 401);
       assert.match(passkey.body, /Signing in with that passkey did not work/);
-      const json = await ctx.app.inject({ method: 'POST', url: `/interaction/${uid}/login`, headers: { 'content-type': 'application/json' }, payload: '{' });
+      const json = await ctx.app.inject({
+        method: 'POST',
+        url: `/interaction/${uid}/login`,
+        headers: { 'content-type': 'application/json' },
+        payload: '{',
+      });
       assert.ok(json.statusCode >= 400 && json.statusCode < 500);
     });
 
@@ -293,7 +370,12 @@ for (const dialect of dialects()) {
       assert.equal(res.statusCode, 400);
       assert.match(res.body, /expired or was already used/);
       assert.match(res.headers['content-security-policy'] as string, /frame-ancestors 'none'/);
-      const post = await ctx.app.inject({ method: 'POST', url: '/interaction/nosuch/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'username=a&password=b' });
+      const post = await ctx.app.inject({
+        method: 'POST',
+        url: '/interaction/nosuch/login',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'username=a&password=b',
+      });
       assert.equal(post.statusCode, 400);
     });
 
@@ -301,7 +383,11 @@ for (const dialect of dialects()) {
       const { page } = await openSignIn(browser(ctx), rp.clientId, { ui_locales: 'nb' });
       assert.match(page.body, /<html lang="nb">/);
       assert.match(page.body, /Logg inn med passnøkkel/);
-      const account = await ctx.app.inject({ method: 'GET', url: '/account', headers: { 'accept-language': 'de-DE, nb-NO;q=0.8, en;q=0.5' } });
+      const account = await ctx.app.inject({
+        method: 'GET',
+        url: '/account',
+        headers: { 'accept-language': 'de-DE, nb-NO;q=0.8, en;q=0.5' },
+      });
       assert.match(account.body, /Brukernavn/);
       const german = await ctx.app.inject({ method: 'GET', url: '/account', headers: { 'accept-language': 'de-DE' } });
       assert.match(german.body, /<html lang="en">/);
@@ -313,11 +399,16 @@ for (const dialect of dialects()) {
     it('the logout confirmation and the signed-out page are pages with the same policy', async () => {
       const b = browser(ctx);
       const { uid, csrf } = await openSignIn(b, firstParty.clientId);
-      await follow(b, await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }));
+      await follow(
+        b,
+        await b.post(`/interaction/${uid}/login`, { _csrf: csrf, username: 'ada@example.org', password: PASSWORD }),
+      );
       assert.match((await b.get('/account')).body, /<h1>Your account<\/h1>/);
       const stay = await b.get('/openid/endsession');
       const stayXsrf = /name="xsrf" value="([^"]+)"/.exec(stay.body)![1]!;
-      const stayed = await b.get((await b.post('/openid/endsession/confirm', { xsrf: stayXsrf })).headers.location as string);
+      const stayed = await b.get(
+        (await b.post('/openid/endsession/confirm', { xsrf: stayXsrf })).headers.location as string,
+      );
       assert.match(stayed.body, /You are still signed in/);
       assert.match((await b.get('/account')).body, /<h1>Your account<\/h1>/);
       const confirm = await b.get('/openid/endsession');
@@ -331,8 +422,12 @@ for (const dialect of dialects()) {
       assert.match((await b.get('/account')).body, /<h1>Sign in<\/h1>/);
     });
 
-    it('authorization errors explain in the user\'s language what happened and what to do, with a reference', async () => {
-      const res = await ctx.app.inject({ method: 'GET', url: authorizeUrl('no-such-client'), headers: { accept: 'text/html' } });
+    it("authorization errors explain in the user's language what happened and what to do, with a reference", async () => {
+      const res = await ctx.app.inject({
+        method: 'GET',
+        url: authorizeUrl('no-such-client'),
+        headers: { accept: 'text/html' },
+      });
       assert.equal(res.statusCode, 400);
       assert.match(res.headers['content-type'] as string, /text\/html/);
       assert.match(res.headers['content-security-policy'] as string, /default-src 'none'/);
@@ -345,22 +440,38 @@ for (const dialect of dialects()) {
       assert.doesNotMatch(res.body, /invalid_client|client is invalid/, 'no protocol words');
       assert.doesNotMatch(res.body, /at .*\.js:\d+/);
 
-      const nb = await ctx.app.inject({ method: 'GET', url: authorizeUrl('no-such-client', { ui_locales: 'nb' }), headers: { accept: 'text/html' } });
+      const nb = await ctx.app.inject({
+        method: 'GET',
+        url: authorizeUrl('no-such-client', { ui_locales: 'nb' }),
+        headers: { accept: 'text/html' },
+      });
       assert.match(nb.body, /<html lang="nb">/);
       assert.match(nb.body, /<h1>Noe gikk galt<\/h1>/);
       assert.match(nb.body, /Tjenesten som sendte deg hit, er ikke registrert/);
       assert.ok(nb.body.includes(`Referanse for brukerstøtten: ${nb.headers['x-request-id']}`));
-      const byHeader = await ctx.app.inject({ method: 'GET', url: authorizeUrl('no-such-client'), headers: { accept: 'text/html', 'accept-language': 'nb-NO,nb;q=0.9,en;q=0.5' } });
+      const byHeader = await ctx.app.inject({
+        method: 'GET',
+        url: authorizeUrl('no-such-client'),
+        headers: { accept: 'text/html', 'accept-language': 'nb-NO,nb;q=0.9,en;q=0.5' },
+      });
       assert.match(byHeader.body, /Tjenesten som sendte deg hit/);
       assert.doesNotMatch(byHeader.body, /invalid_client/);
     });
 
     it('maps the common OAuth errors to explanations; an expired sign-in request says so', async () => {
-      const badRedirect = await ctx.app.inject({ method: 'GET', url: authorizeUrl(rp.clientId, { redirect_uri: 'https://evil.example/cb' }), headers: { accept: 'text/html' } });
+      const badRedirect = await ctx.app.inject({
+        method: 'GET',
+        url: authorizeUrl(rp.clientId, { redirect_uri: 'https://evil.example/cb' }),
+        headers: { accept: 'text/html' },
+      });
       assert.equal(badRedirect.statusCode, 400);
       assert.match(badRedirect.body, /asked to send you back to an address it has not registered/);
       assert.doesNotMatch(badRedirect.body, /evil\.example|redirect_uri/);
-      const expired = await ctx.app.inject({ method: 'GET', url: '/oauth/authorization/nosuchinteraction', headers: { accept: 'text/html' } });
+      const expired = await ctx.app.inject({
+        method: 'GET',
+        url: '/oauth/authorization/nosuchinteraction',
+        headers: { accept: 'text/html' },
+      });
       assert.equal(expired.statusCode, 400);
       assert.match(expired.body, /This sign-in request has expired or was already used/);
       for (const [code, text] of [
@@ -379,7 +490,11 @@ for (const dialect of dialects()) {
     });
 
     it('an unknown path is an HTML page for browsers and JSON for API clients', async () => {
-      const page = await ctx.app.inject({ method: 'GET', url: '/no/such/page', headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'nb' } });
+      const page = await ctx.app.inject({
+        method: 'GET',
+        url: '/no/such/page',
+        headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'nb' },
+      });
       assert.equal(page.statusCode, 404);
       assert.match(page.headers['content-type'] as string, /^text\/html/);
       assert.match(page.headers['content-security-policy'] as string, /frame-ancestors 'none'/);
@@ -394,7 +509,7 @@ for (const dialect of dialects()) {
       }
     });
 
-    it('the sign-in pages\' own error pages show the reference too', async () => {
+    it("the sign-in pages' own error pages show the reference too", async () => {
       const res = await ctx.app.inject({ method: 'GET', url: '/interaction/nosuchinteraction' });
       assert.ok(res.body.includes(`Reference for the helpdesk: ${res.headers['x-request-id']}`));
     });
@@ -408,7 +523,16 @@ for (const dialect of dialects()) {
       assert.equal(css.statusCode, 200);
       assert.equal((await ctx.app.inject({ method: 'GET', url: '/static/..%2Fpages.ts' })).statusCode, 404);
       assert.equal((await ctx.app.inject({ method: 'GET', url: '/static/index.ts' })).statusCode, 404);
-      assert.equal((await ctx.app.inject({ method: 'GET', url: '/static/style.css', headers: { 'if-none-match': css.headers.etag as string } })).statusCode, 304);
+      assert.equal(
+        (
+          await ctx.app.inject({
+            method: 'GET',
+            url: '/static/style.css',
+            headers: { 'if-none-match': css.headers.etag as string },
+          })
+        ).statusCode,
+        304,
+      );
     });
 
     it('a public client must use PKCE; with it, the sign-in page appears', async () => {
@@ -419,7 +543,13 @@ for (const dialect of dialects()) {
       assert.equal(error.origin + error.pathname, REDIRECT);
       assert.equal(error.searchParams.get('error'), 'invalid_request');
       assert.match(error.searchParams.get('error_description') ?? '', /PKCE/);
-      const withPkce = await ctx.app.inject({ method: 'GET', url: authorizeUrl(spa.clientId, { code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }) });
+      const withPkce = await ctx.app.inject({
+        method: 'GET',
+        url: authorizeUrl(spa.clientId, {
+          code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+          code_challenge_method: 'S256',
+        }),
+      });
       assert.match(withPkce.headers.location as string, /^\/interaction\//);
     });
 
@@ -441,9 +571,16 @@ for (const dialect of dialects()) {
       assert.equal((await b.post('/account/passkey/options', {})).statusCode, 403);
       assert.match((await b.get('/account')).body, /<h1>Sign in<\/h1>/, 'nobody signed in');
       // Signed in, finishing a passkey registration needs the session's token.
-      assert.equal((await b.post('/account/login', { _csrf: csrfOf(form.body), username: 'ada@example.org', password: PASSWORD })).statusCode, 303);
+      assert.equal(
+        (await b.post('/account/login', { _csrf: csrfOf(form.body), username: 'ada@example.org', password: PASSWORD }))
+          .statusCode,
+        303,
+      );
       const before = await ctx.store.db.selectFrom('passkeys').select('id').execute();
-      for (const body of [{ response: '{}' }, { _csrf: csrfOf(form.body), response: '{}' }] as Record<string, string>[]) {
+      for (const body of [{ response: '{}' }, { _csrf: csrfOf(form.body), response: '{}' }] as Record<
+        string,
+        string
+      >[]) {
         const res = await b.post('/account/passkeys', body);
         assert.equal(res.statusCode, 403, JSON.stringify(Object.keys(body)));
         assert.match(res.body, /This form has expired or was sent from another page/);
@@ -453,20 +590,34 @@ for (const dialect of dialects()) {
     });
 
     it('logout refuses a post_logout_redirect_uri the client did not register', async () => {
-      const client = await seedClient(ctx, { name: 'Logs out', redirectUris: [REDIRECT], postLogoutRedirectUris: ['https://rp.example.test/bye'] });
+      const client = await seedClient(ctx, {
+        name: 'Logs out',
+        redirectUris: [REDIRECT],
+        postLogoutRedirectUris: ['https://rp.example.test/bye'],
+      });
       const b = browser(ctx);
-      const evil = await b.get(`/openid/endsession?${new URLSearchParams({ client_id: client.clientId, post_logout_redirect_uri: 'https://evil.example/' })}`, { accept: 'text/html' });
+      const evil = await b.get(
+        `/openid/endsession?${new URLSearchParams({ client_id: client.clientId, post_logout_redirect_uri: 'https://evil.example/' })}`,
+        { accept: 'text/html' },
+      );
       assert.equal(evil.statusCode, 400);
       assert.equal(evil.headers.location, undefined);
       assert.match(evil.body, /The application sent a request this service cannot accept/);
       assert.doesNotMatch(evil.body, /evil\.example/);
-      const registered = await b.get(`/openid/endsession?${new URLSearchParams({ client_id: client.clientId, post_logout_redirect_uri: 'https://rp.example.test/bye' })}`);
+      const registered = await b.get(
+        `/openid/endsession?${new URLSearchParams({ client_id: client.clientId, post_logout_redirect_uri: 'https://rp.example.test/bye' })}`,
+      );
       assert.notEqual(registered.statusCode, 400, 'the registered URI is accepted');
       assert.doesNotMatch(registered.body, /not registered/);
     });
 
     it('account actions without a session send the browser to sign in', async () => {
-      const res = await ctx.app.inject({ method: 'POST', url: '/account/passkeys/1/delete', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'confirm=yes' });
+      const res = await ctx.app.inject({
+        method: 'POST',
+        url: '/account/passkeys/1/delete',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'confirm=yes',
+      });
       assert.equal(res.statusCode, 303);
       assert.equal(res.headers.location, '/account');
       const options = await ctx.app.inject({ method: 'POST', url: '/account/passkeys/options' });
@@ -491,7 +642,11 @@ describe('cookies on plain http (local development)', () => {
         method: 'POST',
         url: '/account/login',
         headers: { cookie: `idp_browser=${c.value}`, 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({ _csrf: csrfOf(res.body), username: 'ada@example.org', password: PASSWORD }).toString(),
+        payload: new URLSearchParams({
+          _csrf: csrfOf(res.body),
+          username: 'ada@example.org',
+          password: PASSWORD,
+        }).toString(),
       });
       assert.equal(login.statusCode, 303);
       const session = login.cookies.find((x) => x.name === '_session');
@@ -509,6 +664,11 @@ describe('html templates', () => {
   it('escape every interpolation unless marked raw', () => {
     assert.equal(html`<p>${'<script>"&\''}</p>`.__html, '<p>&lt;script&gt;&quot;&amp;&#39;</p>');
     assert.equal(html`<p>${raw('<b>x</b>')}</p>`.__html, '<p><b>x</b></p>');
-    assert.equal(html`<ul>${['<a>', html`<li>b</li>`]}</ul>`.__html, '<ul>&lt;a&gt;<li>b</li></ul>');
+    assert.equal(
+      html`<ul>
+        ${['<a>', html`<li>b</li>`]}
+      </ul>`.__html,
+      '<ul>&lt;a&gt;<li>b</li></ul>',
+    );
   });
 });

@@ -4,7 +4,16 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, sign } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
-import { dialects, startTestApp, seedOrg, seedUser, PUBLIC_URL, p256Credential, type TestContext, type TestCredential } from '../helpers.ts';
+import {
+  dialects,
+  startTestApp,
+  seedOrg,
+  seedUser,
+  PUBLIC_URL,
+  p256Credential,
+  type TestContext,
+  type TestCredential,
+} from '../helpers.ts';
 import { clientKey } from '../../src/http/rate-limit.ts';
 import { insertPasskeys } from '../../src/store/passkeys.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
@@ -65,12 +74,15 @@ const tally = (responses: LightMyRequestResponse[]) => {
   return counts;
 };
 
-
 function assertion(key: TestCredential, user: User, challenge: string, counter: number): string {
   const cd = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge, origin: PUBLIC_URL, crossOrigin: false }));
   const counterBytes = Buffer.alloc(4);
   counterBytes.writeUInt32BE(counter);
-  const authData = Buffer.concat([createHash('sha256').update(new URL(PUBLIC_URL).hostname).digest(), Buffer.from([0x05]), counterBytes]);
+  const authData = Buffer.concat([
+    createHash('sha256').update(new URL(PUBLIC_URL).hostname).digest(),
+    Buffer.from([0x05]),
+    counterBytes,
+  ]);
   const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(cd).digest()]), key.privateKey);
   const id = key.id.toString('base64url');
   return JSON.stringify({
@@ -78,7 +90,12 @@ function assertion(key: TestCredential, user: User, challenge: string, counter: 
     rawId: id,
     type: 'public-key',
     clientExtensionResults: {},
-    response: { clientDataJSON: cd.toString('base64url'), authenticatorData: authData.toString('base64url'), signature: signature.toString('base64url'), userHandle: Buffer.from(user.sub).toString('base64url') },
+    response: {
+      clientDataJSON: cd.toString('base64url'),
+      authenticatorData: authData.toString('base64url'),
+      signature: signature.toString('base64url'),
+      userHandle: Buffer.from(user.sub).toString('base64url'),
+    },
   });
 }
 
@@ -95,7 +112,21 @@ for (const dialect of dialects()) {
       await seedUser(ctx, 1, 'grace@example.org', { name: 'Grace', password: PASSWORD });
       key = p256Credential();
       await insertPasskeys(ctx.store.db, [
-        { user_id: ada.id, org_id: 1, credential_id: key.id, public_key: key.cose, sign_count: 1, transports: '[]', label: 'Laptop', aaguid: ZERO_AAGUID, backup_eligible: 0, backup_state: 0, mfa_verified: 1, created_at: Date.now(), last_used_at: null },
+        {
+          user_id: ada.id,
+          org_id: 1,
+          credential_id: key.id,
+          public_key: key.cose,
+          sign_count: 1,
+          transports: '[]',
+          label: 'Laptop',
+          aaguid: ZERO_AAGUID,
+          backup_eligible: 0,
+          backup_state: 0,
+          mfa_verified: 1,
+          created_at: Date.now(),
+          last_used_at: null,
+        },
       ]);
     });
     after(() => ctx.close());
@@ -105,12 +136,24 @@ for (const dialect of dialects()) {
       const b = browser(ctx);
       const csrf = await signInForm(b);
       const responses = await Promise.all(
-        Array.from({ length: 15 }, (_, i) => b.post('/account/login', { _csrf: csrf, username: 'grace@example.org', password: `wrong-${i}` }, {}, `198.51.100.${i + 1}`)),
+        Array.from({ length: 15 }, (_, i) =>
+          b.post(
+            '/account/login',
+            { _csrf: csrf, username: 'grace@example.org', password: `wrong-${i}` },
+            {},
+            `198.51.100.${i + 1}`,
+          ),
+        ),
       );
       const counts = tally(responses);
       assert.ok((counts[401] ?? 0) <= 5, `at most 5 passwords checked: ${JSON.stringify(counts)}`);
       assert.equal((counts[401] ?? 0) + (counts[429] ?? 0), 15, JSON.stringify(counts));
-      const right = await b.post('/account/login', { _csrf: csrf, username: 'grace@example.org', password: PASSWORD }, {}, '198.51.100.99');
+      const right = await b.post(
+        '/account/login',
+        { _csrf: csrf, username: 'grace@example.org', password: PASSWORD },
+        {},
+        '198.51.100.99',
+      );
       assert.equal(right.statusCode, 429, 'the account stays locked for the window');
       assert.ok(Number(right.headers['retry-after']) > 0);
     });
@@ -120,16 +163,35 @@ for (const dialect of dialects()) {
       const csrf = await signInForm(b);
       const statuses: number[] = [];
       for (let i = 1; i <= 5; i++) {
-        const res = await b.post('/account/login', { _csrf: csrf, username: `nobody${i}@example.org`, password: 'wrong-password' }, {}, `2001:db8:7:7::${i.toString(16)}`);
+        const res = await b.post(
+          '/account/login',
+          { _csrf: csrf, username: `nobody${i}@example.org`, password: 'wrong-password' },
+          {},
+          `2001:db8:7:7::${i.toString(16)}`,
+        );
         statuses.push(res.statusCode);
       }
       assert.deepEqual(statuses, [401, 401, 401, 429, 429]);
-      const elsewhere = await b.post('/account/login', { _csrf: csrf, username: 'nobody@example.org', password: 'wrong-password' }, {}, '2001:db8:7:8::1');
+      const elsewhere = await b.post(
+        '/account/login',
+        { _csrf: csrf, username: 'nobody@example.org', password: 'wrong-password' },
+        {},
+        '2001:db8:7:8::1',
+      );
       assert.equal(elsewhere.statusCode, 401, 'the next /64 has its own budget');
 
       const mapped: number[] = [];
       for (const from of ['203.0.113.9', '::ffff:203.0.113.9', '203.0.113.9', '::ffff:203.0.113.9']) {
-        mapped.push((await b.post('/account/login', { _csrf: csrf, username: 'nobody@example.org', password: 'wrong-password' }, {}, from)).statusCode);
+        mapped.push(
+          (
+            await b.post(
+              '/account/login',
+              { _csrf: csrf, username: 'nobody@example.org', password: 'wrong-password' },
+              {},
+              from,
+            )
+          ).statusCode,
+        );
       }
       assert.deepEqual(mapped, [401, 401, 401, 429]);
     });
@@ -138,13 +200,21 @@ for (const dialect of dialects()) {
       const from = '192.0.2.50';
       for (let i = 0; i < 6; i++) {
         const b = browser(ctx, from);
-        const res = await b.post('/account/login', { _csrf: await signInForm(b), username: 'ada@example.org', password: PASSWORD });
+        const res = await b.post('/account/login', {
+          _csrf: await signInForm(b),
+          username: 'ada@example.org',
+          password: PASSWORD,
+        });
         assert.equal(res.statusCode, 303, `sign-in ${i + 1} of many behind one address`);
       }
       const b = browser(ctx, from);
       const csrf = await signInForm(b);
       const failures: number[] = [];
-      for (let i = 0; i < 4; i++) failures.push((await b.post('/account/login', { _csrf: csrf, username: `x${i}@example.org`, password: 'wrong-password' })).statusCode);
+      for (let i = 0; i < 4; i++)
+        failures.push(
+          (await b.post('/account/login', { _csrf: csrf, username: `x${i}@example.org`, password: 'wrong-password' }))
+            .statusCode,
+        );
       assert.deepEqual(failures, [401, 401, 401, 429]);
     });
 
@@ -155,14 +225,18 @@ for (const dialect of dialects()) {
         const csrf = await signInForm(b);
         const options = await b.post('/account/passkey/options', {}, { 'x-csrf-token': csrf });
         assert.equal(options.statusCode, 200);
-        const res = await b.post('/account/passkey', { _csrf: csrf, response: assertion(key, ada, options.json().challenge, 10 + i) });
+        const res = await b.post('/account/passkey', {
+          _csrf: csrf,
+          response: assertion(key, ada, options.json().challenge, 10 + i),
+        });
         assert.equal(res.statusCode, 303, `passkey sign-in ${i + 1} of many behind one address`);
         assert.equal(res.headers.location, '/account');
       }
       const b = browser(ctx, from);
       const csrf = await signInForm(b);
       const failures: number[] = [];
-      for (let i = 0; i < 4; i++) failures.push((await b.post('/account/passkey', { _csrf: csrf, response: '{}' })).statusCode);
+      for (let i = 0; i < 4; i++)
+        failures.push((await b.post('/account/passkey', { _csrf: csrf, response: '{}' })).statusCode);
       assert.deepEqual(failures, [401, 401, 401, 429]);
     });
   });

@@ -4,7 +4,16 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, sign } from 'node:crypto';
 import { isoCBOR } from '@simplewebauthn/server/helpers';
-import { dialects, startTestApp, seedOrg, seedUser, PUBLIC_URL, p256Credential, type TestContext, type TestCredential } from '../helpers.ts';
+import {
+  dialects,
+  startTestApp,
+  seedOrg,
+  seedUser,
+  PUBLIC_URL,
+  p256Credential,
+  type TestContext,
+  type TestCredential,
+} from '../helpers.ts';
 import { createWebAuthn, CHALLENGE_TTL_MS, type WebAuthn } from '../../src/webauthn/ceremonies.ts';
 import { authenticatorName } from '../../src/webauthn/aaguid.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
@@ -15,16 +24,21 @@ import type { User } from '../../src/store/directory.ts';
 const RP_ID = new URL(PUBLIC_URL).hostname;
 const GOOGLE_PM = 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4';
 
-
 const u32 = (n: number) => {
   const b = Buffer.alloc(4);
   b.writeUInt32BE(n);
   return b;
 };
 const rpHash = (rpId = RP_ID) => createHash('sha256').update(rpId).digest();
-const clientData = (type: string, challenge: string, origin = PUBLIC_URL) => Buffer.from(JSON.stringify({ type, challenge, origin, crossOrigin: false }));
+const clientData = (type: string, challenge: string, origin = PUBLIC_URL) =>
+  Buffer.from(JSON.stringify({ type, challenge, origin, crossOrigin: false }));
 
-function assertion(key: TestCredential, challenge: string, counter: number, opts: { flags?: number; userHandle?: string; rpId?: string } = {}) {
+function assertion(
+  key: TestCredential,
+  challenge: string,
+  counter: number,
+  opts: { flags?: number; userHandle?: string; rpId?: string } = {},
+) {
   const cd = clientData('webauthn.get', challenge);
   const authData = Buffer.concat([rpHash(opts.rpId), Buffer.from([opts.flags ?? 0x05]), u32(counter)]);
   const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(cd).digest()]), key.privateKey);
@@ -45,11 +59,34 @@ function assertion(key: TestCredential, challenge: string, counter: number, opts
 
 function attestation(key: TestCredential, challenge: string, aaguid: string, flags = 0x45 | 0x08 | 0x10) {
   const cd = clientData('webauthn.create', challenge);
-  const attested = Buffer.concat([Buffer.from(aaguid.replace(/-/g, ''), 'hex'), Buffer.from([key.id.length >> 8, key.id.length & 0xff]), key.id, key.cose]);
+  const attested = Buffer.concat([
+    Buffer.from(aaguid.replace(/-/g, ''), 'hex'),
+    Buffer.from([key.id.length >> 8, key.id.length & 0xff]),
+    key.id,
+    key.cose,
+  ]);
   const authData = Buffer.concat([rpHash(), Buffer.from([flags]), u32(0), attested]);
-  const attestationObject = Buffer.from(isoCBOR.encode(new Map<string, unknown>([['fmt', 'none'], ['attStmt', new Map()], ['authData', authData]]) as any));
+  const attestationObject = Buffer.from(
+    isoCBOR.encode(
+      new Map<string, unknown>([
+        ['fmt', 'none'],
+        ['attStmt', new Map()],
+        ['authData', authData],
+      ]) as any,
+    ),
+  );
   const id = key.id.toString('base64url');
-  return { id, rawId: id, type: 'public-key', clientExtensionResults: {}, response: { clientDataJSON: cd.toString('base64url'), attestationObject: attestationObject.toString('base64url'), transports: ['internal', 'bogus'] } };
+  return {
+    id,
+    rawId: id,
+    type: 'public-key',
+    clientExtensionResults: {},
+    response: {
+      clientDataJSON: cd.toString('base64url'),
+      attestationObject: attestationObject.toString('base64url'),
+      transports: ['internal', 'bogus'],
+    },
+  };
 }
 
 for (const dialect of dialects()) {
@@ -69,15 +106,34 @@ for (const dialect of dialects()) {
       bob = await seedUser(ctx, 1, 'bob@example.org');
       webauthn = createWebAuthn(ctx.config, ctx.store, () => clock);
       key = p256Credential();
-      [passkeyId] = await insertPasskeys(ctx.store.db, [
-        { user_id: ada.id, org_id: 1, credential_id: key.id, public_key: key.cose, sign_count: 5, transports: '["internal"]', label: 'Laptop', aaguid: ZERO_AAGUID, backup_eligible: 0, backup_state: 0, mfa_verified: 1, created_at: clock, last_used_at: null },
-      ]) as [number];
+      [passkeyId] = (await insertPasskeys(ctx.store.db, [
+        {
+          user_id: ada.id,
+          org_id: 1,
+          credential_id: key.id,
+          public_key: key.cose,
+          sign_count: 5,
+          transports: '["internal"]',
+          label: 'Laptop',
+          aaguid: ZERO_AAGUID,
+          backup_eligible: 0,
+          backup_state: 0,
+          mfa_verified: 1,
+          created_at: clock,
+          last_used_at: null,
+        },
+      ])) as [number];
     });
     after(() => ctx.close());
 
     const row = async () => (await listUserCredentials(ctx.store.db, ada.id)).find((p) => p.id === passkeyId)!;
     /** An assertion from one of Ada's discoverable credentials, which always carries her user handle. */
-    const signed = (k: TestCredential, challenge: string, counter: number, opts: Parameters<typeof assertion>[3] = {}) => assertion(k, challenge, counter, { userHandle: ada.sub, ...opts });
+    const signed = (
+      k: TestCredential,
+      challenge: string,
+      counter: number,
+      opts: Parameters<typeof assertion>[3] = {},
+    ) => assertion(k, challenge, counter, { userHandle: ada.sub, ...opts });
 
     it('derives RP ID and origin from PUBLIC_URL and asks for discoverable credentials', async () => {
       assert.equal(webauthn.rpId, 'idp.example.test');
@@ -92,7 +148,10 @@ for (const dialect of dialects()) {
       assert.equal(reg.attestation, 'none');
       assert.equal(reg.rp.id, 'idp.example.test');
       assert.equal(Buffer.from(reg.user.id, 'base64url').toString(), ada.sub);
-      assert.deepEqual(reg.excludeCredentials?.map((c) => c.id), [key.id.toString('base64url')]);
+      assert.deepEqual(
+        reg.excludeCredentials?.map((c) => c.id),
+        [key.id.toString('base64url')],
+      );
     });
 
     it('accepts a genuine assertion once, records counter and last use, and refuses its replay', async () => {
@@ -105,30 +164,54 @@ for (const dialect of dialects()) {
       const after = await row();
       assert.equal(Number(after.sign_count), 6);
       assert.equal(after.last_used_at, clock);
-      assert.deepEqual(await webauthn.verifyAuthentication(JSON.stringify(response), 'b1', 'req-2'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await webauthn.verifyAuthentication(JSON.stringify(response), 'b1', 'req-2'), {
+        ok: false,
+        reason: 'challenge',
+      });
       assert.deepEqual(await row(), after);
     });
 
     it('refuses a challenge issued to another binding, for another purpose, or expired', async () => {
       const other = await webauthn.authenticationOptions('b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, other.challenge, 7), 'b2', 'r'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, other.challenge, 7), 'b2', 'r'), {
+        ok: false,
+        reason: 'challenge',
+      });
       const reg = await webauthn.registrationOptions(ada, [], 'b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, reg.challenge, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, reg.challenge, 7), 'b1', 'r'), {
+        ok: false,
+        reason: 'challenge',
+      });
       const old = await webauthn.authenticationOptions('b1');
       clock += CHALLENGE_TTL_MS + 1;
-      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, old.challenge, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, old.challenge, 7), 'b1', 'r'), {
+        ok: false,
+        reason: 'challenge',
+      });
       const never = randomBytes(32).toString('base64url');
-      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, never, 7), 'b1', 'r'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, never, 7), 'b1', 'r'), {
+        ok: false,
+        reason: 'challenge',
+      });
       assert.equal(Number((await row()).sign_count), 6);
     });
 
     it('refuses another RP ID, an unknown credential, a foreign user handle and a bad signature', async () => {
       const rp = await webauthn.authenticationOptions('b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, rp.challenge, 7, { rpId: 'evil.example' }), 'b1', 'r'), { ok: false, reason: 'verification' });
+      assert.deepEqual(
+        await webauthn.verifyAuthentication(signed(key, rp.challenge, 7, { rpId: 'evil.example' }), 'b1', 'r'),
+        { ok: false, reason: 'verification' },
+      );
       const unknown = await webauthn.authenticationOptions('b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(assertion(p256Credential(), unknown.challenge, 7), 'b1', 'r'), { ok: false, reason: 'unknown_credential' });
+      assert.deepEqual(
+        await webauthn.verifyAuthentication(assertion(p256Credential(), unknown.challenge, 7), 'b1', 'r'),
+        { ok: false, reason: 'unknown_credential' },
+      );
       const handle = await webauthn.authenticationOptions('b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(signed(key, handle.challenge, 7, { userHandle: bob.sub }), 'b1', 'r'), { ok: false, reason: 'verification' });
+      assert.deepEqual(
+        await webauthn.verifyAuthentication(signed(key, handle.challenge, 7, { userHandle: bob.sub }), 'b1', 'r'),
+        { ok: false, reason: 'verification' },
+      );
       const forged = await webauthn.authenticationOptions('b1');
       const bad = signed(key, forged.challenge, 7);
       bad.response.signature = assertion(p256Credential(), forged.challenge, 7).response.signature;
@@ -140,7 +223,10 @@ for (const dialect of dialects()) {
       const before = await row();
       for (const counter of [3, 6]) {
         const { challenge } = await webauthn.authenticationOptions('b1');
-        assert.deepEqual(await webauthn.verifyAuthentication(signed(key, challenge, counter), 'b1', `req-${counter}`), { ok: false, reason: 'counter_regression' });
+        assert.deepEqual(await webauthn.verifyAuthentication(signed(key, challenge, counter), 'b1', `req-${counter}`), {
+          ok: false,
+          reason: 'counter_regression',
+        });
       }
       assert.deepEqual(await row(), before);
       const events = (await listAuditEvents(ctx.store.db, {})).filter((e) => e.kind === 'passkey.counter_regression');
@@ -154,7 +240,21 @@ for (const dialect of dialects()) {
     it('accepts authenticators without a counter (always zero) and without user verification', async () => {
       const zero = p256Credential();
       await insertPasskeys(ctx.store.db, [
-        { user_id: ada.id, org_id: 1, credential_id: zero.id, public_key: zero.cose, sign_count: 0, transports: '[]', label: 'Synced', aaguid: ZERO_AAGUID, backup_eligible: 1, backup_state: 1, mfa_verified: 0, created_at: clock, last_used_at: null },
+        {
+          user_id: ada.id,
+          org_id: 1,
+          credential_id: zero.id,
+          public_key: zero.cose,
+          sign_count: 0,
+          transports: '[]',
+          label: 'Synced',
+          aaguid: ZERO_AAGUID,
+          backup_eligible: 1,
+          backup_state: 1,
+          mfa_verified: 0,
+          created_at: clock,
+          last_used_at: null,
+        },
       ]);
       for (let i = 0; i < 2; i++) {
         const { challenge } = await webauthn.authenticationOptions('b1');
@@ -166,9 +266,19 @@ for (const dialect of dialects()) {
 
     it('requires the user handle, and it must name the credential owner', async () => {
       const { challenge } = await webauthn.authenticationOptions('b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, challenge, 50), 'b1', 'r'), { ok: false, reason: 'verification' });
+      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, challenge, 50), 'b1', 'r'), {
+        ok: false,
+        reason: 'verification',
+      });
       const foreign = await webauthn.authenticationOptions('b1');
-      assert.deepEqual(await webauthn.verifyAuthentication(assertion(key, foreign.challenge, 50, { userHandle: 'not-a-user' }), 'b1', 'r'), { ok: false, reason: 'verification' });
+      assert.deepEqual(
+        await webauthn.verifyAuthentication(
+          assertion(key, foreign.challenge, 50, { userHandle: 'not-a-user' }),
+          'b1',
+          'r',
+        ),
+        { ok: false, reason: 'verification' },
+      );
       assert.equal(Number((await row()).sign_count), 6);
       const good = await webauthn.authenticationOptions('b1');
       assert.equal((await webauthn.verifyAuthentication(signed(key, good.challenge, 50), 'b1', 'r')).ok, true);
@@ -176,7 +286,8 @@ for (const dialect of dialects()) {
     });
 
     it('lets only one of two simultaneous assertions with the same counter through, and never lowers the counter', async () => {
-      const regressions = async () => (await listAuditEvents(ctx.store.db, {})).filter((e) => e.kind === 'passkey.counter_regression').length;
+      const regressions = async () =>
+        (await listAuditEvents(ctx.store.db, {})).filter((e) => e.kind === 'passkey.counter_regression').length;
       const before = await regressions();
       const start = Number((await row()).sign_count);
       const [c1, c2] = [await webauthn.authenticationOptions('p1'), await webauthn.authenticationOptions('p2')];
@@ -185,7 +296,10 @@ for (const dialect of dialects()) {
         webauthn.verifyAuthentication(signed(key, c2.challenge, start + 1), 'p2', 'race-2'),
       ]);
       assert.deepEqual(same.map((r) => r.ok).sort(), [false, true]);
-      assert.deepEqual(same.find((r) => !r.ok), { ok: false, reason: 'counter_regression' });
+      assert.deepEqual(
+        same.find((r) => !r.ok),
+        { ok: false, reason: 'counter_regression' },
+      );
       assert.equal(await regressions(), before + 1);
       assert.equal(Number((await row()).sign_count), start + 1);
       const [c3, c4] = [await webauthn.authenticationOptions('p1'), await webauthn.authenticationOptions('p2')];
@@ -197,7 +311,21 @@ for (const dialect of dialects()) {
     });
 
     it('refuses malformed responses without touching the challenge store', async () => {
-      for (const input of [undefined, '', '{', '[]', '{"type":"public-key"}', 'x'.repeat(300_000), { id: 'a', rawId: 'b', type: 'public-key', response: {} }, { id: '!!', rawId: '!!', type: 'public-key', response: { clientDataJSON: 'a', authenticatorData: 'a', signature: 'a' } }]) {
+      for (const input of [
+        undefined,
+        '',
+        '{',
+        '[]',
+        '{"type":"public-key"}',
+        'x'.repeat(300_000),
+        { id: 'a', rawId: 'b', type: 'public-key', response: {} },
+        {
+          id: '!!',
+          rawId: '!!',
+          type: 'public-key',
+          response: { clientDataJSON: 'a', authenticatorData: 'a', signature: 'a' },
+        },
+      ]) {
         assert.deepEqual(await webauthn.verifyAuthentication(input, 'b1', 'r'), { ok: false, reason: 'malformed' });
         assert.deepEqual(await webauthn.verifyRegistration(ada, input, 'b1'), { ok: false, reason: 'malformed' });
       }
@@ -223,17 +351,31 @@ for (const dialect of dialects()) {
       assert.equal(stored.created_at, clock);
       assert.equal(stored.last_used_at, null);
       assert.equal(stored.org_id, 1);
-      assert.ok((await listAuditEvents(ctx.store.db, {})).some((e) => e.kind === 'passkey.register' && e.eppn === 'bob@example.org'));
+      assert.ok(
+        (await listAuditEvents(ctx.store.db, {})).some(
+          (e) => e.kind === 'passkey.register' && e.eppn === 'bob@example.org',
+        ),
+      );
       const again = await webauthn.registrationOptions(bob, [], 'reg-bob');
-      assert.deepEqual(await webauthn.verifyRegistration(bob, attestation(fresh, again.challenge, GOOGLE_PM), 'reg-bob'), { ok: false, reason: 'already_registered' });
+      assert.deepEqual(
+        await webauthn.verifyRegistration(bob, attestation(fresh, again.challenge, GOOGLE_PM), 'reg-bob'),
+        { ok: false, reason: 'already_registered' },
+      );
       assert.equal((await listUserCredentials(ctx.store.db, bob.id)).length, 1);
     });
 
     it('refuses a registration challenge issued to another user, and labels unknown authenticators plainly', async () => {
       const forAda = await webauthn.registrationOptions(ada, [], 'shared');
-      assert.deepEqual(await webauthn.verifyRegistration(bob, attestation(p256Credential(), forAda.challenge, ZERO_AAGUID), 'shared'), { ok: false, reason: 'challenge' });
+      assert.deepEqual(
+        await webauthn.verifyRegistration(bob, attestation(p256Credential(), forAda.challenge, ZERO_AAGUID), 'shared'),
+        { ok: false, reason: 'challenge' },
+      );
       const plain = await webauthn.registrationOptions(bob, [], 'reg-bob');
-      const result = await webauthn.verifyRegistration(bob, attestation(p256Credential(), plain.challenge, ZERO_AAGUID, 0x41), 'reg-bob');
+      const result = await webauthn.verifyRegistration(
+        bob,
+        attestation(p256Credential(), plain.challenge, ZERO_AAGUID, 0x41),
+        'reg-bob',
+      );
       assert.equal(result.ok && result.label, 'Passkey');
       const stored = (await listUserCredentials(ctx.store.db, bob.id)).at(-1)!;
       assert.equal(stored.aaguid, ZERO_AAGUID);
@@ -242,11 +384,21 @@ for (const dialect of dialects()) {
       // An unknown authenticator is named after the browser and platform it was registered in.
       const firefox = await webauthn.registrationOptions(bob, [], 'reg-bob');
       const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:128.0) Gecko/20100101 Firefox/128.0';
-      const named = await webauthn.verifyRegistration(bob, attestation(p256Credential(), firefox.challenge, ZERO_AAGUID), 'reg-bob', ua);
+      const named = await webauthn.verifyRegistration(
+        bob,
+        attestation(p256Credential(), firefox.challenge, ZERO_AAGUID),
+        'reg-bob',
+        ua,
+      );
       assert.equal(named.ok && named.label, 'Firefox on Windows');
       // A known authenticator keeps its model name whatever the browser.
       const known = await webauthn.registrationOptions(bob, [], 'reg-bob');
-      const model = await webauthn.verifyRegistration(bob, attestation(p256Credential(), known.challenge, GOOGLE_PM), 'reg-bob', ua);
+      const model = await webauthn.verifyRegistration(
+        bob,
+        attestation(p256Credential(), known.challenge, GOOGLE_PM),
+        'reg-bob',
+        ua,
+      );
       assert.equal(model.ok && model.label, 'Google Password Manager');
     });
   });

@@ -14,7 +14,11 @@
   button.addEventListener('click', function () {
     button.disabled = true;
     status.textContent = form.dataset.msgWorking;
-    fetch(form.dataset.options, { method: 'POST', credentials: 'same-origin', headers: { 'x-csrf-token': form.dataset.csrf } })
+    fetch(form.dataset.options, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'x-csrf-token': form.dataset.csrf },
+    })
       .then(function (res) {
         // 401: signed out, or the last sign-in is too old; posting the form shows the sign-in page.
         if (res.status === 401) {

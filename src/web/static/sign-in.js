@@ -15,7 +15,11 @@
   var submitted = false;
 
   function options() {
-    return fetch(form.dataset.options, { method: 'POST', credentials: 'same-origin', headers: { 'x-csrf-token': form.dataset.csrf } }).then(function (res) {
+    return fetch(form.dataset.options, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'x-csrf-token': form.dataset.csrf },
+    }).then(function (res) {
       if (!res.ok) throw new Error('options ' + res.status);
       return res.json();
     });
