@@ -38,6 +38,11 @@ export default tseslint.config(
     },
   },
   {
+    // Migrations run against the schema of their own time, not today's: Kysely<any> is the documented pattern.
+    files: ['src/store/migrations.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
     files: ['**/*.js', '**/*.cjs'],
     ...tseslint.configs.disableTypeChecked,
   },

@@ -1,5 +1,5 @@
 // Rate limits shared by every instance (fixed windows counted in the database).
-import { isIPv4, isIPv6 } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import type { Store } from '../store/index.ts';
 import * as counters from '../store/rate-limits.ts';
 import { tooManyRequests } from '../errors.ts';
@@ -14,23 +14,6 @@ export interface RateLimit {
   reset(key: string): Promise<void>;
 }
 
-/** The eight 16-bit groups of an IPv6 address (no zone), or undefined. */
-function ipv6Groups(address: string): number[] | undefined {
-  // A trailing dotted quad (::ffff:192.0.2.1) stands for the last two groups.
-  const text = address.replace(
-    /(\d+)\.(\d+)\.(\d+)\.(\d+)$/,
-    (_m, a, b, c, d) => `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`,
-  );
-  const parse = (part: string) => (part ? part.split(':').map((g) => parseInt(g, 16)) : []);
-  const halves = text.split('::');
-  if (halves.length > 2) return undefined;
-  const left = parse(halves[0]!);
-  const right = halves.length === 2 ? parse(halves[1]!) : [];
-  const groups =
-    halves.length === 2 ? [...left, ...new Array(Math.max(0, 8 - left.length - right.length)).fill(0), ...right] : left;
-  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
-}
-
 /**
  * The key a per-IP limit counts under: an IPv4 address as is (also when written IPv4-mapped,
  * ::ffff:a.b.c.d), an IPv6 address by its /64 — one subscriber usually holds a whole /64, so
@@ -38,17 +21,11 @@ function ipv6Groups(address: string): number[] | undefined {
  */
 export function clientKey(ip: string): string {
   const address = ip.trim().toLowerCase().replace(/%.*$/, '');
-  if (isIPv4(address)) return address;
-  if (!isIPv6(address)) return address;
-  const groups = ipv6Groups(address);
-  if (!groups) return address;
-  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
-    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
-  }
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.toString(16))
-    .join(':')}::/64`;
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.process(address); // IPv4-mapped IPv6 becomes IPv4
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  const prefix = (parsed as ipaddr.IPv6).parts.slice(0, 4).map((g) => g.toString(16));
+  return `${prefix.join(':')}::/64`;
 }
 
 export function rateLimit(

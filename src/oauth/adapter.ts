@@ -12,14 +12,14 @@ import { allowedScopes } from '../clients/index.ts';
 export async function clientMetadata(store: Store, clientId: string): Promise<AdapterPayload | undefined> {
   const row = await findClient(store.db, clientId);
   if (!row) return undefined;
-  const grantTypes: string[] = JSON.parse(row.grant_types);
+  const grantTypes = JSON.parse(row.grant_types) as string[];
   const isPublic = row.secret_hash === null;
   return {
     client_id: row.client_id,
     ...(isPublic ? {} : { client_secret: row.secret_hash as string }),
     client_name: row.name,
-    redirect_uris: JSON.parse(row.redirect_uris),
-    post_logout_redirect_uris: JSON.parse(row.post_logout_redirect_uris),
+    redirect_uris: JSON.parse(row.redirect_uris) as string[],
+    post_logout_redirect_uris: JSON.parse(row.post_logout_redirect_uris) as string[],
     grant_types: grantTypes,
     response_types: grantTypes.includes('authorization_code') ? ['code'] : [],
     token_endpoint_auth_method: isPublic ? 'none' : 'client_secret_basic',

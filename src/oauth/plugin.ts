@@ -87,7 +87,7 @@ export function providerHandler(holder: ProviderHolder, config: Config) {
     reply.raw.setHeader('x-content-type-options', 'nosniff');
     if (proto === 'https') reply.raw.setHeader('strict-transport-security', 'max-age=31536000');
     reply.hijack();
-    callback(request.raw, reply.raw);
+    void callback(request.raw, reply.raw);
   };
 }
 

@@ -35,7 +35,7 @@ export function cookieNames(publicUrl: string): { session: string; interaction: 
 
 /** What the sign-in and userinfo features plug into the provider. */
 export interface AccountSource {
-  findAccount(ctx: KoaContextWithOIDC, sub: string): Promise<Account | undefined>;
+  findAccount: (ctx: KoaContextWithOIDC, sub: string) => Promise<Account | undefined>;
   /** claim names each scope may release (oidc-provider's `claims` setting) */
   claims: Record<string, string[]>;
   scopes: string[];
@@ -54,6 +54,80 @@ export const basicAccounts: AccountSource = {
   scopes: ['openid', 'offline_access'],
 };
 
+/** Signing algorithms the provider accepts and offers; none of the `none` or HMAC kind. */
+const ENABLED_JWA: Configuration['enabledJWA'] = {
+  idTokenSigningAlgValues: ['RS256', 'ES256'],
+  userinfoSigningAlgValues: ['RS256', 'ES256'],
+  clientAuthSigningAlgValues: ['RS256', 'ES256', 'PS256'],
+  requestObjectSigningAlgValues: ['RS256', 'ES256', 'PS256'],
+  introspectionSigningAlgValues: ['RS256', 'ES256'],
+  authorizationSigningAlgValues: ['RS256', 'ES256'],
+};
+
+function lifetimes(config: Config): Configuration['ttl'] {
+  return {
+    AccessToken: config.accessTokenTtl,
+    ClientCredentials: config.accessTokenTtl,
+    IdToken: config.idTokenTtl,
+    AuthorizationCode: 60,
+    Interaction: 3600,
+    Session: SESSION_TTL,
+    Grant: 14 * 24 * 3600,
+    RefreshToken: 14 * 24 * 3600,
+  };
+}
+
+/** Authorization-code flows get userinfo tokens; client_credentials gets the API its scope names. */
+function resourceIndicators(config: Config, keySet: KeySet) {
+  const servers = resourceServers(config.publicUrl);
+  const requestedScope = (ctx: KoaContextWithOIDC) => {
+    const scope = ctx.oidc.params?.scope;
+    return typeof scope === 'string' ? scope : undefined;
+  };
+  return {
+    enabled: true,
+    defaultResource: (ctx: KoaContextWithOIDC) => {
+      if (ctx.oidc.params?.grant_type !== 'client_credentials') return undefined;
+      const server = resourceForScopes(config.publicUrl, requestedScope(ctx));
+      if (!server)
+        throw new errors.InvalidScope('scope must name the API scopes the token is for', requestedScope(ctx) ?? '');
+      return server.id;
+    },
+    useGrantedResource: async () => false,
+    getResourceServerInfo: (ctx: KoaContextWithOIDC, indicator: string) => {
+      const server = servers.find((s) => s.id === indicator);
+      if (!server || ctx.oidc.params?.grant_type !== 'client_credentials') throw new errors.InvalidTarget();
+      return {
+        scope: server.scopes.join(' '),
+        audience: server.id,
+        accessTokenTTL: config.accessTokenTtl,
+        accessTokenFormat: 'jwt' as const,
+        jwt: { sign: { alg: 'ES256' as const, kid: keySet.active.ES256 } },
+      };
+    },
+  } as NonNullable<Configuration['features']>['resourceIndicators'];
+}
+
+function features(config: Config, keySet: KeySet, accounts: AccountSource): Configuration['features'] {
+  return {
+    devInteractions: { enabled: false },
+    // The resource APIs take bearer tokens; sender-constrained tokens are not offered.
+    dPoP: { enabled: false },
+    clientCredentials: { enabled: true },
+    revocation: { enabled: true },
+    introspection: { enabled: false },
+    userinfo: { enabled: true },
+    // clients registered with userinfo_signed_response_alg get application/jwt userinfo
+    jwtUserinfo: { enabled: true },
+    rpInitiatedLogout: {
+      enabled: true,
+      ...(accounts.logoutSource ? { logoutSource: accounts.logoutSource } : {}),
+      ...(accounts.postLogoutSuccessSource ? { postLogoutSuccessSource: accounts.postLogoutSuccessSource } : {}),
+    },
+    resourceIndicators: resourceIndicators(config, keySet),
+  };
+}
+
 export function createProvider(
   config: Config,
   store: Store,
@@ -61,7 +135,6 @@ export function createProvider(
   keySet: KeySet,
   accounts: AccountSource,
 ): Provider {
-  const servers = resourceServers(config.publicUrl);
   const configuration: Configuration = {
     adapter: adapterFactory(store),
     jwks: { keys: keySet.providerJwks },
@@ -82,69 +155,12 @@ export function createProvider(
       grant_types: ['authorization_code'],
       response_types: ['code'],
     },
-    enabledJWA: {
-      idTokenSigningAlgValues: ['RS256', 'ES256'],
-      userinfoSigningAlgValues: ['RS256', 'ES256'],
-      clientAuthSigningAlgValues: ['RS256', 'ES256', 'PS256'],
-      requestObjectSigningAlgValues: ['RS256', 'ES256', 'PS256'],
-      introspectionSigningAlgValues: ['RS256', 'ES256'],
-      authorizationSigningAlgValues: ['RS256', 'ES256'],
-    },
+    enabledJWA: ENABLED_JWA,
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     responseTypes: ['code'],
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
-    ttl: {
-      AccessToken: config.accessTokenTtl,
-      ClientCredentials: config.accessTokenTtl,
-      IdToken: config.idTokenTtl,
-      AuthorizationCode: 60,
-      Interaction: 3600,
-      Session: SESSION_TTL,
-      Grant: 14 * 24 * 3600,
-      RefreshToken: 14 * 24 * 3600,
-    },
-    features: {
-      devInteractions: { enabled: false },
-      // The resource APIs take bearer tokens; sender-constrained tokens are not offered.
-      dPoP: { enabled: false },
-      clientCredentials: { enabled: true },
-      revocation: { enabled: true },
-      introspection: { enabled: false },
-      userinfo: { enabled: true },
-      // clients registered with userinfo_signed_response_alg get application/jwt userinfo
-      jwtUserinfo: { enabled: true },
-      rpInitiatedLogout: {
-        enabled: true,
-        ...(accounts.logoutSource ? { logoutSource: accounts.logoutSource } : {}),
-        ...(accounts.postLogoutSuccessSource ? { postLogoutSuccessSource: accounts.postLogoutSuccessSource } : {}),
-      },
-      resourceIndicators: {
-        enabled: true,
-        // Authorization-code flows get userinfo tokens; client_credentials gets the API its scope names.
-        defaultResource: (ctx) => {
-          if (ctx.oidc.params?.grant_type !== 'client_credentials') return undefined;
-          const server = resourceForScopes(config.publicUrl, ctx.oidc.params?.scope as string | undefined);
-          if (!server)
-            throw new errors.InvalidScope(
-              'scope must name the API scopes the token is for',
-              String(ctx.oidc.params?.scope ?? ''),
-            );
-          return server.id;
-        },
-        useGrantedResource: async () => false,
-        getResourceServerInfo: (ctx, indicator) => {
-          const server = servers.find((s) => s.id === indicator);
-          if (!server || ctx.oidc.params?.grant_type !== 'client_credentials') throw new errors.InvalidTarget();
-          return {
-            scope: server.scopes.join(' '),
-            audience: server.id,
-            accessTokenTTL: config.accessTokenTtl,
-            accessTokenFormat: 'jwt',
-            jwt: { sign: { alg: 'ES256', kid: keySet.active.ES256 } },
-          };
-        },
-      },
-    },
+    ttl: lifetimes(config),
+    features: features(config, keySet, accounts),
     extraTokenClaims: async (_ctx, token) => {
       // RFC 9068: client_credentials tokens name the client as subject.
       if (token.kind === 'ClientCredentials') return { sub: token.clientId };

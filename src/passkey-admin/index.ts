@@ -8,16 +8,9 @@ import { authenticate, requireScopes, type AccessToken, type TokenVerifier } fro
 import { methodNotAllowed } from '../http/errors.ts';
 import { badRequest, forbidden, notFound } from '../errors.ts';
 import { eppnProblem, normalizeEppn, realmOf } from '../directory/index.ts';
-import { findUserByEppn } from '../store/directory.ts';
 import { findOrganizationWithGrant } from '../store/clients.ts';
-import {
-  deleteOrganizationPasskey,
-  deleteUserPasskeys,
-  listOrganizationPasskeys,
-  listPasskeysByEppn,
-  type PasskeyListRow,
-} from '../store/passkeys.ts';
-import { insertAuditEvent } from '../store/audit.ts';
+import { listOrganizationPasskeys, listPasskeysByEppn, type PasskeyListRow } from '../store/passkeys.ts';
+import { removeOrganizationPasskey, removeUserPasskeys, type Actor } from '../webauthn/passkey-removal.ts';
 import { iso } from '../time.ts';
 import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
 import { deleteOneSchema, deleteUserSchema, listSchema } from './schemas.ts';
@@ -34,8 +27,6 @@ export interface PasskeyAdminDeps {
 export const MAX_PER_PAGE = 1000;
 const READ = 'passkey.read';
 const DELETE = 'passkey.delete';
-export const AUDIT_DELETE_USER = 'passkey.delete_user';
-export const AUDIT_DELETE_ONE = 'passkey.delete';
 
 type QueryName = 'eppn' | 'per_page' | 'offset';
 type Query = Partial<Record<QueryName, string>>;
@@ -141,6 +132,12 @@ function toPasskey(row: PasskeyListRow) {
   };
 }
 
+const actorOf = (token: AccessToken, request: FastifyRequest, at: number): Actor => ({
+  clientId: token.clientId,
+  requestId: request.id,
+  at,
+});
+
 // ---- endpoints -----------------------------------------------------------------------------
 
 export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
@@ -176,7 +173,7 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
       );
       reply.header('link', `<${nextPageUrl(config, request, org.id, offset)}>; rel="next"`);
     }
-    const body = new Array(rows.length);
+    const body = new Array<ReturnType<typeof toPasskey>>(rows.length);
     for (let i = 0; i < rows.length; i++) body[i] = toPasskey(rows[i]!);
     return body;
   }
@@ -189,20 +186,7 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     checkClientGrant(org);
     checkRealm(eppn, org);
 
-    const ids = await store.db.transaction().execute(async (trx) => {
-      const user = await findUserByEppn(trx, eppn);
-      const deleted = user && user.org_id === org.id ? await deleteUserPasskeys(trx, user.id) : [];
-      await insertAuditEvent(trx, {
-        at: deps.now(),
-        kind: AUDIT_DELETE_USER,
-        clientId: token.clientId,
-        orgId: org.id,
-        eppn,
-        passkeyIds: deleted,
-        requestId: request.id,
-      });
-      return deleted;
-    });
+    const ids = await removeUserPasskeys(store, actorOf(token, request, deps.now()), org.id, eppn);
     request.log.info(
       { client_id: token.clientId, org_id: org.id, eppn, passkey_ids: ids, deleted_count: ids.length },
       'passkeys deleted',
@@ -219,21 +203,10 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     const id = positiveId(request.params.id);
     if (id === undefined) throw notFound('Passkey does not exist');
 
-    const owner = await store.db.transaction().execute(async (trx) => {
-      const deleted = await deleteOrganizationPasskey(trx, org.id, id);
-      // Another organization's passkey is "not found" too: its existence is not this client's business.
-      if (!deleted) throw notFound('Passkey does not exist');
-      await insertAuditEvent(trx, {
-        at: deps.now(),
-        kind: AUDIT_DELETE_ONE,
-        clientId: token.clientId,
-        orgId: org.id,
-        eppn: deleted.eppn,
-        passkeyIds: [id],
-        requestId: request.id,
-      });
-      return deleted.eppn;
-    });
+    // Another organization's passkey is "not found" too: its existence is not this client's business.
+    const deleted = await removeOrganizationPasskey(store, actorOf(token, request, deps.now()), org.id, id);
+    if (!deleted) throw notFound('Passkey does not exist');
+    const owner = deleted.eppn;
     request.log.info(
       { client_id: token.clientId, org_id: org.id, eppn: owner, passkey_ids: [id], deleted_count: 1 },
       'passkeys deleted',

@@ -163,6 +163,6 @@ export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string
     migrationLockTableName: 'schema_migrations_lock',
   });
   const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
+  if (error) throw error instanceof Error ? error : new Error('migration failed', { cause: error });
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

@@ -1,0 +1,57 @@
+// Removing passkeys: the one place that deletes them, each removal written to the audit trail in
+// the same transaction, whichever surface asks (the passkey API today).
+import type { Store } from '../store/index.ts';
+import { findUserByEppn } from '../store/directory.ts';
+import { deleteOrganizationPasskey, deleteUserPasskeys } from '../store/passkeys.ts';
+import { insertAuditEvent } from '../store/audit.ts';
+
+export const AUDIT_DELETE_USER = 'passkey.delete_user';
+export const AUDIT_DELETE_ONE = 'passkey.delete';
+
+/** Who asked, for the audit trail. */
+export interface Actor {
+  clientId: string;
+  requestId: string;
+  at: number;
+}
+
+/** Deletes every passkey of the organization's user eppn; an unknown eppn deletes nothing. Returns the ids. */
+export function removeUserPasskeys(store: Store, actor: Actor, orgId: number, eppn: string): Promise<number[]> {
+  return store.db.transaction().execute(async (trx) => {
+    const user = await findUserByEppn(trx, eppn);
+    const deleted = user && user.org_id === orgId ? await deleteUserPasskeys(trx, user.id) : [];
+    await insertAuditEvent(trx, {
+      at: actor.at,
+      kind: AUDIT_DELETE_USER,
+      clientId: actor.clientId,
+      orgId,
+      eppn,
+      passkeyIds: deleted,
+      requestId: actor.requestId,
+    });
+    return deleted;
+  });
+}
+
+/** Deletes one passkey of the organization; undefined (and nothing written) when it has none of that id. */
+export function removeOrganizationPasskey(
+  store: Store,
+  actor: Actor,
+  orgId: number,
+  id: number,
+): Promise<{ eppn: string } | undefined> {
+  return store.db.transaction().execute(async (trx) => {
+    const deleted = await deleteOrganizationPasskey(trx, orgId, id);
+    if (!deleted) return undefined;
+    await insertAuditEvent(trx, {
+      at: actor.at,
+      kind: AUDIT_DELETE_ONE,
+      clientId: actor.clientId,
+      orgId,
+      eppn: deleted.eppn,
+      passkeyIds: [id],
+      requestId: actor.requestId,
+    });
+    return { eppn: deleted.eppn };
+  });
+}
