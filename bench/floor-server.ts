@@ -6,4 +6,4 @@ const app = Fastify({ logger: false });
 app.get('/floor', async () => ({ hello: 'world' }));
 await app.listen({ port: 0, host: '127.0.0.1' });
 process.stdout.write(`${(app.server.address() as { port: number }).port}\n`);
-process.on('SIGTERM', () => app.close().then(() => process.exit(0)));
+process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));

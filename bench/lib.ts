@@ -108,7 +108,9 @@ export async function startService(env: Record<string, string>, port: number): P
     try {
       const r = await fetch(`${url}/readyz`);
       if (r.ok) break;
-    } catch {}
+    } catch {
+      // not listening yet
+    }
     if (child.exitCode !== null) throw new Error('service exited during start-up');
     await new Promise((r) => setTimeout(r, 100));
   }

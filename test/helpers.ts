@@ -222,7 +222,9 @@ export async function spawnService(env: Record<string, string>, port?: number): 
     if (child.exitCode !== null) throw new Error(`service exited: ${err}`);
     try {
       if ((await fetch(`${url}/readyz`)).ok) break;
-    } catch {}
+    } catch {
+      // not listening yet
+    }
     if (i > 300) throw new Error(`service did not become ready: ${err}`);
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -71,7 +71,7 @@ describe('README quick start with a stock relying party', () => {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
-    service.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
+    service.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     // Ready when /readyz answers; bounded, and a service that exits fails at once.
     for (let i = 0; ; i++) {
       if (service.exitCode !== null) assert.fail(`the service exited (${service.exitCode}): ${stderr}`);

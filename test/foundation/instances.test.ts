@@ -136,7 +136,7 @@ describe('graceful shutdown', () => {
       const socket = connect(Number(port), '127.0.0.1');
       await new Promise((r) => socket.once('connect', r));
       let response = '';
-      socket.on('data', (d) => (response += d));
+      socket.on('data', (d) => (response += d.toString()));
       const body = 'grant_type=client_credentials&scope=passkey.read';
       // headers and half the body: the request is in flight when SIGTERM arrives
       socket.write(

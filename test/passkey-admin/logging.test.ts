@@ -44,7 +44,9 @@ for (const dialect of dialects()) {
       for (let i = 0; i < 100; i++) {
         try {
           if ((await fetch(`${base}/readyz`)).ok) return;
-        } catch {}
+        } catch {
+          // not listening yet
+        }
         await new Promise((r) => setTimeout(r, 100));
       }
       throw new Error(`service did not start: ${output}`);
