@@ -17,7 +17,7 @@ import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
-import { createWeb, loadExistingGrant, providerViews } from './web/index.ts';
+import { loadExistingGrant, notFoundPage, providerViews, webPlugin } from './web/index.ts';
 
 export interface AppDeps {
   config: Config;
@@ -121,11 +121,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const now = deps.now ?? Date.now;
   const stopHousekeeping = startHousekeeping(store, app.log);
   app.addHook('onClose', async () => stopHousekeeping());
-  // Sign-in pages; web.account lets other features add to the account page.
-  const web = createWeb({ config, store, keys, provider, now });
   // Before any route, which takes the error handler in force when it is added; browsers asking
   // for an unknown path get the sign-in pages' 404 page, API clients the JSON body.
-  registerErrorHandling(app, { notFoundPage: web.notFoundPage });
+  registerErrorHandling(app, { notFoundPage });
 
   // Before the features, so the OpenAPI document sees every route they add.
   await registerOpenApi(app, config, PROVIDER_PATHS);
@@ -133,10 +131,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Features, each a plugin with its dependencies passed in.
   await app.register(healthPlugin(store, config));
   await app.register(oauthPlugin(provider, config));
-  await app.register(userinfoPlugin({ config, store, provider, account: web.account }));
+  await app.register(userinfoPlugin({ config, store, provider }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
-  await app.register(web.plugin);
+  await app.register(webPlugin({ config, store, keys, provider, now }));
 
   return { app, keyManager, verifier, provider };
 }

@@ -1,29 +1,23 @@
-// The userinfo feature: the short path of GET /openid/userinfo (oidc.ts; oidc-provider serves the
-// rest with the account view of accounts.ts), legacy GET /userinfo and the photo fetch.
+// The userinfo feature: the short path of GET /openid/userinfo (openid-userinfo.ts; oidc-provider
+// serves the rest with the account view of provider-account.ts), legacy GET /userinfo and the photo fetch.
 import type { FastifyInstance } from 'fastify';
 import { methodNotAllowed } from '../http/errors.ts';
 import { providerHandler } from '../oauth/plugin.ts';
 import { ROUTES } from '../oauth/provider.ts';
 import { oidcUserinfoHandler } from './openid-userinfo.ts';
 import { LEGACY_PATH, legacyUserinfoHandler } from './legacy.ts';
-import { photoHandler } from './photos.ts';
+import { photoHandler } from './photo-fetch.ts';
 import type { TokenDeps } from './tokens.ts';
-import type { Account } from '../web/index.ts';
-import { accountPhotoPlugin } from './account.ts';
 import { legacyUserinfoSchema, oidcUserinfoSchema, photoSchema } from './schemas.ts';
 
 export { userinfoAccounts } from './provider-account.ts';
 
 export const PHOTO_PATH = '/userinfo/v1/user/media/:handle';
 
-export interface UserinfoPluginDeps extends TokenDeps {
-  /** the account page, when there is one: adds the photo section and upload */
-  account?: Account;
-}
+export type UserinfoPluginDeps = TokenDeps;
 
 export function userinfoPlugin(deps: UserinfoPluginDeps) {
   return async function userinfo(app: FastifyInstance) {
-    if (deps.account) await app.register(accountPhotoPlugin({ store: deps.store, account: deps.account }));
     // Only GET takes the short path; HEAD, POST and OPTIONS stay with oidc-provider.
     app.get(
       ROUTES.userinfo,

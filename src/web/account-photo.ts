@@ -1,15 +1,15 @@
 // The profile photo on /account: a section of the account page, and POST /account/photo to
-// upload (multipart/form-data, no script needed) or remove it. The account feature provides the
+// upload (multipart/form-data, no script needed) or remove it. The account page provides the
 // session, the CSRF check, the texts (its catalog, in the page's language) and the error pages.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Store } from '../store/index.ts';
 import { bytes as asBuffer } from '../store/index.ts';
 import { findPhoto } from '../store/photos.ts';
-import { html, type Account, type AccountView, type Html } from '../web/index.ts';
 import { AppError } from '../errors.ts';
 import { rateLimit } from '../http/rate-limit.ts';
-import { PHOTO_EDGE, PHOTO_LIMITS, removePhotoByEppn, setPhoto } from './photos.ts';
-import { hiddenSchema } from './schemas.ts';
+import { PHOTO_EDGE, PHOTO_LIMITS, removePhotoByEppn, setPhoto } from '../directory/photos.ts';
+import { html, type Html } from './html.ts';
+import type { Account, AccountView } from './account-page.ts';
 
 export interface AccountPhotoDeps {
   store: Store;
@@ -33,39 +33,31 @@ async function photoSection(store: Store, view: AccountView, remember: (field: s
   const { t } = view;
   const photo = view.user.photo_handle ? await findPhoto(store.db, view.user.photo_handle) : undefined;
   const csrf = html`<input type="hidden" name="${view.csrf.field}" value="${view.csrf.token}" />`;
+  // Kept as written: Prettier would break the text inside the buttons and the image onto lines of their own.
+  // prettier-ignore
   return html`<section aria-labelledby="photo-heading" id="photo">
-    <h2 id="photo-heading">${t('photo.title')}</h2>
-    ${
-      photo
-        ? html`<p>
-            <img
-              class="photo"
-              src="data:image/jpeg;base64,${asBuffer(photo.bytes).toString('base64')}"
-              width="${photo.width}"
-              height="${photo.height}"
-              alt="${t('photo.alt')}"
-            />
-          </p>`
-        : html`<p id="no-photo">${t('photo.none')}</p>`
-    }
-    <p class="hint" id="photo-hint">${t('photo.intro', LIMIT_VARS)}</p>
-    <form method="post" action="${ACCOUNT_PHOTO_PATH}" enctype="multipart/form-data" class="photo-upload">
-      ${csrf}
-      <label for="photo-file">${t('photo.file')}</label>
-      <input id="photo-file" type="file" name="photo" accept="${ACCEPT}" required aria-describedby="photo-hint" />
-      <button type="submit" name="action" value="upload" class="secondary">
-        ${t(photo ? 'photo.replace' : 'photo.upload')}
-      </button>
-    </form>
-    ${
-      photo
-        ? html`<form method="post" action="${ACCOUNT_PHOTO_PATH}" enctype="multipart/form-data" class="photo-remove">
-            ${csrf}
-            <button type="submit" name="action" value="remove" class="danger">${t('photo.remove')}</button>
-          </form>`
-        : ''
-    }
-  </section>`;
+<h2 id="photo-heading">${t('photo.title')}</h2>
+${
+  photo
+    ? html`<p><img class="photo" src="data:image/jpeg;base64,${asBuffer(photo.bytes).toString('base64')}" width="${photo.width}" height="${photo.height}" alt="${t('photo.alt')}"></p>`
+    : html`<p id="no-photo">${t('photo.none')}</p>`
+}
+<p class="hint" id="photo-hint">${t('photo.intro', LIMIT_VARS)}</p>
+<form method="post" action="${ACCOUNT_PHOTO_PATH}" enctype="multipart/form-data" class="photo-upload">
+${csrf}
+<label for="photo-file">${t('photo.file')}</label>
+<input id="photo-file" type="file" name="photo" accept="${ACCEPT}" required aria-describedby="photo-hint">
+<button type="submit" name="action" value="upload" class="secondary">${t(photo ? 'photo.replace' : 'photo.upload')}</button>
+</form>
+${
+  photo
+    ? html`<form method="post" action="${ACCOUNT_PHOTO_PATH}" enctype="multipart/form-data" class="photo-remove">
+${csrf}
+<button type="submit" name="action" value="remove" class="danger">${t('photo.remove')}</button>
+</form>`
+    : ''
+}
+</section>`;
 }
 
 export function accountPhotoPlugin({ store, account }: AccountPhotoDeps) {
@@ -91,7 +83,7 @@ export function accountPhotoPlugin({ store, account }: AccountPhotoDeps) {
       (_request, body, done) => done(null, body),
     );
 
-    app.post(ACCOUNT_PHOTO_PATH, { schema: hiddenSchema }, async (request, reply) => {
+    app.post(ACCOUNT_PHOTO_PATH, { schema: { hide: true } }, async (request, reply) => {
       const user = await account.currentUser(request, reply);
       if (!user) return reply.code(303).header('location', '/account').send();
       const form = await readForm(request);

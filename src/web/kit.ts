@@ -121,8 +121,27 @@ export async function overLimit(limit: RateLimit, key: string): Promise<string |
   }
 }
 
-export type PasswordResult =
-  { ok: true; user: User } | { ok: false; status: number; error: MessageKey; username: string; retryAfter?: string };
+/** Why a sign-in attempt was refused, for the sign-in page to show. */
+export interface SignInFailure {
+  status: number;
+  error: MessageKey;
+  /** what the user typed, to fill the form again */
+  username?: string;
+  /** seconds, when the attempt was over a limit */
+  retryAfter?: string;
+}
+
+export type PasswordResult = { ok: true; user: User } | ({ ok: false; username: string } & SignInFailure);
+
+/** A field of a posted form (or JSON body), not yet checked. */
+export function bodyField(request: FastifyRequest, name: string): unknown {
+  return (request.body as Record<string, unknown> | undefined)?.[name];
+}
+
+/** The Retry-After header for a refusal that was over a limit. */
+export function retryHeaders(failure?: SignInFailure): Record<string, string> {
+  return failure?.retryAfter ? { 'retry-after': failure.retryAfter } : {};
+}
 
 function field(body: unknown, name: string, max: number): string | undefined {
   const value = (body as Record<string, unknown> | undefined)?.[name];

@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { dialects, seedOrg, seedUser } from '../helpers.ts';
 import { insertUserId } from '../../src/store/directory.ts';
-import { setPhoto } from '../../src/userinfo/photos.ts';
+import { setPhoto } from '../../src/directory/photos.ts';
 import {
   launchBrowser,
   passwordSignInThroughRelyingParty,

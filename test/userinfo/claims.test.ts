@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import { decodeJwt } from 'jose';
 import { dialects, startTestApp, seedOrg, seedUser, seedClient, PUBLIC_URL, type TestContext } from '../helpers.ts';
 import { insertUserId } from '../../src/store/directory.ts';
-import { setPhoto } from '../../src/userinfo/photos.ts';
+import { setPhoto } from '../../src/directory/photos.ts';
 import { exchangeCode, mintUserToken } from './fixtures.ts';
 
 const NS = `${PUBLIC_URL}/claims`;

@@ -172,7 +172,7 @@ for (const dialect of dialects()) {
     }
 
     it('two uploads at once leave exactly one photo, the one the user points at', async () => {
-      const { setPhoto: store } = await import('../../src/userinfo/photos.ts');
+      const { setPhoto: store } = await import('../../src/directory/photos.ts');
       const user = (await findUserByEppn(ctx.store.db, EPPN))!;
       const images = await Promise.all([
         solid(200, 200).png().toBuffer(),

@@ -18,7 +18,7 @@ import { openStore, type Store } from '../../src/store/index.ts';
 import { buildApp, type App } from '../../src/app.ts';
 import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
-import { RECENT_SIGN_IN_MS } from '../../src/web/account.ts';
+import { RECENT_SIGN_IN_MS } from '../../src/web/account-page.ts';
 import type { User } from '../../src/store/directory.ts';
 
 const PASSWORD = 'correct horse battery staple';

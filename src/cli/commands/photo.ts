@@ -1,7 +1,7 @@
 // `user set-photo` and `user remove-photo`: profile photos.
 import { readFileSync, statSync } from 'node:fs';
 import { AppError, badRequest } from '../../errors.ts';
-import { PHOTO_LIMITS, removePhotoByEppn, setPhotoByEppn } from '../../userinfo/photos.ts';
+import { PHOTO_LIMITS, removePhotoByEppn, setPhotoByEppn } from '../../directory/photos.ts';
 import { required, type CommandDef } from '../command.ts';
 
 function readImage(path: string): Buffer {

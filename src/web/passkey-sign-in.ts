@@ -1,0 +1,45 @@
+// Signing in with a passkey, the same on the sign-in page of an interaction and on the account
+// page: the browser asks for a challenge bound to the form it came from, then posts the assertion.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { User } from '../store/directory.ts';
+import {
+  amrForPasskey,
+  bodyField,
+  clientKey,
+  overLimit,
+  signInSucceeded,
+  type Kit,
+  type SignInFailure,
+} from './kit.ts';
+
+export type PasskeyResult = { ok: true; user: User; amr: string[] } | ({ ok: false } & SignInFailure);
+
+/**
+ * The challenge for a passkey sign-in, bound to binding. Every sign-in page asks for one, so the
+ * count is generous and kept apart from the one for attempts.
+ */
+export async function sendPasskeyOptions(kit: Kit, request: FastifyRequest, reply: FastifyReply, binding: string) {
+  const retry = await overLimit(kit.limits.ceremonies, clientKey(request.ip));
+  if (retry)
+    return reply
+      .code(429)
+      .header('retry-after', retry)
+      .send({ code: 429, message: 'Too many requests; try again later' });
+  return reply.send(await kit.webauthn.authenticationOptions(binding));
+}
+
+/**
+ * Passkey sign-in as a pipeline: count the attempt against the client IP, verify the assertion
+ * (the challenge must have been issued for binding), and on success give the attempt back.
+ */
+export async function passkeySignIn(kit: Kit, request: FastifyRequest, binding: string): Promise<PasskeyResult> {
+  const retry = await overLimit(kit.limits.ip, clientKey(request.ip));
+  if (retry) return { ok: false, status: 429, error: 'error.rate_limited', retryAfter: retry };
+  const outcome = await kit.webauthn.verifyAuthentication(bodyField(request, 'response'), binding, request.id);
+  if (!outcome.ok) {
+    request.log.info({ event: 'login.failed', method: 'passkey', reason: outcome.reason }, 'passkey sign-in refused');
+    return { ok: false, status: 401, error: 'error.passkey' };
+  }
+  await signInSucceeded(kit, request);
+  return { ok: true, user: outcome.user, amr: amrForPasskey(outcome.userVerified) };
+}
