@@ -22,7 +22,8 @@ function render(value: unknown): string {
   if (value === undefined || value === null || value === false) return '';
   if (Array.isArray(value)) return value.map(render).join('');
   if (isHtml(value)) return value.__html;
-  return escapeHtml(String(value));
+  // Anything else interpolated is a primitive (text, numbers); an object would be a mistake in a template.
+  return escapeHtml(`${value as string | number | boolean}`);
 }
 
 export function html(strings: TemplateStringsArray, ...values: unknown[]): Html {

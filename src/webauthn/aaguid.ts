@@ -3,7 +3,7 @@
 import { createRequire } from 'node:module';
 import { ZERO_AAGUID } from './import.ts';
 
-const names: Record<string, string> = createRequire(import.meta.url)('aaguids/aaguids.json');
+const names = createRequire(import.meta.url)('aaguids/aaguids.json') as Record<string, string>;
 
 /** The authenticator's model name, or undefined when the AAGUID is unknown or all zero. */
 export function authenticatorName(aaguid: string): string | undefined {

@@ -1,0 +1,132 @@
+// Registering a passkey: options for the browser, then verifying its attestation and storing the
+// credential with its audit record in one transaction.
+import {
+  generateRegistrationOptions,
+  verifyRegistrationResponse,
+  type PublicKeyCredentialCreationOptionsJSON,
+  type RegistrationResponseJSON,
+  type VerifiedRegistrationResponse,
+} from '@simplewebauthn/server';
+import { bytes, isUniqueViolation } from '../store/index.ts';
+import { insertPasskeys, type PasskeyRow } from '../store/passkeys.ts';
+import type { User } from '../store/directory.ts';
+import { insertAuditEvent } from '../store/audit.ts';
+import { ZERO_AAGUID } from './import.ts';
+import { defaultPasskeyLabel } from './passkey-names.ts';
+import { CEREMONY_TIMEOUT_MS, type Ceremony } from './challenges.ts';
+import { asRegistration, type Outcome } from './responses.ts';
+
+type RegistrationInfo = NonNullable<VerifiedRegistrationResponse['registrationInfo']>;
+
+const AAGUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export async function registrationOptions(
+  ceremony: Ceremony,
+  user: User,
+  existing: PasskeyRow[],
+  binding: string,
+): Promise<PublicKeyCredentialCreationOptionsJSON> {
+  const options = await generateRegistrationOptions({
+    rpName: ceremony.rpId,
+    rpID: ceremony.rpId,
+    userName: user.eppn,
+    userDisplayName: user.name,
+    // The user handle is the opaque subject: it names nobody outside this service.
+    userID: new TextEncoder().encode(user.sub),
+    attestationType: 'none',
+    timeout: CEREMONY_TIMEOUT_MS,
+    excludeCredentials: existing.map((p) => ({
+      id: bytes(p.credential_id).toString('base64url'),
+      transports: JSON.parse(p.transports) as string[],
+    })),
+    // Discoverable credentials: sign-in starts without a username.
+    authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
+    supportedAlgorithmIDs: [-7, -8, -257],
+  });
+  await ceremony.challenges.remember(options.challenge, { purpose: 'register', binding, userId: user.id });
+  return options;
+}
+
+/** The attestation, checked against the challenge; undefined when it does not verify. */
+async function verifyAttestation(
+  ceremony: Ceremony,
+  response: RegistrationResponseJSON,
+  expectedChallenge: string,
+): Promise<RegistrationInfo | undefined> {
+  try {
+    const result = await verifyRegistrationResponse({
+      response,
+      expectedChallenge,
+      expectedOrigin: ceremony.origin,
+      expectedRPID: ceremony.rpId,
+      requireUserVerification: false,
+    });
+    return result.verified ? result.registrationInfo : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Stores the new passkey and its audit record together; returns its id. */
+function storePasskey(
+  ceremony: Ceremony,
+  user: User,
+  response: RegistrationResponseJSON,
+  info: RegistrationInfo,
+  { aaguid, label }: { aaguid: string; label: string },
+): Promise<number> {
+  const at = ceremony.now();
+  return ceremony.store.db.transaction().execute(async (trx) => {
+    const [id] = await insertPasskeys(trx, [
+      {
+        user_id: user.id,
+        org_id: user.org_id,
+        credential_id: Buffer.from(info.credential.id, 'base64url'),
+        public_key: Buffer.from(info.credential.publicKey),
+        sign_count: info.credential.counter,
+        transports: JSON.stringify(response.response.transports ?? []),
+        label,
+        aaguid,
+        backup_eligible: info.credentialDeviceType === 'multiDevice' ? 1 : 0,
+        backup_state: info.credentialBackedUp ? 1 : 0,
+        mfa_verified: info.userVerified ? 1 : 0,
+        created_at: at,
+        last_used_at: null,
+      },
+    ]);
+    await insertAuditEvent(trx, {
+      at,
+      kind: 'passkey.register',
+      orgId: user.org_id,
+      eppn: user.eppn,
+      passkeyIds: [id!],
+      details: { aaguid },
+    });
+    return id!;
+  });
+}
+
+/** userAgent names the passkey when its authenticator is unknown ("Chrome on Linux"). */
+export async function verifyRegistration(
+  ceremony: Ceremony,
+  user: User,
+  input: unknown,
+  binding: string,
+  userAgent?: string,
+): Promise<Outcome<{ passkeyId: number; label: string }>> {
+  const response = asRegistration(input);
+  if (!response) return { ok: false, reason: 'malformed' };
+  const claimed = await ceremony.challenges.claim(response.response.clientDataJSON, 'register', binding);
+  if (!claimed || claimed.record.userId !== user.id) return { ok: false, reason: 'challenge' };
+  const info = await verifyAttestation(ceremony, response, claimed.challenge);
+  if (!info) return { ok: false, reason: 'verification' };
+  const aaguid = AAGUID.test(info.aaguid) ? info.aaguid : ZERO_AAGUID;
+  const label = defaultPasskeyLabel(aaguid, userAgent);
+  try {
+    const passkeyId = await storePasskey(ceremony, user, response, info, { aaguid, label });
+    return { ok: true, passkeyId, label };
+  } catch (err) {
+    if (isUniqueViolation(err)) return { ok: false, reason: 'already_registered' };
+    throw err;
+  }
+}
