@@ -1,5 +1,6 @@
 // Page texts in English and Norwegian Bokmål. The locale comes from ui_locales when the
 // relying party sent one, otherwise from Accept-Language; English is the fallback.
+import Negotiator from 'negotiator';
 export type Locale = 'en' | 'nb';
 
 const en = {
@@ -260,18 +261,12 @@ export function pickLocale(uiLocales: unknown, acceptLanguage: unknown): Locale 
     }
   }
   if (typeof acceptLanguage === 'string') {
-    const ranked = acceptLanguage
-      .split(',')
-      .slice(0, 20)
-      .map((part, index) => {
-        const [tag, ...params] = part.split(';');
-        const q = params.map((p) => /^\s*q=([0-9.]+)\s*$/.exec(p)?.[1]).find(Boolean);
-        return { tag: tag ?? '', q: q === undefined ? 1 : Number(q), index };
-      })
-      .filter((e) => e.q > 0)
-      .sort((a, b) => b.q - a.q || a.index - b.index);
-    for (const e of ranked) {
-      const l = supported(e.tag);
+    // The first 20 entries are plenty; a longer header is not worth parsing.
+    const header = acceptLanguage.split(',').slice(0, 20).join(',');
+    // Without a list of offers, negotiator ranks every language the browser accepts (q > 0) by
+    // q, ties in the browser's order; the first one that maps to a catalog wins.
+    for (const tag of new Negotiator({ headers: { 'accept-language': header } }).languages()) {
+      const l = supported(tag);
       if (l) return l;
     }
   }
