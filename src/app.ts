@@ -1,6 +1,6 @@
 // buildApp: the Fastify application with every feature registered, and nothing else.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { JSONWebKeySet } from 'jose';
 import type { Config } from './config.ts';
 import type { Keyring } from './crypto.ts';
@@ -77,7 +77,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     routerOptions: { maxParamLength: 2048 },
     // Malformed URLs (bad percent-encoding) get the same JSON error body as everything else.
     frameworkErrors: (_error, _request, reply) => {
-      sendError(reply as unknown as FastifyReply, 400, 'Malformed request URL');
+      sendError(reply, 400, 'Malformed request URL');
     },
   });
 
@@ -101,7 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const publishedKeys = () => {
     const current = keyManager.current();
     let set = jwksOf.get(current);
-    if (!set) jwksOf.set(current, (set = { keys: current.publicJwks as JSONWebKeySet['keys'] }));
+    if (!set) jwksOf.set(current, (set = { keys: current.publicJwks }));
     return set;
   };
   const verifier = createTokenVerifier(config.publicUrl, publishedKeys, async () => void (await keyManager.refresh()));

@@ -10,22 +10,25 @@ export interface Frame {
 export function layout(frame: Frame, title: string, body: Html, scripts: string[] = []): string {
   return `<!doctype html>${
     html`<html lang="${frame.locale}">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="referrer" content="no-referrer" />
-        <title>${title}</title>
-        <link rel="stylesheet" href="/static/style.css" />
-        ${scripts.map((s) => html`<script src="${s}" defer></script>`)}
-      </head>
-      <body>
-        <main class="card">${body}</main>
-      </body>
-    </html> `.__html
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${title}</title>
+<link rel="stylesheet" href="/static/style.css">
+${scripts.map((s) => html`<script src="${s}" defer></script>`)}
+</head>
+<body>
+<main class="card">
+${body}
+</main>
+</body>
+</html>
+`.__html
   }`;
 }
 
-const hidden = (name: string, value: string) => html`<input type="hidden" name="${name}" value="${value}" />`;
+const hidden = (name: string, value: string) => html`<input type="hidden" name="${name}" value="${value}">`;
 
 export interface CsrfField {
   field: string;
@@ -44,21 +47,13 @@ function ceremonyForm(
   csrf: CsrfField,
   label: string,
 ): Html {
-  return html`<form
-    id="${id}-form"
-    method="post"
-    action="${action}"
-    data-options="${optionsUrl}"
-    data-csrf="${csrf.token}"
-    data-msg-working="${t('js.working')}"
-    data-msg-cancelled="${t('js.cancelled')}"
-    data-msg-unsupported="${t('signin.no_webauthn')}"
-  >
-    ${hidden(csrf.field, csrf.token)}
-    <input type="hidden" name="response" value="" />
-    <button type="button" id="${id}-button" class="primary" hidden>${label}</button>
-    <p id="${id}-status" class="status" role="status" aria-live="polite"></p>
-  </form>`;
+  return html`<form id="${id}-form" method="post" action="${action}" data-options="${optionsUrl}" data-csrf="${csrf.token}"
+  data-msg-working="${t('js.working')}" data-msg-cancelled="${t('js.cancelled')}" data-msg-unsupported="${t('signin.no_webauthn')}">
+${hidden(csrf.field, csrf.token)}
+<input type="hidden" name="response" value="">
+<button type="button" id="${id}-button" class="primary" hidden>${label}</button>
+<p id="${id}-status" class="status" role="status" aria-live="polite"></p>
+</form>`;
 }
 
 function alert(message: string | undefined): Html {
@@ -83,39 +78,26 @@ export interface SignInView {
 
 export function signInPage(frame: Frame, v: SignInView): string {
   const { t } = frame;
-  const body = html` <h1>${t('signin.title')}</h1>
-    <p class="subtitle">${v.subtitle}</p>
-    ${alert(v.error)} ${ceremonyForm(t, 'passkey', v.passkeyAction, v.optionsUrl, v.csrf, t('signin.passkey'))}
-    <p class="divider"><span>${t('signin.or')}</span></p>
-    <form id="password-form" method="post" action="${v.passwordAction}">
-      ${hidden(v.csrf.field, v.csrf.token)}
-      <label for="username">${t('signin.username')}</label>
-      <input
-        id="username"
-        name="username"
-        type="text"
-        inputmode="email"
-        autocomplete="username webauthn"
-        autocapitalize="none"
-        autocorrect="off"
-        spellcheck="false"
-        required
-        maxlength="320"
-        aria-describedby="username-hint"
-        value="${v.username ?? ''}"
-      />
-      <p id="username-hint" class="hint">${t('signin.username_hint')}</p>
-      <label for="password">${t('signin.password')}</label>
-      <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024" />
-      <button type="submit" class="secondary">${t('signin.submit')}</button>
-    </form>
-    ${
-      v.cancelAction
-        ? html`<form method="post" action="${v.cancelAction}" class="inline">
-            ${hidden(v.csrf.field, v.csrf.token)}<button type="submit" class="link">${t('signin.cancel')}</button>
-          </form>`
-        : html``
-    }`;
+  const body = html`
+<h1>${t('signin.title')}</h1>
+<p class="subtitle">${v.subtitle}</p>
+${alert(v.error)}
+${ceremonyForm(t, 'passkey', v.passkeyAction, v.optionsUrl, v.csrf, t('signin.passkey'))}
+<p class="divider"><span>${t('signin.or')}</span></p>
+<form id="password-form" method="post" action="${v.passwordAction}">
+${hidden(v.csrf.field, v.csrf.token)}
+<label for="username">${t('signin.username')}</label>
+<input id="username" name="username" type="text" inputmode="email" autocomplete="username webauthn" autocapitalize="none" autocorrect="off" spellcheck="false" required maxlength="320" aria-describedby="username-hint" value="${v.username ?? ''}">
+<p id="username-hint" class="hint">${t('signin.username_hint')}</p>
+<label for="password">${t('signin.password')}</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
+<button type="submit" class="secondary">${t('signin.submit')}</button>
+</form>
+${
+  v.cancelAction
+    ? html`<form method="post" action="${v.cancelAction}" class="inline">${hidden(v.csrf.field, v.csrf.token)}<button type="submit" class="link">${t('signin.cancel')}</button></form>`
+    : html``
+}`;
   return layout(frame, t('signin.title'), body, ['/static/webauthn-browser.js', '/static/sign-in.js']);
 }
 
@@ -129,18 +111,17 @@ export interface ConsentView {
 
 export function consentPage(frame: Frame, v: ConsentView): string {
   const { t } = frame;
-  const body = html` <h1>${t('consent.title')}</h1>
-    <p>${t('consent.intro', { client: v.client, user: v.user })}</p>
-    <p>${t('consent.receives')}</p>
-    <ul class="items">
-      ${v.items.map((k) => html`<li>${t(k)}</li>`)}
-    </ul>
-    <form method="post" action="${v.action}" class="actions">
-      ${hidden(v.csrf.field, v.csrf.token)}
-      <button type="submit" name="decision" value="allow" class="primary">${t('consent.allow')}</button>
-      <button type="submit" name="decision" value="deny" class="secondary">${t('consent.deny')}</button>
-    </form>
-    <p class="hint">${t('consent.remembered')}</p>`;
+  const body = html`
+<h1>${t('consent.title')}</h1>
+<p>${t('consent.intro', { client: v.client, user: v.user })}</p>
+<p>${t('consent.receives')}</p>
+<ul class="items">${v.items.map((k) => html`<li>${t(k)}</li>`)}</ul>
+<form method="post" action="${v.action}" class="actions">
+${hidden(v.csrf.field, v.csrf.token)}
+<button type="submit" name="decision" value="allow" class="primary">${t('consent.allow')}</button>
+<button type="submit" name="decision" value="deny" class="secondary">${t('consent.deny')}</button>
+</form>
+<p class="hint">${t('consent.remembered')}</p>`;
   return layout(frame, t('consent.title'), body);
 }
 
@@ -169,52 +150,43 @@ function timeTag(frame: Frame, ms: number | null): Html {
 export function accountPage(frame: Frame, v: AccountPageView): string {
   const { t } = frame;
   const passkeys = v.passkeys.map(
-    (p) =>
-      html` <li class="passkey" data-passkey-id="${String(p.id)}">
-        <h3>${p.label}</h3>
-        <dl>
-          <dt>${t('account.authenticator')}</dt>
-          <dd class="authenticator">${p.authenticator}</dd>
-          <dt>${t('account.created')}</dt>
-          <dd class="created">${timeTag(frame, p.createdAt)}</dd>
-          <dt>${t('account.last_used')}</dt>
-          <dd class="last-used">${timeTag(frame, p.lastUsedAt)}</dd>
-        </dl>
-        <form method="post" action="/account/passkeys/${String(p.id)}/rename" class="rename">
-          ${hidden(v.csrf.field, v.csrf.token)}
-          <label for="label-${String(p.id)}">${t('account.label')}</label>
-          <span class="row"
-            ><input id="label-${String(p.id)}" name="label" type="text" required maxlength="100" value="${p.label}" />
-            <button type="submit" class="secondary">${t('account.rename')}</button></span
-          >
-        </form>
-        <form method="post" action="/account/passkeys/${String(p.id)}/delete" class="delete">
-          ${hidden(v.csrf.field, v.csrf.token)}
-          <button type="submit" class="danger">${t('account.delete')}</button>
-        </form>
-      </li>`,
+    (p) => html`
+<li class="passkey" data-passkey-id="${String(p.id)}">
+<h3>${p.label}</h3>
+<dl>
+<dt>${t('account.authenticator')}</dt><dd class="authenticator">${p.authenticator}</dd>
+<dt>${t('account.created')}</dt><dd class="created">${timeTag(frame, p.createdAt)}</dd>
+<dt>${t('account.last_used')}</dt><dd class="last-used">${timeTag(frame, p.lastUsedAt)}</dd>
+</dl>
+<form method="post" action="/account/passkeys/${String(p.id)}/rename" class="rename">
+${hidden(v.csrf.field, v.csrf.token)}
+<label for="label-${String(p.id)}">${t('account.label')}</label>
+<span class="row"><input id="label-${String(p.id)}" name="label" type="text" required maxlength="100" value="${p.label}">
+<button type="submit" class="secondary">${t('account.rename')}</button></span>
+</form>
+<form method="post" action="/account/passkeys/${String(p.id)}/delete" class="delete">
+${hidden(v.csrf.field, v.csrf.token)}
+<button type="submit" class="danger">${t('account.delete')}</button>
+</form>
+</li>`,
   );
-  const body = html` <h1>${t('account.title')}</h1>
-    <p class="subtitle">${t('account.signed_in_as', { user: `${v.user.name} (${v.user.eppn})` })}</p>
-    ${notice(v.flash)} ${alert(v.error)}
-    <section aria-labelledby="passkeys-heading">
-      <h2 id="passkeys-heading">${t('account.passkeys')}</h2>
-      <p class="hint">${t('account.passkeys_intro')}</p>
-      ${
-        v.passkeys.length
-          ? html`<ul class="passkeys">
-              ${passkeys}
-            </ul>`
-          : html`<p id="no-passkeys">${t('account.no_passkeys')}</p>`
-      }
-      ${ceremonyForm(t, 'register', '/account/passkeys', '/account/passkeys/options', v.csrf, t('account.add_passkey'))}
-    </section>
-    <section aria-labelledby="password-heading">
-      <h2 id="password-heading">${t('account.password')}</h2>
-      <p id="password-status">${v.user.hasPassword ? t('account.password_works') : t('account.no_password')}</p>
-    </section>
-    ${v.sections}
-    <p><a href="/openid/endsession" id="sign-out">${t('account.sign_out')}</a></p>`;
+  const body = html`
+<h1>${t('account.title')}</h1>
+<p class="subtitle">${t('account.signed_in_as', { user: `${v.user.name} (${v.user.eppn})` })}</p>
+${notice(v.flash)}
+${alert(v.error)}
+<section aria-labelledby="passkeys-heading">
+<h2 id="passkeys-heading">${t('account.passkeys')}</h2>
+<p class="hint">${t('account.passkeys_intro')}</p>
+${v.passkeys.length ? html`<ul class="passkeys">${passkeys}</ul>` : html`<p id="no-passkeys">${t('account.no_passkeys')}</p>`}
+${ceremonyForm(t, 'register', '/account/passkeys', '/account/passkeys/options', v.csrf, t('account.add_passkey'))}
+</section>
+<section aria-labelledby="password-heading">
+<h2 id="password-heading">${t('account.password')}</h2>
+<p id="password-status">${v.user.hasPassword ? t('account.password_works') : t('account.no_password')}</p>
+</section>
+${v.sections}
+<p><a href="/openid/endsession" id="sign-out">${t('account.sign_out')}</a></p>`;
   return layout(frame, t('account.title'), body, ['/static/webauthn-browser.js', '/static/account.js']);
 }
 
@@ -223,14 +195,15 @@ export function confirmDeletePage(
   v: { id: number; label: string; hasPassword: boolean; csrf: CsrfField },
 ): string {
   const { t } = frame;
-  const body = html` <h1>${t('account.confirm_title')}</h1>
-    <p>${t(v.hasPassword ? 'account.confirm_text' : 'account.confirm_text_no_password', { label: v.label })}</p>
-    <form method="post" action="/account/passkeys/${String(v.id)}/delete" class="actions">
-      ${hidden(v.csrf.field, v.csrf.token)}
-      <input type="hidden" name="confirm" value="yes" />
-      <button type="submit" class="danger">${t('account.confirm_yes')}</button>
-      <a href="/account" class="button secondary">${t('account.confirm_no')}</a>
-    </form>`;
+  const body = html`
+<h1>${t('account.confirm_title')}</h1>
+<p>${t(v.hasPassword ? 'account.confirm_text' : 'account.confirm_text_no_password', { label: v.label })}</p>
+<form method="post" action="/account/passkeys/${String(v.id)}/delete" class="actions">
+${hidden(v.csrf.field, v.csrf.token)}
+<input type="hidden" name="confirm" value="yes">
+<button type="submit" class="danger">${t('account.confirm_yes')}</button>
+<a href="/account" class="button secondary">${t('account.confirm_no')}</a>
+</form>`;
   return layout(frame, t('account.confirm_title'), body);
 }
 
@@ -246,25 +219,25 @@ export interface MessageView {
 }
 
 export function messagePage(frame: Frame, v: MessageView): string {
-  const body = html` <h1>${v.title}</h1>
-    <p class="message">${v.message}</p>
-    ${v.advice ? html`<p class="advice">${v.advice}</p>` : html``}
-    ${v.link ? html`<p><a href="${v.link.href}">${v.link.text}</a></p>` : html``}
-    ${v.reference ? html`<p class="hint reference">${frame.t('error.reference', { id: v.reference })}</p>` : html``}`;
+  const body = html`
+<h1>${v.title}</h1>
+<p class="message">${v.message}</p>
+${v.advice ? html`<p class="advice">${v.advice}</p>` : html``}
+${v.link ? html`<p><a href="${v.link.href}">${v.link.text}</a></p>` : html``}
+${v.reference ? html`<p class="hint reference">${frame.t('error.reference', { id: v.reference })}</p>` : html``}`;
   return layout(frame, v.title, body);
 }
 
 export function logoutPage(frame: Frame, form: string): string {
   const { t } = frame;
   // The provider's form carries its own anti-forgery token; the buttons submit it.
-  const body = html` <h1>${t('logout.title')}</h1>
-    <p>${t('logout.question')}</p>
-    ${raw(form)}
-    <div class="actions">
-      <button type="submit" form="op.logoutForm" name="logout" value="yes" class="primary" id="logout-yes">
-        ${t('logout.yes')}
-      </button>
-      <button type="submit" form="op.logoutForm" class="secondary" id="logout-no">${t('logout.no')}</button>
-    </div>`;
+  const body = html`
+<h1>${t('logout.title')}</h1>
+<p>${t('logout.question')}</p>
+${raw(form)}
+<div class="actions">
+<button type="submit" form="op.logoutForm" name="logout" value="yes" class="primary" id="logout-yes">${t('logout.yes')}</button>
+<button type="submit" form="op.logoutForm" class="secondary" id="logout-no">${t('logout.no')}</button>
+</div>`;
   return layout(frame, t('logout.title'), body);
 }

@@ -664,11 +664,6 @@ describe('html templates', () => {
   it('escape every interpolation unless marked raw', () => {
     assert.equal(html`<p>${'<script>"&\''}</p>`.__html, '<p>&lt;script&gt;&quot;&amp;&#39;</p>');
     assert.equal(html`<p>${raw('<b>x</b>')}</p>`.__html, '<p><b>x</b></p>');
-    assert.equal(
-      html`<ul>
-        ${['<a>', html`<li>b</li>`]}
-      </ul>`.__html,
-      '<ul>&lt;a&gt;<li>b</li></ul>',
-    );
+    assert.equal(html`<ul>${['<a>', html`<li>b</li>`]}</ul>`.__html, '<ul>&lt;a&gt;<li>b</li></ul>');
   });
 });
