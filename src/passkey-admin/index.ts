@@ -9,9 +9,9 @@ import { methodNotAllowed } from '../http/errors.ts';
 import { badRequest, forbidden, notFound } from '../errors.ts';
 import { eppnProblem, normalizeEppn, realmOf } from '../directory/index.ts';
 import { findOrganizationWithGrant } from '../store/clients.ts';
-import { listOrganizationPasskeys, listPasskeysByEppn, type PasskeyListRow } from '../store/passkeys.ts';
+import { listOrganizationPasskeys, listPasskeysByEppn } from '../store/passkeys.ts';
+import { passkeyObject, type PasskeyObject } from '../webauthn/passkey-object.ts';
 import { removeOrganizationPasskey, removeUserPasskeys, type Actor } from '../webauthn/passkey-removal.ts';
-import { iso } from '../time.ts';
 import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
 import { deleteOneSchema, deleteUserSchema, listSchema } from './schemas.ts';
 import { cachingVerifier } from './verified-token-cache.ts';
@@ -120,18 +120,6 @@ function nextPageUrl(config: Config, request: FastifyRequest, orgId: number, off
   return `${config.publicUrl}/2/passkey/${orgId}?${[...kept, `offset=${offset}`].join('&')}`;
 }
 
-function toPasskey(row: PasskeyListRow) {
-  return {
-    id: row.id,
-    eppn: row.eppn,
-    label: row.label,
-    created_at: iso(row.created_at),
-    last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
-    mfa_verified: row.mfa_verified === 1,
-    aaguid: row.aaguid.toLowerCase(),
-  };
-}
-
 const actorOf = (token: AccessToken, request: FastifyRequest, at: number): Actor => ({
   clientId: token.clientId,
   requestId: request.id,
@@ -173,8 +161,8 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
       );
       reply.header('link', `<${nextPageUrl(config, request, org.id, offset)}>; rel="next"`);
     }
-    const body = new Array<ReturnType<typeof toPasskey>>(rows.length);
-    for (let i = 0; i < rows.length; i++) body[i] = toPasskey(rows[i]!);
+    const body = new Array<PasskeyObject>(rows.length);
+    for (let i = 0; i < rows.length; i++) body[i] = passkeyObject(rows[i]!);
     return body;
   }
 

@@ -1,11 +1,11 @@
 // `passkey` commands: import credentials from another IdP, list passkeys.
 import { readFileSync } from 'node:fs';
+import { passkeyObject } from '../../webauthn/passkey-object.ts';
 import { badRequest } from '../../errors.ts';
 import { normalizeEppn } from '../../directory/index.ts';
 import { findOrganization, findUserByEppn } from '../../store/directory.ts';
 import { listOrganizationPasskeys, listUserPasskeys } from '../../store/passkeys.ts';
 import { importPasskeys } from '../../webauthn/import.ts';
-import { iso } from '../../time.ts';
 import { intOption, optional, required, table, type CommandDef } from '../command.ts';
 
 export const passkeyCommands: CommandDef[] = [
@@ -56,15 +56,7 @@ export const passkeyCommands: CommandDef[] = [
       } else {
         rows = await listOrganizationPasskeys(ctx.store.db, orgId, 0, Number.MAX_SAFE_INTEGER);
       }
-      const view = rows.map((r) => ({
-        id: r.id,
-        eppn: r.eppn,
-        label: r.label,
-        created_at: iso(r.created_at),
-        last_used_at: r.last_used_at === null ? null : iso(r.last_used_at),
-        mfa_verified: r.mfa_verified === 1,
-        aaguid: r.aaguid,
-      }));
+      const view = rows.map(passkeyObject);
       return ctx.json
         ? view
         : table(view, ['id', 'eppn', 'label', 'created_at', 'last_used_at', 'mfa_verified', 'aaguid']);
