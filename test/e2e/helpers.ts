@@ -137,6 +137,27 @@ export interface Begun {
   nonce: string;
 }
 
+/** An authorization request with PKCE (S256), state and nonce, asking for `openid` unless params say otherwise. */
+export async function authorizationRequest(
+  config: oidc.Configuration,
+  redirectUri: string,
+  params: Record<string, string> = {},
+): Promise<Begun> {
+  const codeVerifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: redirectUri,
+    scope: 'openid',
+    code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+    ...params,
+  });
+  return { url: url.href, codeVerifier, state, nonce };
+}
+
 /** Registers a confidential authorization-code client and serves its redirect URIs. */
 export async function startRelyingParty(server: E2EServer, client: Partial<NewClient> = {}): Promise<RelyingParty> {
   const callback: Server = createServer((req, res) => {
@@ -164,21 +185,7 @@ export async function startRelyingParty(server: E2EServer, client: Partial<NewCl
     redirectUri,
     postLogoutRedirectUri,
     config,
-    async begin(params = {}) {
-      const codeVerifier = oidc.randomPKCECodeVerifier();
-      const state = oidc.randomState();
-      const nonce = oidc.randomNonce();
-      const url = oidc.buildAuthorizationUrl(config, {
-        redirect_uri: redirectUri,
-        scope: 'openid',
-        code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
-        code_challenge_method: 'S256',
-        state,
-        nonce,
-        ...params,
-      });
-      return { url: url.href, codeVerifier, state, nonce };
-    },
+    begin: (params = {}) => authorizationRequest(config, redirectUri, params),
     finish(callbackUrl, begun) {
       return oidc.authorizationCodeGrant(config, new URL(callbackUrl), {
         pkceCodeVerifier: begun.codeVerifier,

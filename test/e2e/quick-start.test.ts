@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
-import { freePort, launchBrowser, submitPassword } from './helpers.ts';
+import { authorizationRequest, freePort, launchBrowser, submitPassword } from './helpers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -127,16 +127,8 @@ describe('README quick start with a stock relying party', () => {
         execute: [oidc.allowInsecureRequests],
       },
     );
-    const codeVerifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const authorization = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: redirectUri,
-      scope: 'openid profile email',
-      code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
-      code_challenge_method: 'S256',
-      state,
-    });
-    await page.goto(authorization.href);
+    const begun = await authorizationRequest(config, redirectUri, { scope: 'openid profile email' });
+    await page.goto(begun.url);
     const password = block!.match(/printf '%s\\n' '([^']+)'/)![1]!;
     await submitPassword(page, 'ada@example.org', password);
     // Not a first-party client: the consent page names what it will receive.
@@ -147,8 +139,9 @@ describe('README quick start with a stock relying party', () => {
       page.click('button[name=decision][value=allow]'),
     ]);
     const tokens = await oidc.authorizationCodeGrant(config, new URL(callback.url()), {
-      pkceCodeVerifier: codeVerifier,
-      expectedState: state,
+      pkceCodeVerifier: begun.codeVerifier,
+      expectedState: begun.state,
+      expectedNonce: begun.nonce,
     });
     assert.deepEqual(tokens.scope?.split(' ').sort(), ['email', 'openid', 'profile']);
     const sub = tokens.claims()!.sub;

@@ -76,6 +76,21 @@ for (const dialect of dialects()) {
     const refreshPublic = (refreshToken: string) =>
       token({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: publicClient.clientId });
 
+    /** The public client's tokens after a sign-in with offline_access: a refresh token that rotates. */
+    async function signInPublicClient(): Promise<Answer> {
+      const { verifier, challenge } = pkce();
+      const code = await mintCode(publicClient.clientId, 'openid offline_access', challenge);
+      const issued = await token({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: REDIRECT,
+        client_id: publicClient.clientId,
+        code_verifier: verifier,
+      });
+      assert.equal(issued.status, 200, JSON.stringify(issued.body));
+      return issued;
+    }
+
     async function userinfoStatus(accessToken: string): Promise<number> {
       const res = await fetch(`${server.url}/openid/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
       await res.arrayBuffer();
@@ -105,16 +120,7 @@ for (const dialect of dialects()) {
     });
 
     it('a reused rotating refresh token is refused and revokes the grant', async () => {
-      const { verifier, challenge } = pkce();
-      const code = await mintCode(publicClient.clientId, 'openid offline_access', challenge);
-      const issued = await token({
-        grant_type: 'authorization_code',
-        code,
-        redirect_uri: REDIRECT,
-        client_id: publicClient.clientId,
-        code_verifier: verifier,
-      });
-      assert.equal(issued.status, 200);
+      const issued = await signInPublicClient();
       const rotated = await refreshPublic(issued.body.refresh_token!);
       assert.equal(rotated.status, 200);
       assert.notEqual(rotated.body.refresh_token, issued.body.refresh_token, 'public clients rotate refresh tokens');
@@ -150,16 +156,7 @@ for (const dialect of dialects()) {
     it(`${PARALLEL} parallel uses of one rotating refresh token: at most one succeeds, ${ROUNDS} times`, async () => {
       let won = 0;
       for (let round = 0; round < ROUNDS; round++) {
-        const { verifier, challenge } = pkce();
-        const code = await mintCode(publicClient.clientId, 'openid offline_access', challenge);
-        const issued = await token({
-          grant_type: 'authorization_code',
-          code,
-          redirect_uri: REDIRECT,
-          client_id: publicClient.clientId,
-          code_verifier: verifier,
-        });
-        assert.equal(issued.status, 200, JSON.stringify(issued.body));
+        const issued = await signInPublicClient();
         const answers = await Promise.all(
           Array.from({ length: PARALLEL }, () => refreshPublic(issued.body.refresh_token!)),
         );
