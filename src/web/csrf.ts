@@ -3,6 +3,7 @@
 // signed-in session). A page on another site can neither read the cookie nor compute the HMAC.
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type {} from '@fastify/cookie';
 import { hmac, safeEqual, type Keyring } from '../crypto.ts';
 import type { Config } from '../config.ts';
 
@@ -28,18 +29,9 @@ export function createCsrf(config: Config, keys: Keyring): Csrf {
   const cookie = secure ? '__Host-idp_browser' : 'idp_browser';
   const issued = new WeakMap<FastifyRequest, string>();
 
-  // Reads the Cookie header itself, so other features' routes (outside this plugin's cookie
-  // parser) can verify tokens too.
+  // request.cookies comes from @fastify/cookie, registered once by the web plugin.
   const browserId = (request: FastifyRequest): string | undefined => {
-    const header = request.headers.cookie;
-    const value =
-      issued.get(request) ??
-      (typeof header === 'string'
-        ? header
-            .split(/;\s*/)
-            .find((c) => c.startsWith(`${cookie}=`))
-            ?.slice(cookie.length + 1)
-        : undefined);
+    const value = issued.get(request) ?? request.cookies[cookie];
     return typeof value === 'string' && BROWSER_ID.test(value) ? value : undefined;
   };
   const mac = (id: string, scope: string) => hmac(keys.csrf, `csrf\n${id}\n${scope}`);
@@ -52,7 +44,7 @@ export function createCsrf(config: Config, keys: Keyring): Csrf {
       if (!id) {
         id = randomBytes(32).toString('base64url');
         issued.set(request, id);
-        reply.header('set-cookie', `${cookie}=${id}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`);
+        reply.setCookie(cookie, id, { path: '/', httpOnly: true, sameSite: 'lax', secure });
       }
       return mac(id, scope);
     },

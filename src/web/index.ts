@@ -1,6 +1,7 @@
 // The sign-in web feature: interaction pages, the account page (with its photo section) and their
 // static assets.
 import type { FastifyInstance } from 'fastify';
+import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { errors as oidcErrors } from 'oidc-provider';
 import { createKit, frameFor, sendMessage, type Kit, type WebDeps } from './kit.ts';
@@ -44,6 +45,8 @@ export function webPlugin(deps: WebDeps) {
   // Adds its section to the account page now, before any page is rendered.
   const photo = accountPhotoPlugin({ store: deps.store, account });
   return async function web(app: FastifyInstance) {
+    // Parses cookies and writes the browser-id cookie for the pages and the photo section alike.
+    await app.register(cookie);
     await app.register(pagesPlugin(kit, accountRoutes));
     // A sibling of the pages, not inside them: its multipart parser stays scoped to it, and its
     // failures other than the ones it answers itself go to the service's error handler.
