@@ -2,8 +2,8 @@
 // is a short list of the named steps below; a step that answers the request itself returns undefined.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findUserBySub, type User } from '../store/directory.ts';
-import { deleteUserPasskey, listUserCredentials, renameUserPasskey, type PasskeyRow } from '../store/passkeys.ts';
-import { insertAuditEvent } from '../store/audit.ts';
+import { listUserCredentials, renameUserPasskey, type PasskeyRow } from '../store/passkeys.ts';
+import { removeOwnPasskey } from '../webauthn/passkey-removal.ts';
 import { authenticatorName } from '../webauthn/aaguid.ts';
 import { validLabel } from '../webauthn/passkey-names.ts';
 import type { Html } from './html.ts';
@@ -168,23 +168,6 @@ async function renderAccount(
   return sendPage(reply, status, page);
 }
 
-/** Removes one of the user's passkeys and records it, in one transaction; false when it was already gone. */
-async function deleteOwnPasskey(kit: Kit, request: FastifyRequest, who: Who, target: PasskeyRow): Promise<boolean> {
-  return kit.store.db.transaction().execute(async (trx) => {
-    const ok = await deleteUserPasskey(trx, who.user.id, target.id);
-    if (ok)
-      await insertAuditEvent(trx, {
-        at: kit.now(),
-        kind: 'passkey.delete_by_user',
-        orgId: who.user.org_id,
-        eppn: who.user.eppn,
-        passkeyIds: [target.id],
-        requestId: request.id,
-      });
-    return ok;
-  });
-}
-
 /** Deleting the last passkey is asked about once more; true when this request was answered with that page. */
 function confirmLastPasskey(
   kit: Kit,
@@ -298,7 +281,7 @@ async function deletePasskey(kit: AccountKit, request: FastifyRequest<IdParams>,
   const missing = { status: 404, error: 'account.passkey_missing' } as const;
   if (!target) return renderAccount(kit, request, reply, frame, who, missing);
   if (confirmLastPasskey(kit, request, reply, frame, { who, all, target })) return reply;
-  if (!(await deleteOwnPasskey(kit, request, who, target)))
+  if (!(await removeOwnPasskey(kit.store, { at: kit.now(), requestId: request.id }, who.user, target.id)))
     return renderAccount(kit, request, reply, frame, who, missing);
   return redirect(reply, '/account?done=deleted');
 }

@@ -1,12 +1,13 @@
 // Removing passkeys: the one place that deletes them, each removal written to the audit trail in
-// the same transaction, whichever surface asks (the passkey API today).
+// the same transaction, whichever surface asks (the passkey API, the account page).
 import type { Store } from '../store/index.ts';
-import { findUserByEppn } from '../store/directory.ts';
-import { deleteOrganizationPasskey, deleteUserPasskeys } from '../store/passkeys.ts';
+import { findUserByEppn, type User } from '../store/directory.ts';
+import { deleteOrganizationPasskey, deleteUserPasskey, deleteUserPasskeys } from '../store/passkeys.ts';
 import { insertAuditEvent } from '../store/audit.ts';
 
 export const AUDIT_DELETE_USER = 'passkey.delete_user';
 export const AUDIT_DELETE_ONE = 'passkey.delete';
+export const AUDIT_DELETE_BY_USER = 'passkey.delete_by_user';
 
 /** Who asked, for the audit trail. */
 export interface Actor {
@@ -53,5 +54,28 @@ export function removeOrganizationPasskey(
       requestId: actor.requestId,
     });
     return { eppn: deleted.eppn };
+  });
+}
+
+/** Deletes one of the user's own passkeys; false (and nothing written) when they have none of that id.
+ * No client acts here: the audit record names the user alone. */
+export function removeOwnPasskey(
+  store: Store,
+  actor: Omit<Actor, 'clientId'>,
+  user: Pick<User, 'id' | 'org_id' | 'eppn'>,
+  id: number,
+): Promise<boolean> {
+  return store.db.transaction().execute(async (trx) => {
+    const deleted = await deleteUserPasskey(trx, user.id, id);
+    if (!deleted) return false;
+    await insertAuditEvent(trx, {
+      at: actor.at,
+      kind: AUDIT_DELETE_BY_USER,
+      orgId: user.org_id,
+      eppn: user.eppn,
+      passkeyIds: [id],
+      requestId: actor.requestId,
+    });
+    return true;
   });
 }

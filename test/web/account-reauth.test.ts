@@ -17,6 +17,7 @@ import { keyring } from '../../src/crypto.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { buildApp, type App } from '../../src/app.ts';
 import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts';
+import { listAuditEvents } from '../../src/store/audit.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
 import { RECENT_SIGN_IN_MS } from '../../src/web/account-page.ts';
 import type { User } from '../../src/store/directory.ts';
@@ -132,6 +133,15 @@ for (const dialect of dialects()) {
       assert.equal(deleted.statusCode, 303);
       assert.equal(deleted.headers.location, '/account?done=deleted');
       assert.equal((await listUserCredentials(store.db, ada.id)).length, 0);
+      // The user's own deletion is in the audit trail, once, without a client.
+      const audit = (await listAuditEvents(store.db, {})).filter((e) => e.kind === 'passkey.delete_by_user');
+      assert.equal(audit.length, 1);
+      assert.equal(audit[0]!.client_id, null);
+      assert.equal(Number(audit[0]!.org_id), ada.org_id);
+      assert.equal(audit[0]!.eppn, ada.eppn);
+      assert.deepEqual(JSON.parse(audit[0]!.passkey_ids), [passkeyId]);
+      assert.equal(Number(audit[0]!.at), clock);
+      assert.ok(audit[0]!.request_id);
     });
   });
 }
