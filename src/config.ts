@@ -271,6 +271,12 @@ function metricsToken(raw: string | undefined): Partial<Config> {
       'METRICS_TOKEN',
       `must be at least 32 characters, got ${raw.length}; generate one with: openssl rand -base64 32`,
     );
+  // RFC 6750's token characters: what a client can send after `Bearer `
+  if (raw !== undefined && !/^[A-Za-z0-9\-._~+/]+=*$/.test(raw))
+    throw new ConfigError(
+      'METRICS_TOKEN',
+      'may hold only letters, digits and - . _ ~ + / (then = padding); generate one with: openssl rand -base64 32',
+    );
   return { metricsToken: raw };
 }
 
@@ -408,7 +414,7 @@ export const SETTINGS: Setting[] = [
     name: 'METRICS_TOKEN',
     default: '(unset)',
     meaning:
-      'When set (at least 32 characters), every /metrics scrape must send `Authorization: Bearer <token>`, from loopback too (401 otherwise)',
+      'When set (at least 32 characters: letters, digits, - . _ ~ + /, = padding), every /metrics scrape must send `Authorization: Bearer <token>`, from loopback too (401 otherwise)',
     parse: metricsToken,
   },
   {

@@ -5,6 +5,7 @@ import ipaddr from 'ipaddr.js';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { parseRange, type Config } from '../config.ts';
 import { AppError, forbidden } from '../errors.ts';
+import { parseBearer } from './bearer.ts';
 
 export const metrics = new Registry();
 collectDefaultMetrics({ register: metrics });
@@ -31,9 +32,10 @@ export function metricsAccess(config: Pick<Config, 'metricsAllow' | 'metricsToke
   const check = (request: FastifyRequest): void => {
     if (!addressIn(ranges, request.ip)) throw forbidden('Metrics are not available from this address');
     if (!expected) return;
-    const match = /^Bearer ([^\s]+)$/i.exec(request.headers.authorization ?? '');
-    if (!match) throw new AppError(401, 'Bearer token required', { 'www-authenticate': 'Bearer realm="metrics"' });
-    if (!timingSafeEqual(sha256(match[1]!), expected)) {
+    const bearer = parseBearer(request.headers.authorization);
+    if (bearer.kind !== 'token')
+      throw new AppError(401, 'Bearer token required', { 'www-authenticate': 'Bearer realm="metrics"' });
+    if (!timingSafeEqual(sha256(bearer.token), expected)) {
       throw new AppError(401, 'Bearer token invalid', {
         'www-authenticate': 'Bearer realm="metrics", error="invalid_token"',
       });

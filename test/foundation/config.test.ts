@@ -61,6 +61,7 @@ describe('configuration', () => {
     [{ PUBLIC_URL: 'http://idp.example.org', ALLOW_INSECURE_PUBLIC_URL: 'true' }, 'CLAIMS_NAMESPACE'],
     [{ PUBLIC_URL: 'https://idp.example.org', CLAIMS_NAMESPACE: 'urn:example:claims' }, 'CLAIMS_NAMESPACE'],
     [{ METRICS_TOKEN: 'too-short' }, 'METRICS_TOKEN'],
+    [{ METRICS_TOKEN: 'a token with spaces is no bearer token at all' }, 'METRICS_TOKEN'],
     [{ METRICS_ALLOW: '10.0.0.0/8,10.0.0.0/33' }, 'METRICS_ALLOW'],
     [{ METRICS_ALLOW: 'localhost' }, 'METRICS_ALLOW'],
   ];
