@@ -17,7 +17,7 @@ export class MalformedInput extends AppError {
 }
 
 /** A NUL in the query string. Node refuses raw control characters in a URL: only the encoded form. */
-export function queryContainsNul(url: string): boolean {
+function queryContainsNul(url: string): boolean {
   const query = url.indexOf('?');
   return query !== -1 && url.includes('%00', query);
 }
@@ -27,7 +27,9 @@ const MAX_DEPTH = 32;
 /** A NUL in any string (key or value) of a parsed body; bytes (uploads) are not text. */
 export function containsNul(value: unknown, depth = 0): boolean {
   if (typeof value === 'string') return value.includes('\u0000');
-  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || depth > MAX_DEPTH) return false;
+  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return false;
+  // Nesting no form or API of ours uses: refused as malformed rather than left unchecked.
+  if (depth > MAX_DEPTH) return true;
   for (const [key, item] of Object.entries(value)) {
     if (key.includes('\u0000') || containsNul(item, depth + 1)) return true;
   }

@@ -9,13 +9,8 @@ import {
   NIN_NAMESPACE,
   SCOPE_GROUPS,
   SECONDARY_NAMESPACES as NAMESPACE_GROUPS,
-  words,
   type AttributeGroup,
 } from '../vocabulary.ts';
-
-// Which group releases which secondary-id namespace is the directory's table, shared with the
-// user-existence checks.
-export { NAMESPACE_GROUPS, NIN_NAMESPACE, words };
 
 export interface ClaimNames {
   useridSec: string;

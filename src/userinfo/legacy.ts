@@ -3,7 +3,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { listUserIds } from '../store/directory.ts';
 import { countLegacyCall, markDeprecated } from '../http/deprecation.ts';
-import { legacyUser, needsSecondaryIds, releasedGroups, words, type LegacyUser } from './claims.ts';
+import { words } from '../vocabulary.ts';
+import { legacyUser, needsSecondaryIds, releasedGroups, type LegacyUser } from './claims.ts';
 import { resolveUserToken, type TokenDeps, type UserToken } from './tokens.ts';
 
 export interface LegacyUserinfo {

@@ -15,7 +15,8 @@ import { LRUCache } from 'lru-cache';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { parseBearer } from '../http/bearer.ts';
 import { findReleaseSubject, tokenAndGrantLive } from '../store/userinfo.ts';
-import { oidcClaims, releasedGroups, words } from './claims.ts';
+import { words } from '../vocabulary.ts';
+import { oidcClaims, releasedGroups } from './claims.ts';
 
 export interface OidcUserinfoDeps {
   config: Config;

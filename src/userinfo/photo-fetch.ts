@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bytes as asBuffer } from '../store/index.ts';
 import * as photos from '../store/photos.ts';
 import { HANDLE } from '../directory/photos.ts';
+import { words } from '../vocabulary.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { insufficientScope, resolveUserToken, type TokenDeps, type UserToken } from './tokens.ts';
 
@@ -29,7 +30,7 @@ export function photoHandler(deps: TokenDeps) {
   const authenticate = (request: FastifyRequest) => resolveUserToken(deps, request);
 
   const requirePhotoGroup = (token: UserToken) => {
-    if (!token.client.groups.split(' ').includes('userinfo-photo')) {
+    if (!words(token.client.groups).includes('userinfo-photo')) {
       throw insufficientScope(deps.config, 'Client is not authorized for the userinfo-photo attribute group');
     }
   };

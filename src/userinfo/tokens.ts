@@ -9,7 +9,7 @@ import { AppError } from '../errors.ts';
 import { parseBearer } from '../http/bearer.ts';
 import { findClient, type ClientRow } from '../store/clients.ts';
 import { findUserBySub, type User } from '../store/directory.ts';
-import { words } from './claims.ts';
+import { words } from '../vocabulary.ts';
 
 export interface UserToken {
   clientId: string;

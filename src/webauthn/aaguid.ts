@@ -1,7 +1,7 @@
 // AAGUID -> authenticator name, from the `aaguids` package (the FIDO metadata service names plus
 // the community passkey-authenticator-aaguids list). Shipped as data: nothing is fetched at run time.
 import { createRequire } from 'node:module';
-import { ZERO_AAGUID } from './import.ts';
+import { MAX_LABEL, ZERO_AAGUID } from './formats.ts';
 
 const names = createRequire(import.meta.url)('aaguids/aaguids.json') as Record<string, string>;
 
@@ -9,5 +9,5 @@ const names = createRequire(import.meta.url)('aaguids/aaguids.json') as Record<s
 export function authenticatorName(aaguid: string): string | undefined {
   if (aaguid === ZERO_AAGUID) return undefined;
   const name = names[aaguid.toLowerCase()];
-  return typeof name === 'string' && name.trim() ? name.trim().slice(0, 100) : undefined;
+  return typeof name === 'string' && name.trim() ? name.trim().slice(0, MAX_LABEL) : undefined;
 }

@@ -3,7 +3,7 @@
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import { insertChallenge, takeChallenge } from '../store/challenges.ts';
-import { isB64url } from './responses.ts';
+import { isB64url } from './formats.ts';
 
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000;
 export const CEREMONY_TIMEOUT_MS = 5 * 60 * 1000;

@@ -9,11 +9,9 @@ import { badRequest } from '../errors.ts';
 import type { Insertable } from 'kysely';
 import type { PasskeysTable } from '../store/schema.ts';
 import { normalizeEppn } from '../directory/index.ts';
+import { AAGUID, IMPORTED_TRANSPORTS, isB64url, MAX_LABEL, ZERO_AAGUID } from './formats.ts';
+import { validLabel } from './passkey-names.ts';
 
-export const ZERO_AAGUID = '00000000-0000-0000-0000-000000000000';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const B64URL = /^[A-Za-z0-9_-]+$/;
-const TRANSPORTS = new Set(['usb', 'nfc', 'ble', 'internal', 'hybrid', 'cable', 'smart-card']);
 const FIELDS = [
   'eppn',
   'label',
@@ -78,15 +76,14 @@ export async function importPasskeys(store: Store, input: unknown, now = Date.no
     if (typeof e.eppn !== 'string') fail(n, 'eppn must be a string');
     const user = await findUserByEppn(store.db, normalizeEppn(e.eppn));
     if (!user) fail(n, `user '${e.eppn}' does not exist`);
-    if (typeof e.label !== 'string' || !e.label.trim() || e.label.length > 100)
-      fail(n, 'label must be 1-100 characters');
-    if (typeof e.credential_id !== 'string' || !B64URL.test(e.credential_id))
-      fail(n, 'credential_id must be base64url');
+    const label = validLabel(e.label);
+    if (label === undefined) fail(n, `label must be 1-${MAX_LABEL} printable characters`);
+    if (!isB64url(e.credential_id) || !e.credential_id) fail(n, 'credential_id must be base64url');
     const credentialId = Buffer.from(e.credential_id, 'base64url');
     if (credentialId.length < 16 || credentialId.length > 1023) fail(n, 'credential_id must be 16-1023 bytes');
     if (seen.has(e.credential_id)) fail(n, 'credential_id appears twice in the file');
     seen.add(e.credential_id);
-    if (typeof e.public_key !== 'string' || !B64URL.test(e.public_key)) fail(n, 'public_key must be base64url');
+    if (!isB64url(e.public_key) || !e.public_key) fail(n, 'public_key must be base64url');
     const publicKey = Buffer.from(e.public_key, 'base64url');
     coseKey(n, publicKey);
     const aaguid =
@@ -95,13 +92,13 @@ export async function importPasskeys(store: Store, input: unknown, now = Date.no
         : typeof e.aaguid === 'string'
           ? e.aaguid.toLowerCase()
           : '';
-    if (!UUID.test(aaguid)) fail(n, 'aaguid must be a UUID');
+    if (!AAGUID.test(aaguid)) fail(n, 'aaguid must be a UUID');
     const signCount = e.sign_count ?? 0;
     if (typeof signCount !== 'number' || !Number.isSafeInteger(signCount) || signCount < 0 || signCount > 0xffffffff)
       fail(n, 'sign_count must be an integer 0-4294967295');
     const transports = e.transports ?? [];
-    if (!Array.isArray(transports) || transports.some((t) => typeof t !== 'string' || !TRANSPORTS.has(t)))
-      fail(n, `transports must be a list of ${[...TRANSPORTS].join(', ')}`);
+    if (!Array.isArray(transports) || transports.some((t) => typeof t !== 'string' || !IMPORTED_TRANSPORTS.has(t)))
+      fail(n, `transports must be a list of ${[...IMPORTED_TRANSPORTS].join(', ')}`);
     const createdAt = timestamp(n, 'created_at', e.created_at, false) as number;
     const lastUsedAt = timestamp(n, 'last_used_at', e.last_used_at ?? null, true);
     if (createdAt > now + 60_000) fail(n, 'created_at is in the future');
@@ -113,7 +110,7 @@ export async function importPasskeys(store: Store, input: unknown, now = Date.no
       public_key: publicKey,
       sign_count: signCount,
       transports: JSON.stringify(transports),
-      label: e.label.trim(),
+      label,
       aaguid,
       backup_eligible: 0,
       backup_state: 0,

@@ -1,7 +1,6 @@
 // Names of passkeys: the default a new passkey gets, and what a user may rename it to.
 import { authenticatorName } from './aaguid.ts';
-
-export const MAX_LABEL = 100;
+import { MAX_LABEL } from './formats.ts';
 
 const BROWSERS: [RegExp, string][] = [
   [/\bEdg(e|A|iOS)?\//, 'Edge'],

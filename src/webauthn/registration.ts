@@ -11,14 +11,12 @@ import { bytes, isUniqueViolation } from '../store/index.ts';
 import { insertPasskeys, type PasskeyRow } from '../store/passkeys.ts';
 import type { User } from '../store/directory.ts';
 import { insertAuditEvent } from '../store/audit.ts';
-import { ZERO_AAGUID } from './import.ts';
+import { AAGUID, ZERO_AAGUID } from './formats.ts';
 import { defaultPasskeyLabel } from './passkey-names.ts';
 import { CEREMONY_TIMEOUT_MS, type Ceremony } from './challenges.ts';
 import { asRegistration, type Outcome } from './responses.ts';
 
 type RegistrationInfo = NonNullable<VerifiedRegistrationResponse['registrationInfo']>;
-
-const AAGUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export async function registrationOptions(
   ceremony: Ceremony,

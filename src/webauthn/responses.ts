@@ -5,9 +5,7 @@ import type {
   AuthenticatorTransport,
   RegistrationResponseJSON,
 } from '@simplewebauthn/server';
-
-const TRANSPORTS = new Set(['usb', 'nfc', 'ble', 'internal', 'hybrid']);
-const B64URL = /^[A-Za-z0-9_-]*$/;
+import { isB64url, TRANSPORTS } from './formats.ts';
 
 export type Failure =
   | 'malformed'
@@ -18,10 +16,6 @@ export type Failure =
   | 'already_registered';
 
 export type Outcome<T> = ({ ok: true } & T) | { ok: false; reason: Failure };
-
-export function isB64url(value: unknown, max = 65536): value is string {
-  return typeof value === 'string' && value.length <= max && B64URL.test(value);
-}
 
 function parseJson(response: unknown): unknown {
   if (typeof response !== 'string') return response;

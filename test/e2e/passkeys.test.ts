@@ -8,7 +8,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { dialects, seedOrg, seedUser, seedClient, clientToken } from '../helpers.ts';
 import { listUserCredentials } from '../../src/store/passkeys.ts';
 import { findUserByEppn, type User } from '../../src/store/directory.ts';
-import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
+import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 import {
   addVirtualAuthenticator,
   copyCredential,

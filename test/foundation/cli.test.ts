@@ -307,6 +307,8 @@ for (const dialect of dialects()) {
         [[entry(1, { transports: ['carrier-pigeon'] })], /entry 1: transports/],
         [[entry(1, { mfa_verified: 'yes' })], /entry 1: mfa_verified/],
         [[entry(1, { colour: 'red' })], /entry 1: unknown field 'colour'/],
+        [[entry(1, { label: 'x'.repeat(101) })], /entry 1: label must be 1-100 printable characters/],
+        [[entry(1, { label: 'Key \u202Eevil' })], /entry 1: label must be 1-100 printable characters/],
         [{ not: 'an array' }, /JSON array/],
         ['{ broken json', /not valid JSON/],
       ];

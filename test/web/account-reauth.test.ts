@@ -18,7 +18,7 @@ import { openStore, type Store } from '../../src/store/index.ts';
 import { buildApp, type App } from '../../src/app.ts';
 import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
-import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
+import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 import { RECENT_SIGN_IN_MS } from '../../src/web/account-page.ts';
 import type { User } from '../../src/store/directory.ts';
 

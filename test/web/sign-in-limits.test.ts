@@ -16,7 +16,7 @@ import {
 } from '../helpers.ts';
 import { clientKey } from '../../src/http/rate-limit.ts';
 import { insertPasskeys } from '../../src/store/passkeys.ts';
-import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
+import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 import type { User } from '../../src/store/directory.ts';
 
 const PASSWORD = 'correct horse battery staple';

@@ -16,7 +16,7 @@ import {
 } from '../helpers.ts';
 import { createWebAuthn, CHALLENGE_TTL_MS, type WebAuthn } from '../../src/webauthn/ceremonies.ts';
 import { authenticatorName } from '../../src/webauthn/aaguid.ts';
-import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
+import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import type { User } from '../../src/store/directory.ts';

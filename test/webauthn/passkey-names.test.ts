@@ -1,8 +1,8 @@
 // Default passkey names from the AAGUID or the User-Agent, and the names a user may choose.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { browserName, defaultPasskeyLabel, validLabel, MAX_LABEL } from '../../src/webauthn/passkey-names.ts';
-import { ZERO_AAGUID } from '../../src/webauthn/import.ts';
+import { browserName, defaultPasskeyLabel, validLabel } from '../../src/webauthn/passkey-names.ts';
+import { MAX_LABEL, ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 
 const GOOGLE_PM = 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4';
 
