@@ -42,7 +42,7 @@ export function handleError(err: FastifyError | AppError | Error, request: Fasti
 export type NotFoundPage = (request: FastifyRequest, reply: FastifyReply) => unknown;
 
 /** True when the client prefers HTML to JSON: browsers navigating, not API clients (or `Accept: *\/*`). */
-export function prefersHtml(request: FastifyRequest): boolean {
+function prefersHtml(request: FastifyRequest): boolean {
   return new Negotiator(request.raw).mediaType(['application/json', 'text/html']) === 'text/html';
 }
 

@@ -8,27 +8,25 @@ import { authenticatorName } from '../webauthn/aaguid.ts';
 import { validLabel } from '../webauthn/passkey-names.ts';
 import type { Html } from './html.ts';
 import { accountPage, confirmDeletePage, signInPage, type Frame } from './pages.ts';
-import type { Locale, MessageKey, Translate } from './i18n.ts';
+import type { MessageKey, Translate } from './i18n.ts';
+import { sendError } from '../http/errors.ts';
 import {
   bodyField,
   clientKey,
   frameFor,
-  overLimit,
   passwordSignIn,
   retryHeaders,
   sendMessage,
   sendPage,
   type Kit,
-  type MessageOptions,
   type SignInFailure,
 } from './kit.ts';
-import { passkeySignIn, sendPasskeyOptions } from './passkey-sign-in.ts';
+import { passkeySignIn, sendPasskeyOptions, withinCeremonyLimit } from './passkey-sign-in.ts';
 import type { SignedIn } from './session.ts';
 
 /** What a section added to the account page gets to render with. */
 export interface AccountView {
   user: User;
-  locale: Locale;
   t: Translate;
   /** form field name and value that protect a form posted by the section */
   csrf: { field: string; token: string };
@@ -36,25 +34,6 @@ export interface AccountView {
 
 export interface AccountSection {
   render(view: AccountView): Html | Promise<Html>;
-}
-
-export interface Account {
-  /** adds a section (below passkeys and password) to the account page */
-  addSection(section: AccountSection): void;
-  /** the signed-in user, or undefined */
-  currentUser(request: FastifyRequest, reply: FastifyReply): Promise<User | undefined>;
-  /** the CSRF token for account forms, or undefined when nobody is signed in */
-  csrfToken(request: FastifyRequest, reply: FastifyReply): Promise<string | undefined>;
-  /** true when a signed-in user's request carries the right token (form field, or the x-csrf-token header) */
-  verifyCsrf(request: FastifyRequest, reply: FastifyReply, presented?: unknown): Promise<boolean>;
-  /** an error page in the language and look of the account page, with the way back to it */
-  sendMessage(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    status: number,
-    message: MessageKey,
-    options?: MessageOptions,
-  ): FastifyReply;
 }
 
 const DONE: Record<string, MessageKey> = {
@@ -68,11 +47,12 @@ export const RECENT_SIGN_IN_MS = 10 * 60 * 1000;
 
 type IdParams = { Params: { id: string } };
 
-/** The sign-in pages' kit and the sections other parts of the web feature added to the page. */
+/** The sign-in pages' kit and the sections other parts of the web feature add to the page. */
 interface AccountKit extends Kit {
-  sections: AccountSection[];
+  sections: readonly AccountSection[];
 }
 
+/** The signed-in user of a request, and their session. */
 interface Who {
   session: SignedIn;
   user: User;
@@ -82,15 +62,37 @@ const sessionScope = (s: SignedIn) => `account:${s.uid}`;
 const signInBinding = (kit: Kit, request: FastifyRequest, reply: FastifyReply) =>
   `${SIGN_IN_SCOPE}:${kit.csrf.token(request, reply, SIGN_IN_SCOPE)}`;
 const passkeyId = (raw: string) => (/^\d{1,15}$/.test(raw) ? Number(raw) : undefined);
-const redirect = (reply: FastifyReply, location: string) => reply.code(303).header('location', location).send();
-const refuseJson = (reply: FastifyReply, status: number, message: string) =>
-  reply.code(status).send({ code: status, message });
+export const redirect = (reply: FastifyReply, location: string) => reply.code(303).header('location', location).send();
 
 async function signedIn(kit: Kit, request: FastifyRequest, reply: FastifyReply): Promise<Who | undefined> {
   const session = await kit.sessions.current(request, reply);
   if (!session) return undefined;
   const user = await findUserBySub(kit.store.db, session.accountId);
   return user ? { session, user } : undefined;
+}
+
+/** Signed in; otherwise the browser is sent to the account page to sign in. */
+export async function requireSignedIn(
+  kit: Kit,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<Who | undefined> {
+  const who = await signedIn(kit, request, reply);
+  if (!who) redirect(reply, '/account');
+  return who;
+}
+
+/** The form carries this session's CSRF token; otherwise answered here. */
+export function checkSessionCsrf(
+  kit: Kit,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  frame: Frame,
+  { who, presented }: { who: Who; presented: unknown },
+): boolean {
+  if (kit.csrf.verify(request, sessionScope(who.session), presented)) return true;
+  sendMessage(reply, frame, 403, 'error.csrf');
+  return false;
 }
 
 /** Signed in and carrying this session's CSRF token in the form; otherwise answered here. */
@@ -100,16 +102,10 @@ async function authorize(
   reply: FastifyReply,
   frame: Frame,
 ): Promise<Who | undefined> {
-  const who = await signedIn(kit, request, reply);
-  if (!who) {
-    redirect(reply, '/account');
-    return undefined;
-  }
-  if (!kit.csrf.verify(request, sessionScope(who.session), bodyField(request, kit.csrf.field))) {
-    sendMessage(reply, frame, 403, 'error.csrf');
-    return undefined;
-  }
-  return who;
+  const who = await requireSignedIn(kit, request, reply);
+  if (!who) return undefined;
+  const presented = bodyField(request, kit.csrf.field);
+  return checkSessionCsrf(kit, request, reply, frame, { who, presented }) ? who : undefined;
 }
 
 /** The sign-in form's CSRF token (not bound to a session: there is none yet). */
@@ -150,7 +146,7 @@ async function renderAccount(
   const { csrf } = kit;
   const token = csrf.token(request, reply, sessionScope(who.session));
   const rows = await listUserCredentials(kit.store.db, who.user.id);
-  const view: AccountView = { user: who.user, locale: frame.locale, t: frame.t, csrf: { field: csrf.field, token } };
+  const view: AccountView = { user: who.user, t: frame.t, csrf: { field: csrf.field, token } };
   const page = accountPage(frame, {
     user: { eppn: who.user.eppn, name: who.user.name, hasPassword: who.user.password_hash !== null },
     passkeys: rows.map((r) => ({
@@ -213,7 +209,7 @@ async function signInWithPassword(kit: Kit, request: FastifyRequest, reply: Fast
 
 async function signInPasskeyOptions(kit: Kit, request: FastifyRequest, reply: FastifyReply) {
   if (!kit.csrf.verify(request, SIGN_IN_SCOPE, request.headers[kit.csrf.header]))
-    return refuseJson(reply, 403, 'CSRF token missing or invalid');
+    return sendError(reply, 403, 'CSRF token missing or invalid');
   return sendPasskeyOptions(kit, request, reply, signInBinding(kit, request, reply));
 }
 
@@ -228,12 +224,11 @@ async function signInWithPasskey(kit: Kit, request: FastifyRequest, reply: Fasti
 
 async function registrationOptions(kit: Kit, request: FastifyRequest, reply: FastifyReply) {
   const who = await signedIn(kit, request, reply);
-  if (!who) return refuseJson(reply, 401, 'Not signed in');
+  if (!who) return sendError(reply, 401, 'Not signed in');
   if (!kit.csrf.verify(request, sessionScope(who.session), request.headers[kit.csrf.header]))
-    return refuseJson(reply, 403, 'CSRF token missing or invalid');
-  if (!recentlySignedIn(kit, who)) return refuseJson(reply, 401, 'Sign in again to add a passkey');
-  const retry = await overLimit(kit.limits.ceremonies, clientKey(request.ip));
-  if (retry) return refuseJson(reply.header('retry-after', retry), 429, 'Too many requests; try again later');
+    return sendError(reply, 403, 'CSRF token missing or invalid');
+  if (!recentlySignedIn(kit, who)) return sendError(reply, 401, 'Sign in again to add a passkey');
+  if (!(await withinCeremonyLimit(kit, request, reply))) return reply;
   const existing = await listUserCredentials(kit.store.db, who.user.id);
   return reply.send(await kit.webauthn.registrationOptions(who.user, existing, `register:${who.session.uid}`));
 }
@@ -286,28 +281,10 @@ async function deletePasskey(kit: AccountKit, request: FastifyRequest<IdParams>,
   return redirect(reply, '/account?done=deleted');
 }
 
-function accountHooks(kit: AccountKit): Account {
-  const { csrf } = kit;
-  return {
-    addSection: (section) => void kit.sections.push(section),
-    currentUser: async (request, reply) => (await signedIn(kit, request, reply))?.user,
-    async csrfToken(request, reply) {
-      const session = await kit.sessions.current(request, reply);
-      return session ? csrf.token(request, reply, sessionScope(session)) : undefined;
-    },
-    async verifyCsrf(request, reply, presented) {
-      const session = await kit.sessions.current(request, reply);
-      const value = presented ?? bodyField(request, csrf.field) ?? request.headers[csrf.header];
-      return session !== undefined && csrf.verify(request, sessionScope(session), value);
-    },
-    sendMessage: (request, reply, status, message, options) =>
-      sendMessage(reply, frameFor(request), status, message, options),
-  };
-}
-
-export function createAccount(base: Kit) {
-  const kit: AccountKit = { ...base, sections: [] };
-  const plugin = async function accountRoutes(app: FastifyInstance) {
+/** The account page's routes; sections (the profile photo) are shown below passkeys and password. */
+export function accountPlugin(base: Kit, sections: readonly AccountSection[] = []) {
+  const kit: AccountKit = { ...base, sections };
+  return async function accountRoutes(app: FastifyInstance) {
     app.get<{ Querystring: { done?: string } }>('/account', (request, reply) => showAccount(kit, request, reply));
     app.post('/account/login', (request, reply) => signInWithPassword(kit, request, reply));
     app.post('/account/passkey/options', (request, reply) => signInPasskeyOptions(kit, request, reply));
@@ -317,5 +294,4 @@ export function createAccount(base: Kit) {
     app.post<IdParams>('/account/passkeys/:id/rename', (request, reply) => renamePasskey(kit, request, reply));
     app.post<IdParams>('/account/passkeys/:id/delete', (request, reply) => deletePasskey(kit, request, reply));
   };
-  return { account: accountHooks(kit), plugin };
 }

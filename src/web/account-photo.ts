@@ -1,6 +1,6 @@
 // The profile photo on /account: a section of the account page, and POST /account/photo to
-// upload (multipart/form-data, no script needed) or remove it. The account page provides the
-// session, the CSRF check, the texts (its catalog, in the page's language) and the error pages.
+// upload (multipart/form-data, no script needed) or remove it. The route takes the account
+// page's own steps: signed in, then this session's CSRF token, from one read of the session.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Store } from '../store/index.ts';
 import { bytes as asBuffer } from '../store/index.ts';
@@ -9,14 +9,10 @@ import { AppError } from '../errors.ts';
 import { rateLimit } from '../http/rate-limit.ts';
 import { PHOTO_EDGE, PHOTO_LIMITS, removePhotoByEppn, setPhoto } from '../directory/photos.ts';
 import { html, type Html } from './html.ts';
-import type { Account, AccountView } from './account-page.ts';
+import { frameFor, sendMessage, type Kit } from './kit.ts';
+import { checkSessionCsrf, redirect, requireSignedIn, type AccountSection, type AccountView } from './account-page.ts';
 
-export interface AccountPhotoDeps {
-  store: Store;
-  account: Account;
-}
-
-export const ACCOUNT_PHOTO_PATH = '/account/photo';
+const ACCOUNT_PHOTO_PATH = '/account/photo';
 const ACCEPT = 'image/jpeg,image/png,image/webp,image/gif,image/avif';
 // The image plus the form's other fields and multipart framing.
 const BODY_LIMIT = PHOTO_LIMITS.maxBytes + 64 * 1024;
@@ -28,8 +24,7 @@ const LIMIT_VARS = {
   mp: String(PHOTO_LIMITS.maxPixels / 1_000_000),
 };
 
-async function photoSection(store: Store, view: AccountView, remember: (field: string) => void): Promise<Html> {
-  remember(view.csrf.field);
+async function photoSection(store: Store, view: AccountView): Promise<Html> {
   const { t } = view;
   const photo = view.user.photo_handle ? await findPhoto(store.db, view.user.photo_handle) : undefined;
   const csrf = html`<input type="hidden" name="${view.csrf.field}" value="${view.csrf.token}" />`;
@@ -60,23 +55,23 @@ ${csrf}
 </section>`;
 }
 
-export function accountPhotoPlugin({ store, account }: AccountPhotoDeps) {
-  // The account feature names its CSRF form field; the section learns it when it renders.
-  let csrfField = '_csrf';
-  account.addSection({ render: (view) => photoSection(store, view, (field) => (csrfField = field)) });
+const readForm = async (request: FastifyRequest): Promise<FormData | undefined> => {
+  try {
+    return await new Response(new Uint8Array(request.body as Buffer), {
+      headers: { 'content-type': String(request.headers['content-type']) },
+    }).formData();
+  } catch {
+    return undefined;
+  }
+};
+
+/** The photo section for the account page, and the plugin with its upload route. */
+export function accountPhoto(kit: Kit): { section: AccountSection; plugin: (app: FastifyInstance) => Promise<void> } {
+  const { store } = kit;
   const uploads = rateLimit(store, 'account-photo', UPLOADS_PER_HOUR, 60 * 60 * 1000);
+  const section: AccountSection = { render: (view) => photoSection(store, view) };
 
-  const readForm = async (request: FastifyRequest): Promise<FormData | undefined> => {
-    try {
-      return await new Response(new Uint8Array(request.body as Buffer), {
-        headers: { 'content-type': String(request.headers['content-type']) },
-      }).formData();
-    } catch {
-      return undefined;
-    }
-  };
-
-  return async function accountPhoto(app: FastifyInstance) {
+  const plugin = async function accountPhotoRoutes(app: FastifyInstance) {
     app.addContentTypeParser(
       'multipart/form-data',
       { parseAs: 'buffer', bodyLimit: BODY_LIMIT },
@@ -84,33 +79,34 @@ export function accountPhotoPlugin({ store, account }: AccountPhotoDeps) {
     );
 
     app.post(ACCOUNT_PHOTO_PATH, { schema: { hide: true } }, async (request, reply) => {
-      const user = await account.currentUser(request, reply);
-      if (!user) return reply.code(303).header('location', '/account').send();
+      const frame = frameFor(request);
+      const who = await requireSignedIn(kit, request, reply);
+      if (!who) return reply;
       const form = await readForm(request);
-      if (!form) return account.sendMessage(request, reply, 400, 'photo.unreadable');
-      if (!(await account.verifyCsrf(request, reply, form.get(csrfField))))
-        return account.sendMessage(request, reply, 403, 'error.csrf');
+      if (!form) return sendMessage(reply, frame, 400, 'photo.unreadable');
+      if (!checkSessionCsrf(kit, request, reply, frame, { who, presented: form.get(kit.csrf.field) })) return reply;
 
       if (form.get('action') === 'remove') {
-        await removePhotoByEppn(store, user.eppn);
-        return reply.code(303).header('location', '/account#photo').send();
+        await removePhotoByEppn(store, who.user.eppn);
+        return redirect(reply, '/account#photo');
       }
       const file = form.get('photo');
-      if (!(file instanceof Blob) || file.size === 0) return account.sendMessage(request, reply, 400, 'photo.choose');
+      if (!(file instanceof Blob) || file.size === 0) return sendMessage(reply, frame, 400, 'photo.choose');
       try {
-        await uploads.consume(String(user.id));
-        await setPhoto(store, user, Buffer.from(await file.arrayBuffer()));
+        await uploads.consume(String(who.user.id));
+        await setPhoto(store, who.user, Buffer.from(await file.arrayBuffer()));
       } catch (err) {
         if (err instanceof AppError && err.status === 429)
-          return account.sendMessage(request, reply, 429, 'photo.rate_limited', { headers: err.headers });
+          return sendMessage(reply, frame, 429, 'photo.rate_limited', { headers: err.headers });
         // What was wrong with the image (size, format, pixels) is in the log; the page names the rules.
         if (err instanceof AppError && err.status === 400) {
           request.log.info({ event: 'photo.refused', reason: err.message }, 'photo upload refused');
-          return account.sendMessage(request, reply, 400, 'photo.bad_image', { vars: LIMIT_VARS });
+          return sendMessage(reply, frame, 400, 'photo.bad_image', { vars: LIMIT_VARS });
         }
         throw err;
       }
-      return reply.code(303).header('location', '/account#photo').send();
+      return redirect(reply, '/account#photo');
     });
   };
+  return { section, plugin };
 }

@@ -19,7 +19,7 @@ export interface Csrf {
   header: string;
 }
 
-export function cookieSecure(config: Config): boolean {
+function cookieSecure(config: Config): boolean {
   return config.publicUrl.startsWith('https:');
 }
 

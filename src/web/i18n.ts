@@ -273,12 +273,12 @@ export function pickLocale(uiLocales: unknown, acceptLanguage: unknown): Locale 
   return 'en';
 }
 
+// Built once per locale: a page formats two times per passkey, and a DateTimeFormat is costly to build.
+const timeFormat = (tag: string) =>
+  new Intl.DateTimeFormat(tag, { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
+const TIME_FORMATS: Record<Locale, Intl.DateTimeFormat> = { en: timeFormat('en-GB'), nb: timeFormat('nb-NO') };
+
 export function formatTime(ms: number | null, locale: Locale): string | undefined {
   if (ms === null) return undefined;
-  const f = new Intl.DateTimeFormat(locale === 'nb' ? 'nb-NO' : 'en-GB', {
-    dateStyle: 'medium',
-    timeStyle: 'short',
-    timeZone: 'UTC',
-  });
-  return `${f.format(new Date(ms))} UTC`;
+  return `${TIME_FORMATS[locale].format(new Date(ms))} UTC`;
 }

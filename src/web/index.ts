@@ -6,8 +6,9 @@ import formbody from '@fastify/formbody';
 import { errors as oidcErrors } from 'oidc-provider';
 import { createKit, frameFor, sendMessage, type Kit, type WebDeps } from './kit.ts';
 import { interactionRoutes } from './interaction-steps.ts';
-import { createAccount } from './account-page.ts';
-import { accountPhotoPlugin } from './account-photo.ts';
+import { AppError } from '../errors.ts';
+import { accountPlugin } from './account-page.ts';
+import { accountPhoto } from './account-photo.ts';
 import { staticPlugin } from './static.ts';
 
 export { providerViews } from './provider-views.ts';
@@ -27,9 +28,11 @@ function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<
     app.setErrorHandler((err, request, reply) => {
       // The sign-in request can expire between showing a page and acting on it.
       if (err instanceof oidcErrors.SessionNotFound) return sendMessage(reply, frameFor(request), 400, 'error.expired');
-      const status = (err as { statusCode?: number }).statusCode;
+      // A typed error (AppError) or one of Fastify's own client errors (bad body, too large).
+      const status = err instanceof AppError ? err.status : (err as { statusCode?: number }).statusCode;
+      const headers = err instanceof AppError ? err.headers : {};
       if (typeof status === 'number' && status >= 400 && status < 500)
-        return sendMessage(reply, frameFor(request), status, 'error.generic', { advice: 'error.try_later' });
+        return sendMessage(reply, frameFor(request), status, 'error.generic', { advice: 'error.try_later', headers });
       request.log.error({ err }, 'unhandled error');
       return sendMessage(reply, frameFor(request), 500, 'error.server', { advice: 'error.try_later' });
     });
@@ -41,15 +44,14 @@ function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<
 
 export function webPlugin(deps: WebDeps) {
   const kit = createKit(deps);
-  const { account, plugin: accountRoutes } = createAccount(kit);
-  // Adds its section to the account page now, before any page is rendered.
-  const photo = accountPhotoPlugin({ store: deps.store, account });
+  const photo = accountPhoto(kit);
+  const accountRoutes = accountPlugin(kit, [photo.section]);
   return async function web(app: FastifyInstance) {
     // Parses cookies and writes the browser-id cookie for the pages and the photo section alike.
     await app.register(cookie);
     await app.register(pagesPlugin(kit, accountRoutes));
     // A sibling of the pages, not inside them: its multipart parser stays scoped to it, and its
     // failures other than the ones it answers itself go to the service's error handler.
-    await app.register(photo);
+    await app.register(photo.plugin);
   };
 }

@@ -9,6 +9,7 @@ import { findUserBySub, type User } from '../store/directory.ts';
 import { saveConsent } from '../store/consents.ts';
 import { consentCovers, consentScope as scopeOfConsent } from './grants.ts';
 import { ATTRIBUTE_GROUPS } from '../vocabulary.ts';
+import { sendError } from '../http/errors.ts';
 import { adoptRawCookies } from './session.ts';
 import { originOf } from './html.ts';
 import { consentPage, signInPage, type Frame } from './pages.ts';
@@ -88,7 +89,7 @@ function requirePrompt(reply: FastifyReply, loaded: Loaded, prompt: 'login' | 'c
 /** The browser script's challenge request carries the token in a header and gets JSON back. */
 function checkCsrfHeader(kit: Kit, request: Req, reply: FastifyReply, loaded: Loaded): boolean {
   if (kit.csrf.verify(request, scopeOf(loaded.interaction.uid), request.headers[kit.csrf.header])) return true;
-  reply.code(403).send({ code: 403, message: 'CSRF token missing or invalid' });
+  sendError(reply, 403, 'CSRF token missing or invalid');
   return false;
 }
 

@@ -18,7 +18,7 @@ import { pickLocale, translator, type MessageKey } from './i18n.ts';
 
 export { clientKey };
 
-export const LOGIN_WINDOW_MS = 15 * 60 * 1000;
+const LOGIN_WINDOW_MS = 15 * 60 * 1000;
 
 export interface WebDeps {
   config: Config;
@@ -143,8 +143,9 @@ export function retryHeaders(failure?: SignInFailure): Record<string, string> {
   return failure?.retryAfter ? { 'retry-after': failure.retryAfter } : {};
 }
 
-function field(body: unknown, name: string, max: number): string | undefined {
-  const value = (body as Record<string, unknown> | undefined)?.[name];
+/** A text field of a posted form, when it is a string of at most max characters. */
+function textField(request: FastifyRequest, name: string, max: number): string | undefined {
+  const value = bodyField(request, name);
   return typeof value === 'string' && value.length <= max ? value : undefined;
 }
 
@@ -158,10 +159,10 @@ function field(body: unknown, name: string, max: number): string | undefined {
 export async function passwordSignIn(kit: Kit, request: FastifyRequest): Promise<PasswordResult> {
   const ip = clientKey(request.ip);
   const ipRetry = await overLimit(kit.limits.ip, ip);
-  const rawUsername = field(request.body, 'username', 320) ?? '';
+  const rawUsername = textField(request, 'username', 320) ?? '';
   if (ipRetry)
     return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: ipRetry };
-  const password = field(request.body, 'password', 1024);
+  const password = textField(request, 'password', 1024);
   const eppn = normalizeEppn(rawUsername);
   if (!eppn || !password) return { ok: false, status: 400, error: 'error.credentials', username: rawUsername };
   const accountRetry = await overLimit(kit.limits.account, eppn);

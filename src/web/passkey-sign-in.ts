@@ -2,6 +2,7 @@
 // page: the browser asks for a challenge bound to the form it came from, then posts the assertion.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { User } from '../store/directory.ts';
+import { sendError } from '../http/errors.ts';
 import {
   amrForPasskey,
   bodyField,
@@ -15,16 +16,20 @@ import {
 export type PasskeyResult = { ok: true; user: User; amr: string[] } | ({ ok: false } & SignInFailure);
 
 /**
- * The challenge for a passkey sign-in, bound to binding. Every sign-in page asks for one, so the
- * count is generous and kept apart from the one for attempts.
+ * Counts a request for a WebAuthn challenge (sign-in or registration) against the client IP.
+ * Every sign-in page asks for one, so the count is generous and kept apart from the one for
+ * attempts. Over the limit, the script gets a JSON 429 here and this returns false.
  */
-export async function sendPasskeyOptions(kit: Kit, request: FastifyRequest, reply: FastifyReply, binding: string) {
+export async function withinCeremonyLimit(kit: Kit, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
   const retry = await overLimit(kit.limits.ceremonies, clientKey(request.ip));
-  if (retry)
-    return reply
-      .code(429)
-      .header('retry-after', retry)
-      .send({ code: 429, message: 'Too many requests; try again later' });
+  if (!retry) return true;
+  sendError(reply, 429, 'Too many requests; try again later', { 'retry-after': retry });
+  return false;
+}
+
+/** The challenge for a passkey sign-in, bound to binding. */
+export async function sendPasskeyOptions(kit: Kit, request: FastifyRequest, reply: FastifyReply, binding: string) {
+  if (!(await withinCeremonyLimit(kit, request, reply))) return reply;
   return reply.send(await kit.webauthn.authenticationOptions(binding));
 }
 

@@ -5,9 +5,11 @@ import sharp from 'sharp';
 import type { LightMyRequestResponse } from 'fastify';
 import { dialects, startTestApp, seedOrg, seedUser, type TestContext } from '../helpers.ts';
 import { findUserByEppn } from '../../src/store/directory.ts';
+import { UPLOADS_PER_HOUR } from '../../src/web/account-photo.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const EPPN = 'ada@example.org';
+const OTHER = 'grace@example.org';
 
 /** A cookie jar over inject(): every cookie the server set goes back on the next request. */
 function browser(ctx: TestContext) {
@@ -55,6 +57,7 @@ for (const dialect of dialects()) {
       ctx = await startTestApp(dialect);
       await seedOrg(ctx);
       await seedUser(ctx, 1, EPPN, { name: 'Ada', password: PASSWORD });
+      await seedUser(ctx, 1, OTHER, { name: 'Grace', password: PASSWORD });
       png = new File(
         [
           await sharp({ create: { width: 300, height: 150, channels: 3, background: '#118844' } })
@@ -64,24 +67,28 @@ for (const dialect of dialects()) {
         'me.png',
         { type: 'image/png' },
       );
-      b = browser(ctx);
-      const signIn = await b.get('/account');
-      const login = await b.post(
-        '/account/login',
-        new URLSearchParams({ _csrf: csrfOf(signIn.body)!, username: EPPN, password: PASSWORD }).toString(),
-        'application/x-www-form-urlencoded',
-      );
-      assert.equal(login.statusCode, 303);
+      b = await signedIn(EPPN);
     });
     after(() => ctx.close());
 
-    const handle = async () => (await findUserByEppn(ctx.store.db, EPPN))!.photo_handle;
-    const send = async (fields: Record<string, string | File>) => {
+    async function signedIn(eppn: string) {
+      const signedInBrowser = browser(ctx);
+      const signIn = await signedInBrowser.get('/account');
+      const login = await signedInBrowser.post(
+        '/account/login',
+        new URLSearchParams({ _csrf: csrfOf(signIn.body)!, username: eppn, password: PASSWORD }).toString(),
+        'application/x-www-form-urlencoded',
+      );
+      assert.equal(login.statusCode, 303);
+      return signedInBrowser;
+    }
+    const handle = async (eppn = EPPN) => (await findUserByEppn(ctx.store.db, eppn))!.photo_handle;
+    const send = async (fields: Record<string, string | File>, as = b) => {
       const { payload, contentType } = await multipart(fields);
-      return b.post('/account/photo', payload, contentType);
+      return as.post('/account/photo', payload, contentType);
     };
-    const accountPage = async () => {
-      const page = await b.get('/account');
+    const accountPage = async (as = b) => {
+      const page = await as.get('/account');
       assert.equal(page.statusCode, 200);
       return { body: page.body, csrf: csrfOf(page.body)! };
     };
@@ -206,6 +213,7 @@ for (const dialect of dialects()) {
     });
 
     it('limits uploads to 20 an hour per user', async () => {
+      assert.equal(UPLOADS_PER_HOUR, 20);
       const tiny = new File(
         [
           await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } })
@@ -215,16 +223,23 @@ for (const dialect of dialects()) {
         't.png',
         { type: 'image/png' },
       );
-      let status = 0;
-      let res;
-      for (let i = 0; i < 25 && status !== 429; i++) {
-        const { csrf } = await accountPage();
-        res = await send({ _csrf: csrf, action: 'upload', photo: tiny });
-        status = res.statusCode;
+      // A user who has not uploaded yet: exactly UPLOADS_PER_HOUR uploads go through.
+      const grace = await signedIn(OTHER);
+      const { csrf } = await accountPage(grace);
+      for (let i = 1; i <= UPLOADS_PER_HOUR; i++) {
+        const res = await send({ _csrf: csrf, action: 'upload', photo: tiny }, grace);
+        assert.equal(res.statusCode, 303, `upload ${i}`);
       }
-      assert.equal(status, 429);
-      assert.match(res!.body, /Too many photo uploads/);
-      assert.ok(Number(res!.headers['retry-after']) > 0);
+      const stored = await handle(OTHER);
+      const refused = await send({ _csrf: csrf, action: 'upload', photo: tiny }, grace);
+      assert.equal(refused.statusCode, 429);
+      assert.match(refused.body, /Too many photo uploads/);
+      assert.ok(Number(refused.headers['retry-after']) > 0);
+      assert.equal(await handle(OTHER), stored, 'the refused upload changed nothing');
+
+      // The limit is per user: another user still uploads.
+      const other = await send({ _csrf: (await accountPage()).csrf, action: 'upload', photo: tiny });
+      assert.equal(other.statusCode, 303);
     });
 
     it('removes the photo', async () => {

@@ -2,12 +2,14 @@
 // error pages, static assets. The browser journeys live in test/e2e/.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LightMyRequestResponse } from 'fastify';
+import Fastify, { type LightMyRequestResponse } from 'fastify';
 import { dialects, startTestApp, seedOrg, seedUser, seedClient, PUBLIC_URL, type TestContext } from '../helpers.ts';
 import { findConsent, saveConsent } from '../../src/store/consents.ts';
 import { pickLocale, translator } from '../../src/web/i18n.ts';
 import { explainError } from '../../src/web/provider-views.ts';
 import { html, raw } from '../../src/web/html.ts';
+import { webPlugin } from '../../src/web/index.ts';
+import { AppError, tooManyRequests } from '../../src/errors.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const REDIRECT = 'https://rp.example.test/callback';
@@ -655,6 +657,49 @@ describe('cookies on plain http (local development)', () => {
       const start = await ctx.app.inject({ method: 'GET', url: authorizeUrl('nosuch') });
       assert.equal(start.headers['strict-transport-security'], undefined);
     } finally {
+      await ctx.close();
+    }
+  });
+});
+
+describe('typed errors on pages', () => {
+  it('answer with the error page at their own status and headers; anything else is a 500 page', async () => {
+    const ctx = await startTestApp('sqlite');
+    const app = Fastify();
+    try {
+      // A typed error thrown before a page route runs goes to the pages' own error handler.
+      app.addHook('onRequest', async (request) => {
+        const refuse = request.headers['x-refuse'];
+        if (refuse === 'busy') throw tooManyRequests('Too many requests', 7);
+        if (refuse === 'gone') throw new AppError(410, 'Gone');
+        if (refuse === 'broken') throw new Error('boom');
+      });
+      const provider = {
+        current: () => {
+          throw new Error('not used');
+        },
+      };
+      await app.register(webPlugin({ config: ctx.config, store: ctx.store, keys: ctx.keys, provider }));
+      const ask = (refuse: string) =>
+        app.inject({ method: 'GET', url: '/account', headers: { 'x-refuse': refuse, 'accept-language': 'nb' } });
+
+      const busy = await ask('busy');
+      assert.equal(busy.statusCode, 429);
+      assert.equal(busy.headers['retry-after'], '7');
+      assert.match(busy.headers['content-type'] as string, /^text\/html/);
+      assert.match(busy.body, /<html lang="nb">/);
+      assert.match(busy.body, /<main class="card">/);
+
+      const gone = await ask('gone');
+      assert.equal(gone.statusCode, 410);
+      assert.match(gone.headers['content-type'] as string, /^text\/html/);
+
+      const broken = await ask('broken');
+      assert.equal(broken.statusCode, 500);
+      assert.match(broken.headers['content-type'] as string, /^text\/html/);
+      assert.doesNotMatch(broken.body, /boom/);
+    } finally {
+      await app.close();
       await ctx.close();
     }
   });
