@@ -137,15 +137,24 @@ export async function setPhotoByEppn(
   return { eppn: user.eppn, ...(await setPhoto(store, user, input, now)) };
 }
 
+/** Removes the user's photo; returns the handle it had. */
+export async function removePhoto(
+  store: Store,
+  user: Pick<User, 'id' | 'photo_handle'>,
+  now = Date.now(),
+): Promise<string | null> {
+  await store.db.transaction().execute(async (trx) => {
+    await photos.setUserPhotoHandle(trx, user.id, null, now);
+    await photos.deletePhotosOfUser(trx, user.id, null);
+  });
+  return user.photo_handle;
+}
+
 export async function removePhotoByEppn(
   store: Store,
   eppn: string,
   now = Date.now(),
 ): Promise<{ eppn: string; removed: string | null }> {
   const user = await userByEppn(store, eppn);
-  await store.db.transaction().execute(async (trx) => {
-    await photos.setUserPhotoHandle(trx, user.id, null, now);
-    await photos.deletePhotosOfUser(trx, user.id, null);
-  });
-  return { eppn: user.eppn, removed: user.photo_handle };
+  return { eppn: user.eppn, removed: await removePhoto(store, user, now) };
 }

@@ -6,11 +6,10 @@ import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.ts';
 
 /**
- * A 400 for malformed input. It also carries `statusCode`, so every scope's error handler answers
- * it in that scope's own form: the JSON error body, a page, or an OAuth `invalid_request`.
+ * A 400 for malformed input, a typed error like any other: each scope's error handler answers it
+ * in that scope's own form (the JSON error body, a page, or an OAuth `invalid_request`).
  */
 export class MalformedInput extends AppError {
-  readonly statusCode = 400;
   constructor(message = 'Request contains a NUL character') {
     super(400, message);
   }

@@ -7,7 +7,7 @@ import { bytes as asBuffer } from '../store/index.ts';
 import { findPhoto } from '../store/photos.ts';
 import { AppError } from '../errors.ts';
 import { rateLimit } from '../http/rate-limit.ts';
-import { PHOTO_EDGE, PHOTO_LIMITS, removePhotoByEppn, setPhoto } from '../directory/photos.ts';
+import { PHOTO_EDGE, PHOTO_LIMITS, removePhoto, setPhoto } from '../directory/photos.ts';
 import { html, type Html } from './html.ts';
 import { frameFor, sendMessage, type Kit } from './kit.ts';
 import { checkSessionCsrf, redirect, requireSignedIn, type AccountSection, type AccountView } from './account-page.ts';
@@ -87,7 +87,7 @@ export function accountPhoto(kit: Kit): { section: AccountSection; plugin: (app:
       if (!checkSessionCsrf(kit, request, reply, frame, { who, presented: form.get(kit.csrf.field) })) return reply;
 
       if (form.get('action') === 'remove') {
-        await removePhotoByEppn(store, who.user.eppn);
+        await removePhoto(store, who.user);
         return redirect(reply, '/account#photo');
       }
       const file = form.get('photo');
