@@ -1,0 +1,210 @@
+// A relying party that is not ours: Debian's Apache with mod_auth_openidc, in a throwaway
+// ServerRoot (no system configuration touched) listening on 127.0.0.1. It protects /protected/,
+// discovers the provider from its metadata URL, and passes the signed-in user's claims as
+// OIDC_CLAIM_* headers to the application it proxies to. Chromium visits the protected page and
+// signs in with a password.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { dialects, seedClient, seedOrg, seedUser } from '../helpers.ts';
+import { freePort, launchBrowser, startServer, submitPassword, type E2EServer } from './helpers.ts';
+
+const APACHE = process.env.APACHE_PATH || '/usr/sbin/apache2';
+const MODULES = '/usr/lib/apache2/modules';
+const PASSWORD = 'correct horse battery staple';
+
+const missing = [APACHE, join(MODULES, 'mod_auth_openidc.so'), join(MODULES, 'mod_proxy_http.so')].filter(
+  (file) => !existsSync(file),
+);
+const skip = missing.length
+  ? `apache2 and libapache2-mod-auth-openidc are needed (.ci/run installs them); missing ${missing.join(', ')}`
+  : false;
+if (skip && process.env.CI === 'true') throw new Error(skip);
+
+interface Apache {
+  url: string;
+  log(): string;
+  stop(): Promise<void>;
+}
+
+function apacheConfig(dir: string, port: number, appPort: number, oidc: Record<string, string>): string {
+  const modules = ['mpm_event', 'authn_core', 'authz_core', 'authz_user', 'proxy', 'proxy_http', 'auth_openidc'];
+  return [
+    `ServerRoot ${dir}`,
+    `ServerName 127.0.0.1`,
+    `Listen 127.0.0.1:${port}`,
+    `PidFile ${dir}/httpd.pid`,
+    `DefaultRuntimeDir ${dir}`,
+    `ErrorLog ${dir}/error.log`,
+    'LogLevel warn auth_openidc:info',
+    ...modules.map((m) => `LoadModule ${m}_module ${MODULES}/mod_${m}.so`),
+    // Started as root, Apache's workers must run as someone else.
+    ...(process.getuid?.() === 0 ? ['User www-data', 'Group www-data'] : []),
+    ...Object.entries(oidc).map(([directive, value]) => `${directive} ${value}`),
+    '<Location /protected/>',
+    '  AuthType openid-connect',
+    '  Require valid-user',
+    '</Location>',
+    `ProxyPass /protected/app http://127.0.0.1:${appPort}/app`,
+    '',
+  ].join('\n');
+}
+
+/** Apache in the foreground on 127.0.0.1:<port>, proxying /protected/app to the application on appPort. */
+async function startApache(port: number, appPort: number, oidc: Record<string, string>): Promise<Apache> {
+  const dir = mkdtempSync(join(tmpdir(), 'idp-apache-'));
+  const url = `http://127.0.0.1:${port}`;
+  writeFileSync(join(dir, 'httpd.conf'), apacheConfig(dir, port, appPort, oidc));
+  const child: ChildProcess = spawn(APACHE, ['-d', dir, '-f', join(dir, 'httpd.conf'), '-DFOREGROUND'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const log = () => {
+    const file = join(dir, 'error.log');
+    return `${output}${existsSync(file) ? readFileSync(file, 'utf8') : ''}`;
+  };
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) {
+      const text = log();
+      await stop();
+      assert.fail(`apache exited (${child.exitCode}):\n${text}`);
+    }
+    if (i === 100) {
+      const text = log();
+      await stop();
+      assert.fail(`apache did not answer on ${url}:\n${text}`);
+    }
+    const up = await fetch(`${url}/`).then(
+      () => true,
+      () => false,
+    );
+    if (up) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { url, log, stop };
+}
+
+for (const dialect of dialects()) {
+  describe(`Apache mod_auth_openidc as the relying party (${dialect})`, { skip }, () => {
+    let server: E2EServer;
+    let app: Server;
+    let apache: Apache;
+    let browser: Browser;
+    let page: Page;
+    let sub: string;
+    let seen: IncomingHttpHeaders | undefined;
+    const requested: string[] = [];
+
+    before(async () => {
+      server = await startServer(dialect);
+      await seedOrg(server);
+      sub = (
+        await seedUser(server, 1, 'ada@example.org', {
+          name: 'Ada Lovelace',
+          email: 'ada@mail.example.org',
+          password: PASSWORD,
+        })
+      ).sub;
+      // The protected application: it shows the claim headers Apache passes it.
+      app = createServer((req, res) => {
+        seen = req.headers;
+        const claims = Object.fromEntries(Object.entries(req.headers).filter(([name]) => name.startsWith('oidc_')));
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end(`<!doctype html><title>Protected</title><pre id="claims">${JSON.stringify(claims)}</pre>`);
+      });
+      await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+      const appPort = (app.address() as AddressInfo).port;
+      const redirectPort = await freePort();
+      // The redirect URI must be registered before Apache starts, so its port is chosen first.
+      const redirectUri = `http://127.0.0.1:${redirectPort}/protected/redirect_uri`;
+      const { clientId, secret } = await seedClient(server, {
+        name: 'Apache portal',
+        redirectUris: [redirectUri],
+        postLogoutRedirectUris: [`http://127.0.0.1:${redirectPort}/`],
+        groups: ['userinfo-name', 'email', 'userid-idp'],
+      });
+      apache = await startApache(redirectPort, appPort, {
+        OIDCProviderMetadataURL: `${server.url}/.well-known/openid-configuration`,
+        OIDCClientID: clientId,
+        OIDCClientSecret: secret,
+        OIDCRedirectURI: redirectUri,
+        OIDCCryptoPassphrase: 'a-throwaway-passphrase-for-this-test-only',
+        OIDCScope: '"openid profile email userid-idp"',
+        OIDCPKCEMethod: 'S256',
+        OIDCProviderTokenEndpointAuth: 'client_secret_basic',
+        OIDCPassClaimsAs: 'headers',
+      });
+      browser = await launchBrowser();
+      page = await browser.newPage();
+      page.on('request', (request) => requested.push(request.url()));
+    });
+
+    after(async () => {
+      await browser?.close();
+      await apache?.stop();
+      await new Promise<void>((resolve) => (app ? app.close(() => resolve()) : resolve()));
+      await server?.close();
+    });
+
+    it('sends the browser to sign in, then shows the protected page with the claim headers', async () => {
+      await page.goto(`${apache.url}/protected/app`);
+      assert.ok(page.url().startsWith(`${server.url}/interaction/`), `at the sign-in page, not ${page.url()}`);
+      const authorization = new URL(requested.find((u) => u.startsWith(`${server.url}/oauth/authorization`))!);
+      assert.equal(authorization.searchParams.get('code_challenge_method'), 'S256');
+      assert.equal(authorization.searchParams.get('response_type'), 'code');
+      await submitPassword(page, 'ada@example.org', PASSWORD);
+      if (await page.locator('button[name=decision][value=allow]').count()) {
+        await Promise.all([
+          page.waitForURL((u) => u.href.startsWith(`${apache.url}/protected/app`)),
+          page.click('button[name=decision][value=allow]'),
+        ]);
+      }
+      await page.waitForURL((u) => u.href.startsWith(`${apache.url}/protected/app`));
+      const shown = JSON.parse((await page.textContent('#claims')) ?? '{}') as Record<string, string>;
+      assert.equal(shown.oidc_claim_sub, sub, apache.log());
+      assert.equal(shown.oidc_claim_name, 'Ada Lovelace');
+      assert.equal(shown.oidc_claim_email, 'ada@mail.example.org');
+      assert.equal(shown.oidc_claim_iss, server.url);
+      const eppn = Object.entries(shown).find(([name]) => name.endsWith('edupersonprincipalname'));
+      assert.equal(eppn?.[1], 'ada@example.org', JSON.stringify(shown));
+      assert.ok(seen?.oidc_access_token, 'the access token is passed on as well');
+    });
+
+    it('the access token Apache passes on is accepted by userinfo', async () => {
+      const res = await fetch(`${server.url}/openid/userinfo`, {
+        headers: { authorization: `Bearer ${String(seen?.oidc_access_token)}` },
+      });
+      assert.equal(res.status, 200);
+      assert.equal(((await res.json()) as { sub: string }).sub, sub);
+    });
+
+    it('a second visit is served from the Apache session without the provider', async () => {
+      seen = undefined as IncomingHttpHeaders | undefined; // set again by the application
+      requested.length = 0;
+      const res = await page.goto(`${apache.url}/protected/app`);
+      assert.equal(res?.status(), 200);
+      assert.equal(page.url(), `${apache.url}/protected/app`);
+      assert.equal(seen?.oidc_claim_sub, sub);
+      assert.deepEqual(
+        requested.filter((u) => u.startsWith(server.url)),
+        [],
+      );
+    });
+  });
+}
