@@ -109,6 +109,7 @@ for (const dialect of dialects()) {
     let page: Page;
     let sub: string;
     let seen: IncomingHttpHeaders | undefined;
+    let redirectUri: string;
     const requested: string[] = [];
 
     before(async () => {
@@ -132,11 +133,11 @@ for (const dialect of dialects()) {
       const appPort = (app.address() as AddressInfo).port;
       const redirectPort = await freePort();
       // The redirect URI must be registered before Apache starts, so its port is chosen first.
-      const redirectUri = `http://127.0.0.1:${redirectPort}/protected/redirect_uri`;
+      redirectUri = `http://127.0.0.1:${redirectPort}/protected/redirect_uri`;
       const { clientId, secret } = await seedClient(server, {
         name: 'Apache portal',
         redirectUris: [redirectUri],
-        postLogoutRedirectUris: [`http://127.0.0.1:${redirectPort}/`],
+        postLogoutRedirectUris: [`http://127.0.0.1:${redirectPort}/signed-out`],
         groups: ['userinfo-name', 'email', 'userid-idp'],
       });
       apache = await startApache(redirectPort, appPort, {
@@ -205,6 +206,20 @@ for (const dialect of dialects()) {
         requested.filter((u) => u.startsWith(server.url)),
         [],
       );
+    });
+
+    it('logout through mod_auth_openidc ends the provider session too', async () => {
+      const back = `${apache.url}/signed-out`;
+      await page.goto(`${redirectUri}?logout=${encodeURIComponent(back)}`);
+      assert.ok(
+        page.url().startsWith(`${server.url}/openid/endsession`),
+        `at the provider's logout, not ${page.url()}`,
+      );
+      await Promise.all([page.waitForURL((u) => u.href.startsWith(back)), page.click('#logout-yes')]);
+      // Signed out on both sides: the protected page asks for the password again.
+      await page.goto(`${apache.url}/protected/app`);
+      assert.ok(page.url().startsWith(`${server.url}/interaction/`), `at the sign-in page, not ${page.url()}`);
+      assert.equal(await page.locator('#password').count(), 1);
     });
   });
 }
