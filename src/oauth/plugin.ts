@@ -25,8 +25,11 @@ export interface ProviderHolder {
   current(): Provider;
 }
 
+const DISCOVERY = '/.well-known/openid-configuration';
+export const AUTHORIZATION_SERVER_METADATA = '/.well-known/oauth-authorization-server';
+
 /** Paths served by oidc-provider. */
-export const PROVIDER_PATHS = ['/.well-known/openid-configuration', '/oauth/*', '/openid/*'];
+export const PROVIDER_PATHS = [DISCOVERY, '/oauth/*', '/openid/*'];
 
 export function createProviderHolder(opts: OAuthOptions): ProviderHolder {
   let provider = createProvider(opts.config, opts.store, opts.keys, opts.keyManager.current(), opts.accounts);
@@ -107,5 +110,11 @@ export function oauthPlugin(holder: ProviderHolder, config: Config) {
 
     const handler = providerHandler(holder, config);
     for (const url of PROVIDER_PATHS) app.all(url, handler);
+    // RFC 8414 metadata is the OpenID discovery document (same issuer, same endpoints): the
+    // provider answers it as its own discovery request.
+    app.get(AUTHORIZATION_SERVER_METADATA, { schema: { hide: true } }, (request, reply) => {
+      request.raw.url = DISCOVERY;
+      handler(request, reply);
+    });
   };
 }

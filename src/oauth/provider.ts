@@ -1,5 +1,14 @@
 // The OAuth 2.0 / OpenID Connect authorization server: oidc-provider configured for this service.
-import Provider, { errors, type Configuration, type KoaContextWithOIDC, type Account } from 'oidc-provider';
+import Provider, {
+  errors,
+  type AccessToken,
+  type Account,
+  type Client,
+  type ClientCredentials,
+  type Configuration,
+  type KoaContextWithOIDC,
+  type RefreshToken,
+} from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
@@ -108,14 +117,48 @@ function resourceIndicators(config: Config, keySet: KeySet) {
   } as NonNullable<Configuration['features']>['resourceIndicators'];
 }
 
+/** The audiences a token names (oidc-provider keeps one as a string, several as an array). */
+function audiences(aud: unknown): string[] {
+  if (typeof aud === 'string') return [aud];
+  return Array.isArray(aud) ? aud.filter((a): a is string => typeof a === 'string') : [];
+}
+
+/**
+ * Who may see an introspection answer: only authenticated (confidential) clients, about tokens
+ * issued to themselves, or, as a resource server, about tokens whose audience names them.
+ * Anyone else gets `{ active: false }`, the same as for an unknown token.
+ */
+const introspectionAllowed = async (
+  _ctx: KoaContextWithOIDC,
+  client: Client,
+  token: AccessToken | ClientCredentials | RefreshToken,
+): Promise<boolean> => {
+  if (client.clientAuthMethod === 'none') return false;
+  return token.clientId === client.clientId || ('aud' in token && audiences(token.aud).includes(client.clientId));
+};
+
+/** A client revokes only tokens issued to itself (RFC 7009 2.1); a confidential client is told
+ * when it tries another's, a public one (which proved nothing) is not. */
+const revocationAllowed = async (
+  _ctx: KoaContextWithOIDC,
+  client: Client,
+  token: AccessToken | ClientCredentials | RefreshToken,
+): Promise<boolean> => {
+  if (token.clientId === client.clientId) return true;
+  if (client.clientAuthMethod === 'none') return false;
+  throw new errors.InvalidRequest('client is not authorized to revoke the presented token');
+};
+
 function features(config: Config, keySet: KeySet, accounts: AccountSource): Configuration['features'] {
   return {
     devInteractions: { enabled: false },
     // The resource APIs take bearer tokens; sender-constrained tokens are not offered.
     dPoP: { enabled: false },
     clientCredentials: { enabled: true },
-    revocation: { enabled: true },
-    introspection: { enabled: false },
+    revocation: { enabled: true, allowedPolicy: revocationAllowed },
+    introspection: { enabled: true, allowedPolicy: introspectionAllowed },
+    // Accept: application/token-introspection+jwt gets the answer as a signed JWT (RFC 9701)
+    jwtIntrospection: { enabled: true },
     userinfo: { enabled: true },
     // clients registered with userinfo_signed_response_alg get application/jwt userinfo
     jwtUserinfo: { enabled: true },
@@ -159,6 +202,9 @@ export function createProvider(
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     responseTypes: ['code'],
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
+    // Every use of a refresh token returns a new one, for every kind of client, so a reused
+    // (stolen) one is always detected and revokes its grant.
+    rotateRefreshToken: true,
     ttl: lifetimes(config),
     features: features(config, keySet, accounts),
     extraTokenClaims: async (_ctx, token) => {

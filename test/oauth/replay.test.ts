@@ -91,6 +91,20 @@ for (const dialect of dialects()) {
       return issued;
     }
 
+    const refreshConfidential = (refreshToken: string) =>
+      token(
+        { grant_type: 'refresh_token', refresh_token: refreshToken },
+        { authorization: basicAuth(confidential.clientId, confidential.secret) },
+      );
+
+    /** The confidential client's tokens after a sign-in with offline_access. */
+    async function signInConfidentialClient(): Promise<Answer> {
+      const issued = await redeemConfidential(await mintCode(confidential.clientId, 'openid offline_access'));
+      assert.equal(issued.status, 200, JSON.stringify(issued.body));
+      assert.ok(issued.body.refresh_token, 'offline_access gives a refresh token');
+      return issued;
+    }
+
     async function userinfoStatus(accessToken: string): Promise<number> {
       const res = await fetch(`${server.url}/openid/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
       await res.arrayBuffer();
@@ -135,6 +149,19 @@ for (const dialect of dialects()) {
       assert.equal(await userinfoStatus(rotated.body.access_token!), 401);
     });
 
+    it("a confidential client's refresh token rotates on every use, and reuse revokes the grant", async () => {
+      const issued = await signInConfidentialClient();
+      const rotated = await refreshConfidential(issued.body.refresh_token!);
+      assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
+      assert.ok(rotated.body.refresh_token);
+      assert.notEqual(rotated.body.refresh_token, issued.body.refresh_token, 'rotated on the first use');
+      const reused = await refreshConfidential(issued.body.refresh_token!);
+      assert.equal(reused.status, 400);
+      assert.equal(reused.body.error, 'invalid_grant');
+      assert.equal((await refreshConfidential(rotated.body.refresh_token!)).body.error, 'invalid_grant');
+      assert.equal(await userinfoStatus(rotated.body.access_token!), 401);
+    });
+
     it(`${PARALLEL} parallel redemptions of one code: at most one succeeds, ${ROUNDS} times`, async () => {
       let won = 0;
       for (let round = 0; round < ROUNDS; round++) {
@@ -165,6 +192,31 @@ for (const dialect of dialects()) {
         won++;
         assert.equal(
           (await refreshPublic(winner.body.refresh_token!)).body.error,
+          'invalid_grant',
+          `round ${round}: the rotated token survived a replay`,
+        );
+        assert.equal(
+          await userinfoStatus(winner.body.access_token!),
+          401,
+          `round ${round}: the winner's access token survived a replay`,
+        );
+      }
+      assert.ok(won > 0, 'some round had a winner');
+    });
+
+    it(`${PARALLEL} parallel uses of a confidential client's refresh token: at most one succeeds, ${ROUNDS} times`, async () => {
+      let won = 0;
+      for (let round = 0; round < ROUNDS; round++) {
+        const issued = await signInConfidentialClient();
+        const answers = await Promise.all(
+          Array.from({ length: PARALLEL }, () => refreshConfidential(issued.body.refresh_token!)),
+        );
+        const winner = oneWinner(answers, round);
+        if (!winner) continue;
+        won++;
+        assert.notEqual(winner.body.refresh_token, issued.body.refresh_token, `round ${round}: not rotated`);
+        assert.equal(
+          (await refreshConfidential(winner.body.refresh_token!)).body.error,
           'invalid_grant',
           `round ${round}: the rotated token survived a replay`,
         );
