@@ -1,7 +1,8 @@
 // A relying party that is not ours: Debian's python3-authlib (with python3-requests), driven by
 // test/e2e/rp/authlib_rp.py. It discovers the provider, builds the authorization URL (code flow,
 // PKCE S256), serves its own redirect URI, exchanges the code with client_secret_basic, validates
-// the ID token against the JWKS and fetches userinfo, after a password sign-in in Chromium. It also
+// the ID token against the JWKS, fetches userinfo and introspects the access token, after a password
+// sign-in in Chromium; with offline_access it refreshes and sees the refresh token rotate. It also
 // fetches a client_credentials token with OAuth2Session and calls the passkey API with it.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -55,6 +56,17 @@ function runRp(mode: 'login' | 'api', config: Record<string, unknown>): RpRun {
   };
 }
 
+/** In the browser: the password when the sign-in page asks for it, then Allow on the consent page. */
+async function signInAndAllow(page: Page, authorizationUrl: string, redirectUri: string): Promise<void> {
+  await page.goto(authorizationUrl);
+  if (await page.locator('#password').count()) await submitPassword(page, 'ada@example.org', PASSWORD);
+  // Not a first-party client: Ada allows it on the consent page, then the browser reaches the script.
+  await Promise.all([
+    page.waitForURL((u) => u.href.startsWith(redirectUri)),
+    page.click('button[name=decision][value=allow]'),
+  ]);
+}
+
 for (const dialect of dialects()) {
   describe(`python3-authlib as the relying party (${dialect})`, { skip: missing }, () => {
     let server: E2EServer;
@@ -102,13 +114,7 @@ for (const dialect of dialects()) {
       assert.match(url.searchParams.get('code_challenge') ?? '', /^[\w-]{43}$/);
       assert.ok(url.searchParams.get('nonce'));
 
-      await page.goto(authorizationUrl);
-      await submitPassword(page, 'ada@example.org', PASSWORD);
-      // Not a first-party client: Ada allows it on the consent page, then the browser reaches the script.
-      await Promise.all([
-        page.waitForURL((u) => u.href.startsWith(redirectUri)),
-        page.click('button[name=decision][value=allow]'),
-      ]);
+      await signInAndAllow(page, authorizationUrl, redirectUri);
       const result = await rp.next();
       await rp.done;
       assert.equal(await page.textContent('#rp'), `signed in as ${sub}`);
@@ -130,6 +136,38 @@ for (const dialect of dialects()) {
         'connect-userid_sec': ['idp:ada@example.org'],
         [`${ns}/eduPersonPrincipalName`]: 'ada@example.org',
       });
+      // The client introspects its own access token (RFC 7662).
+      assert.equal(result.introspection.active, true);
+      assert.equal(result.introspection.client_id, clientId);
+      assert.equal(result.introspection.sub, sub);
+      assert.equal(result.refreshed, undefined, 'no refresh token without offline_access');
+    });
+
+    it('with offline_access and prompt=consent gets a refresh token that rotates on refresh', async () => {
+      const redirectUri = `http://127.0.0.1:${await freePort()}/oidc/callback`;
+      const { clientId, secret } = await seedClient(server, {
+        name: 'Python portal, offline',
+        redirectUris: [redirectUri],
+        groups: ['userinfo-name'],
+        scopes: ['offline_access'],
+      });
+      const rp = runRp('login', {
+        issuer: server.url,
+        client_id: clientId,
+        client_secret: secret,
+        redirect_uri: redirectUri,
+        scope: 'openid profile offline_access',
+        prompt: 'consent',
+      });
+      await signInAndAllow(page, (await rp.next()).authorization_url, redirectUri);
+      const result = await rp.next();
+      await rp.done;
+      assert.deepEqual(result.scope.split(' ').sort(), ['offline_access', 'openid', 'profile']);
+      assert.deepEqual(result.userinfo, { sub, name: 'Ada Lovelace' });
+      assert.equal(result.refreshed.rotated, true);
+      assert.equal(result.refreshed.access_token_works, true);
+      // The replaced refresh token is refused.
+      assert.deepEqual(result.reused_refresh_token, { status: 400, error: 'invalid_grant' });
     });
 
     it('gets a client_credentials token with OAuth2Session and lists passkeys with it', async () => {

@@ -4,7 +4,8 @@
 login: discovers the provider, serves its redirect URI on 127.0.0.1, prints the authorization URL
 (code flow, PKCE S256, state, nonce) as one JSON line, and waits for the browser to come back. It
 then exchanges the code with client_secret_basic, validates the ID token against the JWKS (iss,
-aud, exp, nonce, at_hash) and fetches userinfo; the result is the last JSON line on stdout.
+aud, exp, nonce, at_hash), fetches userinfo, introspects the access token, and refreshes once when
+a refresh token came (then tries the old one again); the result is the last JSON line on stdout.
 
 api: a client_credentials token through OAuth2Session, used on the passkey API of one organization.
 
@@ -50,6 +51,34 @@ def validate_id_token(metadata, id_token, client_id, nonce, access_token):
     return dict(claims), claims.header
 
 
+def follow_up(session, metadata, token):
+    """Introspection of the access token, when the provider offers it; a refresh, when a refresh token came."""
+    found = {}
+    if 'introspection_endpoint' in metadata:
+        res = session.introspect_token(
+            metadata['introspection_endpoint'], token=token['access_token'], token_type_hint='access_token'
+        )
+        res.raise_for_status()
+        found['introspection'] = res.json()
+    if token.get('refresh_token'):
+        old = token['refresh_token']
+        fresh = session.refresh_token(metadata['token_endpoint'], refresh_token=old)
+        found['refreshed'] = {
+            'rotated': fresh.get('refresh_token') not in (None, old),
+            'scope': fresh.get('scope'),
+            'access_token_works': session.get(metadata['userinfo_endpoint'], timeout=10).status_code == 200,
+        }
+        reused = session.post(
+            metadata['token_endpoint'],
+            data={'grant_type': 'refresh_token', 'refresh_token': old},
+            auth=(session.client_id, session.client_secret),
+            withhold_token=True,
+            timeout=10,
+        )
+        found['reused_refresh_token'] = {'status': reused.status_code, 'error': reused.json().get('error')}
+    return found
+
+
 class CallbackServer(HTTPServer):
     def handle_timeout(self):
         raise TimeoutError('the browser did not come back to the redirect URI')
@@ -68,7 +97,10 @@ def login(cfg):
     code_verifier = generate_token(64)
     nonce = generate_token(32)
     url, state = session.create_authorization_url(
-        metadata['authorization_endpoint'], code_verifier=code_verifier, nonce=nonce
+        metadata['authorization_endpoint'],
+        code_verifier=code_verifier,
+        nonce=nonce,
+        **({'prompt': cfg['prompt']} if 'prompt' in cfg else {}),
     )
     result = {}
     parts = urlsplit(cfg['redirect_uri'])
@@ -97,6 +129,7 @@ def login(cfg):
                     scope=token.get('scope'),
                     token_type=token.get('token_type'),
                 )
+                result.update(follow_up(session, metadata, token))
                 body = f"<!doctype html><title>Signed in</title><p id=rp>signed in as {claims['sub']}</p>"
                 self.send_response(200)
             except Exception as error:  # reported on stderr and in the page; the exit code says it failed
