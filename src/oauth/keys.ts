@@ -19,7 +19,7 @@ export interface KeyTiming {
 }
 
 export interface KeySet {
-  /** private JWKs for oidc-provider: the active key of each alg first, then the others (verify only) */
+  /** private JWKs for oidc-provider in publication order; all but the active key of each alg are verify-only */
   providerJwks: JWK[];
   /** public JWKs of every published key */
   publicJwks: JWK[];
@@ -76,6 +76,19 @@ export async function rotateSigningKeys(
   });
 }
 
+const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The one order every instance publishes its keys in, whatever order the database returned them:
+ * by algorithm, newest activation first, then kid (compared by code units, not a collation).
+ * oidc-provider signs only with the keys not marked verify-only, so the order never picks a key.
+ */
+function publicationOrder(rows: repo.SigningKeyRow[]): repo.SigningKeyRow[] {
+  return [...rows].sort(
+    (a, b) => byCodeUnits(a.alg, b.alg) || b.activates_at - a.activates_at || byCodeUnits(a.kid, b.kid),
+  );
+}
+
 export async function loadKeySet(store: Store, keys: Keyring, timing: KeyTiming, now = Date.now()): Promise<KeySet> {
   const rows = (await repo.listSigningKeys(store.db)).filter(
     (r) => r.retired_at === null || r.retired_at + timing.retentionMs > now,
@@ -90,7 +103,7 @@ export async function loadKeySet(store: Store, keys: Keyring, timing: KeyTiming,
     active[alg] = current.kid;
   }
   const activeKids = new Set(Object.values(active));
-  const ordered = [...rows.filter((r) => activeKids.has(r.kid)), ...rows.filter((r) => !activeKids.has(r.kid))];
+  const ordered = publicationOrder(rows);
   const providerJwks = ordered.map((r) => {
     const plain = open(keys.keyEncryption, r.private_jwk, `signing-key:${r.kid}`);
     if (!plain)

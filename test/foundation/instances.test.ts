@@ -123,6 +123,34 @@ for (const dialect of dialects().filter((d) => d === 'postgres')) {
         await jwtVerify(oldToken, createLocalJWKSet(published), { issuer: PUBLIC, audience: `${PUBLIC}/2/passkey` });
       }
     });
+
+    it('both serve byte-identical JWKS, ordered by algorithm, newest activation, then kid', async () => {
+      const { openStore } = await import('../../src/store/index.ts');
+      const store = await openStore(db.url);
+      const rows = await store.db.selectFrom('signing_keys').select(['kid', 'alg', 'activates_at']).execute();
+      await store.close();
+      const bodies = await Promise.all(
+        [a, b, a, b].map(async (s) => {
+          const res = await fetch(`${s.url}/openid/jwks`);
+          assert.equal(res.status, 200);
+          return res.text();
+        }),
+      );
+      for (const body of bodies.slice(1))
+        assert.equal(body, bodies[0], 'every answer of every instance, byte for byte');
+      const published = (JSON.parse(bodies[0]!) as { keys: { kid: string; alg: string }[] }).keys;
+      assert.ok(published.length >= 4, 'the rotated keys and their predecessors');
+      const expected = rows
+        .filter((r) => published.some((k) => k.kid === r.kid))
+        .sort((x, y) =>
+          x.alg !== y.alg ? (x.alg < y.alg ? -1 : 1) : y.activates_at - x.activates_at || (x.kid < y.kid ? -1 : 1),
+        )
+        .map((r) => `${r.alg} ${r.kid}`);
+      assert.deepEqual(
+        published.map((k) => `${k.alg} ${k.kid}`),
+        expected,
+      );
+    });
   });
 }
 
