@@ -1,8 +1,9 @@
 // A relying party that is not ours: Debian's Apache with mod_auth_openidc, in a throwaway
-// ServerRoot (no system configuration touched) listening on 127.0.0.1. It protects /protected/,
-// discovers the provider from its metadata URL, and passes the signed-in user's claims as
-// OIDC_CLAIM_* headers to the application it proxies to. Chromium visits the protected page and
-// signs in with a password.
+// ServerRoot (no system configuration touched) listening on 127.0.0.1. Its site configuration is
+// the one docs/connecting-applications.md gives application developers, with the example hosts
+// replaced: it protects /app/, discovers the provider from its metadata URL, and passes the
+// signed-in user's claims as OIDC_CLAIM_* headers to the application it proxies to. Chromium
+// visits the protected page and signs in with a password.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -18,6 +19,7 @@ import { freePort, launchBrowser, startServer, submitPassword, type E2EServer } 
 const APACHE = process.env.APACHE_PATH || '/usr/sbin/apache2';
 const MODULES = '/usr/lib/apache2/modules';
 const PASSWORD = 'correct horse battery staple';
+const GUIDE = join(import.meta.dirname, '..', '..', 'docs', 'connecting-applications.md');
 
 const missing = [APACHE, join(MODULES, 'mod_auth_openidc.so'), join(MODULES, 'mod_proxy_http.so')].filter(
   (file) => !existsSync(file),
@@ -33,7 +35,20 @@ interface Apache {
   stop(): Promise<void>;
 }
 
-function apacheConfig(dir: string, port: number, appPort: number, oidc: Record<string, string>): string {
+/** The guide's mod_auth_openidc configuration (its one `apache` block), with the values a deployment fills in. */
+function guideSite(values: { idp: string; site: string; app: string; clientId: string; secret: string }): string {
+  const block = /```apache\n([\s\S]*?)```/.exec(readFileSync(GUIDE, 'utf8'))?.[1];
+  assert.ok(block, 'docs/connecting-applications.md has an apache block');
+  return block
+    .replaceAll('https://idp.example.org', values.idp)
+    .replaceAll('https://portal.example.org', values.site)
+    .replaceAll('http://127.0.0.1:3000', values.app)
+    .replace('<client_id>', values.clientId)
+    .replace('<client_secret>', values.secret)
+    .replace(/^OIDCCryptoPassphrase <[^>]*>$/m, 'OIDCCryptoPassphrase a-throwaway-passphrase-for-this-test-only');
+}
+
+function apacheConfig(dir: string, port: number, site: string): string {
   const modules = ['mpm_event', 'authn_core', 'authz_core', 'authz_user', 'proxy', 'proxy_http', 'auth_openidc'];
   return [
     `ServerRoot ${dir}`,
@@ -46,21 +61,16 @@ function apacheConfig(dir: string, port: number, appPort: number, oidc: Record<s
     ...modules.map((m) => `LoadModule ${m}_module ${MODULES}/mod_${m}.so`),
     // Started as root, Apache's workers must run as someone else.
     ...(process.getuid?.() === 0 ? ['User www-data', 'Group www-data'] : []),
-    ...Object.entries(oidc).map(([directive, value]) => `${directive} ${value}`),
-    '<Location /protected/>',
-    '  AuthType openid-connect',
-    '  Require valid-user',
-    '</Location>',
-    `ProxyPass /protected/app http://127.0.0.1:${appPort}/app`,
+    site,
     '',
   ].join('\n');
 }
 
-/** Apache in the foreground on 127.0.0.1:<port>, proxying /protected/app to the application on appPort. */
-async function startApache(port: number, appPort: number, oidc: Record<string, string>): Promise<Apache> {
+/** Apache in the foreground on 127.0.0.1:<port> serving the given site configuration. */
+async function startApache(port: number, site: string): Promise<Apache> {
   const dir = mkdtempSync(join(tmpdir(), 'idp-apache-'));
   const url = `http://127.0.0.1:${port}`;
-  writeFileSync(join(dir, 'httpd.conf'), apacheConfig(dir, port, appPort, oidc));
+  writeFileSync(join(dir, 'httpd.conf'), apacheConfig(dir, port, site));
   const child: ChildProcess = spawn(APACHE, ['-d', dir, '-f', join(dir, 'httpd.conf'), '-DFOREGROUND'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -110,6 +120,7 @@ for (const dialect of dialects()) {
     let sub: string;
     let seen: IncomingHttpHeaders | undefined;
     let redirectUri: string;
+    let site: string;
     const requested: string[] = [];
 
     before(async () => {
@@ -131,26 +142,20 @@ for (const dialect of dialects()) {
       });
       await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
       const appPort = (app.address() as AddressInfo).port;
-      const redirectPort = await freePort();
+      const port = await freePort();
       // The redirect URI must be registered before Apache starts, so its port is chosen first.
-      redirectUri = `http://127.0.0.1:${redirectPort}/protected/redirect_uri`;
+      site = `http://127.0.0.1:${port}`;
+      redirectUri = `${site}/oidc/callback`;
       const { clientId, secret } = await seedClient(server, {
-        name: 'Apache portal',
+        name: 'Course portal',
         redirectUris: [redirectUri],
-        postLogoutRedirectUris: [`http://127.0.0.1:${redirectPort}/signed-out`],
-        groups: ['userinfo-name', 'email', 'userid-idp'],
+        postLogoutRedirectUris: [`${site}/`],
+        groups: ['userid-idp', 'userinfo-name', 'email'],
       });
-      apache = await startApache(redirectPort, appPort, {
-        OIDCProviderMetadataURL: `${server.url}/.well-known/openid-configuration`,
-        OIDCClientID: clientId,
-        OIDCClientSecret: secret,
-        OIDCRedirectURI: redirectUri,
-        OIDCCryptoPassphrase: 'a-throwaway-passphrase-for-this-test-only',
-        OIDCScope: '"openid profile email userid-idp"',
-        OIDCPKCEMethod: 'S256',
-        OIDCProviderTokenEndpointAuth: 'client_secret_basic',
-        OIDCPassClaimsAs: 'headers',
-      });
+      apache = await startApache(
+        port,
+        guideSite({ idp: server.url, site, app: `http://127.0.0.1:${appPort}`, clientId, secret }),
+      );
       browser = await launchBrowser();
       page = await browser.newPage();
       page.on('request', (request) => requested.push(request.url()));
@@ -164,7 +169,7 @@ for (const dialect of dialects()) {
     });
 
     it('sends the browser to sign in, then shows the protected page with the claim headers', async () => {
-      await page.goto(`${apache.url}/protected/app`);
+      await page.goto(`${site}/app/`);
       assert.ok(page.url().startsWith(`${server.url}/interaction/`), `at the sign-in page, not ${page.url()}`);
       const authorization = new URL(requested.find((u) => u.startsWith(`${server.url}/oauth/authorization`))!);
       assert.equal(authorization.searchParams.get('code_challenge_method'), 'S256');
@@ -172,11 +177,11 @@ for (const dialect of dialects()) {
       await submitPassword(page, 'ada@example.org', PASSWORD);
       if (await page.locator('button[name=decision][value=allow]').count()) {
         await Promise.all([
-          page.waitForURL((u) => u.href.startsWith(`${apache.url}/protected/app`)),
+          page.waitForURL((u) => u.href.startsWith(`${site}/app/`)),
           page.click('button[name=decision][value=allow]'),
         ]);
       }
-      await page.waitForURL((u) => u.href.startsWith(`${apache.url}/protected/app`));
+      await page.waitForURL((u) => u.href.startsWith(`${site}/app/`));
       const shown = JSON.parse((await page.textContent('#claims')) ?? '{}') as Record<string, string>;
       assert.equal(shown.oidc_claim_sub, sub, apache.log());
       assert.equal(shown.oidc_claim_name, 'Ada Lovelace');
@@ -198,9 +203,9 @@ for (const dialect of dialects()) {
     it('a second visit is served from the Apache session without the provider', async () => {
       seen = undefined as IncomingHttpHeaders | undefined; // set again by the application
       requested.length = 0;
-      const res = await page.goto(`${apache.url}/protected/app`);
+      const res = await page.goto(`${site}/app/`);
       assert.equal(res?.status(), 200);
-      assert.equal(page.url(), `${apache.url}/protected/app`);
+      assert.equal(page.url(), `${site}/app/`);
       assert.equal(seen?.oidc_claim_sub, sub);
       assert.deepEqual(
         requested.filter((u) => u.startsWith(server.url)),
@@ -208,8 +213,24 @@ for (const dialect of dialects()) {
       );
     });
 
+    it('claim headers sent by the browser are replaced, not passed on', async () => {
+      await page.setExtraHTTPHeaders({
+        OIDC_CLAIM_email: 'mallory@example.net',
+        OIDC_CLAIM_nickname: 'mallory',
+        'X-Sent-By-Browser': 'yes',
+      });
+      try {
+        await page.goto(`${site}/app/`);
+      } finally {
+        await page.setExtraHTTPHeaders({});
+      }
+      assert.equal(seen?.oidc_claim_email, 'ada@mail.example.org');
+      assert.equal(seen?.oidc_claim_nickname, undefined);
+      assert.equal(seen?.['x-sent-by-browser'], 'yes', 'the browser did send its extra headers');
+    });
+
     it('logout through mod_auth_openidc ends the provider session too', async () => {
-      const back = `${apache.url}/signed-out`;
+      const back = `${site}/`;
       await page.goto(`${redirectUri}?logout=${encodeURIComponent(back)}`);
       assert.ok(
         page.url().startsWith(`${server.url}/openid/endsession`),
@@ -217,7 +238,7 @@ for (const dialect of dialects()) {
       );
       await Promise.all([page.waitForURL((u) => u.href.startsWith(back)), page.click('#logout-yes')]);
       // Signed out on both sides: the protected page asks for the password again.
-      await page.goto(`${apache.url}/protected/app`);
+      await page.goto(`${site}/app/`);
       assert.ok(page.url().startsWith(`${server.url}/interaction/`), `at the sign-in page, not ${page.url()}`);
       assert.equal(await page.locator('#password').count(), 1);
     });
