@@ -8,6 +8,7 @@ import type { Store } from './store/index.ts';
 import { registerErrorHandling, sendError } from './http/errors.ts';
 import { registerRequestGuard } from './http/request-guard.ts';
 import { startHousekeeping } from './store/housekeeping.ts';
+import { startLogoutRetries } from './oauth/backchannel-logout.ts';
 import { healthPlugin } from './http/health.ts';
 import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
 import { startKeyManager, type KeyManager } from './oauth/key-manager.ts';
@@ -116,11 +117,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       ...providerViews(app.log),
       loadExistingGrant: loadExistingGrant(store),
     },
+    log: app.log,
   });
 
   const now = deps.now ?? Date.now;
   const stopHousekeeping = startHousekeeping(store, app.log);
   app.addHook('onClose', async () => stopHousekeeping());
+  const stopLogoutRetries = startLogoutRetries(store, () => provider.current(), app.log);
+  app.addHook('onClose', async () => stopLogoutRetries());
   // Before any route, which takes the error handler in force when it is added; browsers asking
   // for an unknown path get the sign-in pages' 404 page, API clients the JSON body.
   registerErrorHandling(app, { notFoundPage });
@@ -132,7 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(healthPlugin(store, config));
   await app.register(oauthPlugin(provider, config));
   await app.register(userinfoPlugin({ config, store, provider }));
-  await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now }));
+  await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now, provider }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
   await app.register(webPlugin({ config, store, keys, provider, now }));
 

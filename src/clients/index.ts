@@ -15,6 +15,10 @@ export interface Client {
   public: boolean;
   redirectUris: string[];
   postLogoutRedirectUris: string[];
+  /** OIDC Back-Channel Logout 1.0: where logout tokens are POSTed */
+  backchannelLogoutUri: string | null;
+  /** OIDC Front-Channel Logout 1.0: loaded in an iframe of the signed-out page, with iss and sid */
+  frontchannelLogoutUri: string | null;
   grantTypes: string[];
   scopes: string[];
   groups: string[];
@@ -32,6 +36,8 @@ export interface NewClient {
   orgs?: number[];
   redirectUris?: string[];
   postLogoutRedirectUris?: string[];
+  backchannelLogoutUri?: string;
+  frontchannelLogoutUri?: string;
   firstParty?: boolean;
   public?: boolean;
   userinfoSignedResponseAlg?: string;
@@ -84,6 +90,21 @@ function checkRedirectUri(uri: string, what: string): string {
     throw badRequest(`${what} '${uri}' must use https (http is allowed for localhost only)`);
   }
   return uri;
+}
+
+/** Logout URIs follow the redirect URI rules; they serve sign-in clients only. */
+function checkLogoutUris(input: NewClient): { backchannel: string | null; frontchannel: string | null } {
+  const backchannel =
+    input.backchannelLogoutUri === undefined
+      ? null
+      : checkRedirectUri(input.backchannelLogoutUri, 'back-channel logout URI');
+  const frontchannel =
+    input.frontchannelLogoutUri === undefined
+      ? null
+      : checkRedirectUri(input.frontchannelLogoutUri, 'front-channel logout URI');
+  if ((backchannel || frontchannel) && (input.redirectUris ?? []).length === 0)
+    throw badRequest('logout URIs are for clients that sign users in: add a --redirect-uri');
+  return { backchannel, frontchannel };
 }
 
 export function checkScopes(scopes: string[]): string[] {
@@ -144,6 +165,8 @@ function toClient(row: repo.ClientRow, adminOrgs: number[], checkuserOrgs: numbe
     public: row.secret_hash === null,
     redirectUris: JSON.parse(row.redirect_uris) as string[],
     postLogoutRedirectUris: JSON.parse(row.post_logout_redirect_uris) as string[],
+    backchannelLogoutUri: row.backchannel_logout_uri,
+    frontchannelLogoutUri: row.frontchannel_logout_uri,
     grantTypes: JSON.parse(row.grant_types) as string[],
     scopes: row.scopes.split(' ').filter(Boolean),
     groups: row.groups.split(' ').filter(Boolean),
@@ -182,6 +205,7 @@ export async function createClient(
   const groups = checkGroups(input.groups ?? []);
   const redirectUris = (input.redirectUris ?? []).map((u) => checkRedirectUri(u, 'redirect URI'));
   const postLogout = (input.postLogoutRedirectUris ?? []).map((u) => checkRedirectUri(u, 'post-logout redirect URI'));
+  const logoutUris = checkLogoutUris(input);
   const orgs = await checkOrganizations(store, input.orgs ?? []);
   if (input.public && redirectUris.length === 0) throw badRequest('a public client needs at least one --redirect-uri');
   if (input.userinfoSignedResponseAlg !== undefined && !['RS256', 'ES256'].includes(input.userinfoSignedResponseAlg)) {
@@ -197,6 +221,8 @@ export async function createClient(
       name,
       redirect_uris: JSON.stringify(redirectUris),
       post_logout_redirect_uris: JSON.stringify(postLogout),
+      backchannel_logout_uri: logoutUris.backchannel,
+      frontchannel_logout_uri: logoutUris.frontchannel,
       grant_types: JSON.stringify(grantTypes),
       scopes: scopes.join(' '),
       groups: groups.join(' '),

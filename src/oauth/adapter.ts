@@ -25,6 +25,10 @@ export async function clientMetadata(store: Store, clientId: string): Promise<Ad
     token_endpoint_auth_method: isPublic ? 'none' : 'client_secret_basic',
     scope: [...allowedScopes(row)].join(' '),
     ...(row.userinfo_signed_response_alg ? { userinfo_signed_response_alg: row.userinfo_signed_response_alg } : {}),
+    // sid in ID tokens and logout tokens, so a relying party can end exactly the session it holds
+    ...(row.backchannel_logout_uri
+      ? { backchannel_logout_uri: row.backchannel_logout_uri, backchannel_logout_session_required: true }
+      : {}),
   } as AdapterPayload;
 }
 
@@ -135,6 +139,7 @@ export function adapterFactory(store: Store) {
           user_code: payload.userCode ?? null,
           uid: payload.uid ?? null,
           expires_at: expiresAt(expiresIn),
+          account_id: typeof payload.accountId === 'string' ? payload.accountId : null,
         });
       },
       find: async (id) => (storable(id) ? live(await payloads.findPayload(store.db, name, 'id', id)) : undefined),

@@ -19,6 +19,8 @@ export interface OAuthOptions {
   keys: Keyring;
   keyManager: KeyManager;
   accounts: AccountSource;
+  /** where the provider's own outcomes (back-channel logout deliveries) are logged */
+  log?: FastifyBaseLogger;
 }
 
 export interface ProviderHolder {
@@ -32,9 +34,9 @@ export const AUTHORIZATION_SERVER_METADATA = '/.well-known/oauth-authorization-s
 export const PROVIDER_PATHS = [DISCOVERY, '/oauth/*', '/openid/*'];
 
 export function createProviderHolder(opts: OAuthOptions): ProviderHolder {
-  let provider = createProvider(opts.config, opts.store, opts.keys, opts.keyManager.current(), opts.accounts);
+  let provider = createProvider(opts.config, opts.store, opts.keys, opts.keyManager.current(), opts.accounts, opts.log);
   opts.keyManager.onChange((keySet) => {
-    provider = createProvider(opts.config, opts.store, opts.keys, keySet, opts.accounts);
+    provider = createProvider(opts.config, opts.store, opts.keys, keySet, opts.accounts, opts.log);
   });
   return { current: () => provider };
 }

@@ -9,12 +9,14 @@ import Provider, {
   type KoaContextWithOIDC,
   type RefreshToken,
 } from 'oidc-provider';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import { secretMatches } from '../clients/index.ts';
 import { KNOWN_SCOPES, resourceForScopes, resourceServers } from '../vocabulary.ts';
 import { adapterFactory } from './adapter.ts';
+import { outgoingFetch, recordBackchannelLogouts } from './backchannel-logout.ts';
 import type { KeySet } from './keys.ts';
 
 export const ROUTES = {
@@ -167,6 +169,8 @@ function features(config: Config, keySet: KeySet, accounts: AccountSource): Conf
       ...(accounts.logoutSource ? { logoutSource: accounts.logoutSource } : {}),
       ...(accounts.postLogoutSuccessSource ? { postLogoutSuccessSource: accounts.postLogoutSuccessSource } : {}),
     },
+    // logout tokens to clients registered with a back-channel logout URI (backchannel-logout.ts)
+    backchannelLogout: { enabled: true },
     resourceIndicators: resourceIndicators(config, keySet),
   };
 }
@@ -177,6 +181,7 @@ export function createProvider(
   keys: Keyring,
   keySet: KeySet,
   accounts: AccountSource,
+  log?: FastifyBaseLogger,
 ): Provider {
   const configuration: Configuration = {
     adapter: adapterFactory(store),
@@ -207,6 +212,7 @@ export function createProvider(
     rotateRefreshToken: true,
     ttl: lifetimes(config),
     features: features(config, keySet, accounts),
+    fetch: outgoingFetch,
     extraTokenClaims: async (_ctx, token) => {
       // RFC 9068: client_credentials tokens name the client as subject.
       if (token.kind === 'ClientCredentials') return { sub: token.clientId };
@@ -219,6 +225,7 @@ export function createProvider(
     ...(accounts.loadExistingGrant ? { loadExistingGrant: accounts.loadExistingGrant } : {}),
   };
   const provider = new Provider(config.publicUrl, configuration);
+  recordBackchannelLogouts(provider, store, log);
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client
   // Client secrets are stored as keyed hashes; compare in constant time against the hash.
   provider.Client.prototype.compareClientSecret = function compareClientSecret(

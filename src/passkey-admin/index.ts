@@ -15,6 +15,8 @@ import { removeOrganizationPasskey, removeUserPasskeys, type Actor } from '../we
 import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
 import { deleteOneSchema, deleteUserSchema, listSchema } from './schemas.ts';
 import { cachingVerifier } from './verified-token-cache.ts';
+import type { ProviderHolder } from '../oauth/plugin.ts';
+import { endUserSessions } from '../oauth/end-user-sessions.ts';
 
 export interface PasskeyAdminDeps {
   config: Config;
@@ -22,6 +24,8 @@ export interface PasskeyAdminDeps {
   keys: Keyring;
   verifier: TokenVerifier;
   now: () => number;
+  /** the authorization server, whose sessions end when a user's passkeys are all deleted */
+  provider: ProviderHolder;
 }
 
 export const MAX_PER_PAGE = 1000;
@@ -174,11 +178,16 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     checkClientGrant(org);
     checkRealm(eppn, org);
 
-    const ids = await removeUserPasskeys(store, actorOf(token, request, deps.now()), org.id, eppn);
+    const { ids, sub } = await removeUserPasskeys(store, actorOf(token, request, deps.now()), org.id, eppn);
     request.log.info(
       { client_id: token.clientId, org_id: org.id, eppn, passkey_ids: ids, deleted_count: ids.length },
       'passkeys deleted',
     );
+    // Whoever holds the user's sessions may be who the passkeys were removed from: sign them out everywhere.
+    if (sub !== undefined) {
+      const ended = await endUserSessions(store, deps.provider.current(), sub, deps.now);
+      request.log.info({ client_id: token.clientId, org_id: org.id, eppn, sessions: ended.sessions }, 'sessions ended');
+    }
     return { deleted_count: ids.length, eppn };
   }
 

@@ -20,11 +20,12 @@ export async function upsertPayload(
     user_code: string | null;
     uid: string | null;
     expires_at: number | null;
+    account_id?: string | null;
   },
 ): Promise<void> {
   await db
     .insertInto('oidc_payloads')
-    .values({ ...row, consumed_at: null })
+    .values({ ...row, account_id: row.account_id ?? null, consumed_at: null })
     .onConflict((oc) =>
       oc.columns(['type', 'id']).doUpdateSet({
         payload: row.payload,
@@ -32,6 +33,7 @@ export async function upsertPayload(
         user_code: row.user_code,
         uid: row.uid,
         expires_at: row.expires_at,
+        account_id: row.account_id ?? null,
       }),
     )
     .execute();
@@ -95,5 +97,42 @@ export async function revokeGrant(db: Q, grantId: string): Promise<void> {
 
 export async function deleteExpiredPayloads(db: Q, now: number): Promise<number> {
   const r = await db.deleteFrom('oidc_payloads').where('expires_at', '<', now).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** The live sessions of an account (payload JSON), for ending them. */
+export async function findSessionsByAccount(db: Q, accountId: string, now: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('oidc_payloads')
+    .select('payload')
+    .where('type', '=', 'Session')
+    .where('account_id', '=', accountId)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .execute();
+  return rows.map((r) => r.payload);
+}
+
+/**
+ * Removes everything the authorization server holds for an account: its sessions, its grants and
+ * all that was issued under them (codes, access and refresh tokens), in one statement.
+ */
+export async function deleteAccountArtifacts(db: Q, accountId: string): Promise<number> {
+  const r = await db
+    .deleteFrom('oidc_payloads')
+    .where((eb) =>
+      eb.or([
+        eb('account_id', '=', accountId),
+        eb(
+          'grant_id',
+          'in',
+          eb
+            .selectFrom('oidc_payloads as g')
+            .select('g.id')
+            .where('g.type', '=', 'Grant')
+            .where('g.account_id', '=', accountId),
+        ),
+      ]),
+    )
+    .executeTakeFirst();
   return Number(r.numDeletedRows);
 }

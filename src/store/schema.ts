@@ -39,6 +39,8 @@ export interface ClientsTable {
   groups: string; // space separated attribute groups
   first_party: number;
   userinfo_signed_response_alg: string | null;
+  backchannel_logout_uri: string | null;
+  frontchannel_logout_uri: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -85,6 +87,8 @@ export interface OidcPayloadsTable {
   uid: string | null;
   expires_at: number | null;
   consumed_at: number | null;
+  /** the accountId of the payload (sessions, grants, tokens), for finding a user's artifacts */
+  account_id: string | null;
 }
 
 export interface SigningKeysTable {
@@ -122,6 +126,22 @@ export interface RateLimitsTable {
   count: number;
 }
 
+export interface LogoutDeliveriesTable {
+  id: Generated<number>;
+  client_id: string;
+  sub: string;
+  sid: string | null;
+  created_at: number;
+  attempts: number;
+  last_attempt_at: number | null;
+  /** when to try again; null once delivered or given up */
+  next_attempt_at: number | null;
+  /** the relying party's HTTP status of the last attempt, null when it never answered */
+  status: number | null;
+  error: string | null;
+  delivered_at: number | null;
+}
+
 export interface DB {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -135,4 +155,5 @@ export interface DB {
   audit_events: AuditEventsTable;
   consents: ConsentsTable;
   rate_limits: RateLimitsTable;
+  logout_deliveries: LogoutDeliveriesTable;
 }

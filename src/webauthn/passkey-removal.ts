@@ -16,11 +16,18 @@ export interface Actor {
   at: number;
 }
 
-/** Deletes every passkey of the organization's user eppn; an unknown eppn deletes nothing. Returns the ids. */
-export function removeUserPasskeys(store: Store, actor: Actor, orgId: number, eppn: string): Promise<number[]> {
+/** Deletes every passkey of the organization's user eppn; an unknown eppn deletes nothing. Returns the ids,
+ * and the user's sub when the organization has that user. */
+export function removeUserPasskeys(
+  store: Store,
+  actor: Actor,
+  orgId: number,
+  eppn: string,
+): Promise<{ ids: number[]; sub: string | undefined }> {
   return store.db.transaction().execute(async (trx) => {
     const user = await findUserByEppn(trx, eppn);
-    const deleted = user && user.org_id === orgId ? await deleteUserPasskeys(trx, user.id) : [];
+    const member = user && user.org_id === orgId ? user : undefined;
+    const deleted = member ? await deleteUserPasskeys(trx, member.id) : [];
     await insertAuditEvent(trx, {
       at: actor.at,
       kind: AUDIT_DELETE_USER,
@@ -30,7 +37,7 @@ export function removeUserPasskeys(store: Store, actor: Actor, orgId: number, ep
       passkeyIds: deleted,
       requestId: actor.requestId,
     });
-    return deleted;
+    return { ids: deleted, sub: member?.sub };
   });
 }
 

@@ -1,9 +1,10 @@
 // Browser and relying-party fixtures: a real listening server, headless Chromium with a WebAuthn
 // virtual authenticator, and an openid-client relying party with its own callback server.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import * as oidc from 'openid-client';
+import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { Dialect, Store } from '../../src/store/index.ts';
 import type { App } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
@@ -123,11 +124,55 @@ export interface RelyingParty {
   redirectUri: string;
   postLogoutRedirectUri: string;
   config: oidc.Configuration;
+  /** served by the callback server; registered when startRelyingParty was asked to */
+  backchannelLogoutUri: string;
+  frontchannelLogoutUri: string;
+  /** back-channel logout tokens received, each verified as OIDC Back-Channel Logout 1.0 says */
+  logouts: ReceivedLogout[];
+  /** the URLs (path and query) the browser loaded of the front-channel logout URI */
+  frontchannelLoads: URL[];
+  /** answer the next n back-channel logout POSTs with a 500 (after verifying them) */
+  failBackchannel(n: number): void;
   /** an authorization URL with PKCE, state and nonce, and what finishing it needs */
   begin(params?: Record<string, string>): Promise<Begun>;
   /** exchanges the code in callbackUrl; openid-client validates the ID token */
   finish(callbackUrl: string, begun: Begun): Promise<oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers>;
   close(): Promise<void>;
+}
+
+export type ReceivedLogout =
+  | { ok: true; claims: JWTPayload & { sid?: string; events?: Record<string, unknown> }; answered: number }
+  | { ok: false; error: string };
+
+const BACKCHANNEL_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+
+/** What a relying party checks of a logout token (OIDC Back-Channel Logout 1.0, section 2.6). */
+async function verifyLogoutToken(
+  server: E2EServer,
+  clientId: string,
+  jwks: ReturnType<typeof createRemoteJWKSet>,
+  token: string,
+): Promise<JWTPayload & { sid?: string; events?: Record<string, unknown> }> {
+  const { payload } = await jwtVerify<{ sid?: string; events?: Record<string, unknown> }>(token, jwks, {
+    issuer: server.url,
+    audience: clientId,
+    typ: 'logout+jwt',
+    maxTokenAge: '2 minutes',
+    requiredClaims: ['iat', 'jti', 'events'],
+  });
+  if (typeof payload.events?.[BACKCHANNEL_EVENT] !== 'object') throw new Error('no back-channel logout event');
+  if (!payload.sub && !payload.sid) throw new Error('neither sub nor sid');
+  if ('nonce' in payload) throw new Error('a logout token must not have a nonce');
+  return payload;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
 }
 
 export interface Begun {
@@ -158,9 +203,44 @@ export async function authorizationRequest(
   return { url: url.href, codeVerifier, state, nonce };
 }
 
-/** Registers a confidential authorization-code client and serves its redirect URIs. */
-export async function startRelyingParty(server: E2EServer, client: Partial<NewClient> = {}): Promise<RelyingParty> {
+/** Registers a confidential authorization-code client and serves its redirect URIs (and, when
+ * `logout` asks, its back- and front-channel logout URIs). */
+export async function startRelyingParty(
+  server: E2EServer,
+  client: Partial<NewClient> = {},
+  logout: { backchannel?: boolean; frontchannel?: boolean } = {},
+): Promise<RelyingParty> {
+  const logouts: ReceivedLogout[] = [];
+  const frontchannelLoads: URL[] = [];
+  let failing = 0;
+  let clientId = '';
+  const jwks = createRemoteJWKSet(new URL(`${server.url}/openid/jwks`));
+  async function backchannel(req: IncomingMessage): Promise<number> {
+    try {
+      const token = new URLSearchParams(await readBody(req)).get('logout_token') ?? '';
+      const claims = await verifyLogoutToken(server, clientId, jwks, token);
+      const answered = failing > 0 ? (failing--, 500) : 200;
+      logouts.push({ ok: true, claims, answered });
+      return answered;
+    } catch (err) {
+      logouts.push({ ok: false, error: err instanceof Error ? err.message : String(err) });
+      return 400;
+    }
+  }
   const callback: Server = createServer((req, res) => {
+    if (req.method === 'POST' && req.url === '/backchannel-logout') {
+      void backchannel(req).then((status) => {
+        res.writeHead(status, { 'cache-control': 'no-store' });
+        res.end();
+      });
+      return;
+    }
+    if (req.url?.startsWith('/frontchannel-logout')) {
+      frontchannelLoads.push(new URL(req.url, 'http://rp.invalid'));
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+      res.end('<!doctype html><title>Signed out</title>');
+      return;
+    }
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end(
       `<!doctype html><title>Relying party</title><p id="rp">${req.url?.startsWith('/callback') ? 'callback' : 'signed out'}</p>`,
@@ -170,12 +250,18 @@ export async function startRelyingParty(server: E2EServer, client: Partial<NewCl
   const base = `http://127.0.0.1:${(callback.address() as AddressInfo).port}`;
   const redirectUri = `${base}/callback`;
   const postLogoutRedirectUri = `${base}/signed-out`;
-  const { clientId, secret } = await seedClient(server, {
+  const backchannelLogoutUri = `${base}/backchannel-logout`;
+  const frontchannelLogoutUri = `${base}/frontchannel-logout`;
+  const seeded = await seedClient(server, {
     name: 'Example Relying Party',
     redirectUris: [redirectUri],
     postLogoutRedirectUris: [postLogoutRedirectUri],
+    ...(logout.backchannel ? { backchannelLogoutUri } : {}),
+    ...(logout.frontchannel ? { frontchannelLogoutUri } : {}),
     ...client,
   });
+  clientId = seeded.clientId;
+  const secret = seeded.secret;
   const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(secret), {
     execute: [oidc.allowInsecureRequests],
   });
@@ -185,6 +271,11 @@ export async function startRelyingParty(server: E2EServer, client: Partial<NewCl
     redirectUri,
     postLogoutRedirectUri,
     config,
+    backchannelLogoutUri,
+    frontchannelLogoutUri,
+    logouts,
+    frontchannelLoads,
+    failBackchannel: (n) => void (failing = n),
     begin: (params = {}) => authorizationRequest(config, redirectUri, params),
     finish(callbackUrl, begun) {
       return oidc.authorizationCodeGrant(config, new URL(callbackUrl), {

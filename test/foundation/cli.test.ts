@@ -257,6 +257,35 @@ for (const dialect of dialects()) {
       assert.ok(secretMatches(keyring(TEST_SECRET), after, client_secret));
     });
 
+    it('registers back- and front-channel logout URIs; show prints them', async () => {
+      const r = await run([
+        'client',
+        'add',
+        '--name',
+        'Portal',
+        '--redirect-uri',
+        'https://portal.example.org/cb',
+        '--backchannel-logout-uri',
+        'https://portal.example.org/logout/back',
+        '--frontchannel-logout-uri',
+        'https://portal.example.org/logout/front',
+        '--json',
+      ]);
+      assert.equal(r.code, 0, r.err);
+      const c = JSON.parse(r.out);
+      assert.equal(c.backchannel_logout_uri, 'https://portal.example.org/logout/back');
+      assert.equal(c.frontchannel_logout_uri, 'https://portal.example.org/logout/front');
+      const row = await findClient(store.db, c.client_id);
+      assert.equal(row!.backchannel_logout_uri, 'https://portal.example.org/logout/back');
+      assert.equal(row!.frontchannel_logout_uri, 'https://portal.example.org/logout/front');
+      const shown = await run(['client', 'show', c.client_id]);
+      assert.match(shown.out, /backchannel_logout_uri\s+https:\/\/portal\.example\.org\/logout\/back/);
+      assert.match(shown.out, /frontchannel_logout_uri\s+https:\/\/portal\.example\.org\/logout\/front/);
+      const help = await run(['client', 'add', '--help']);
+      assert.match(help.out, /--backchannel-logout-uri <uri>/);
+      assert.match(help.out, /--frontchannel-logout-uri <uri>/);
+    });
+
     const clientErrors: [string[], RegExp][] = [
       [['client', 'add', '--name', 'X', '--scopes', 'passkey.write'], /unknown scope 'passkey.write'/],
       [['client', 'add', '--name', 'X', '--groups', 'everything'], /unknown attribute group 'everything'/],
@@ -270,6 +299,37 @@ for (const dialect of dialects()) {
       [['client', 'add', '--name', 'X', '--public'], /public client needs at least one --redirect-uri/],
       [['client', 'show', 'no-such-client'], /client 'no-such-client' does not exist/],
       [['client', 'rotate-secret', 'no-such-client'], /does not exist/],
+      [
+        [
+          'client',
+          'add',
+          '--name',
+          'X',
+          '--redirect-uri',
+          'https://a.example.org/cb',
+          '--backchannel-logout-uri',
+          'http://a.example.org/bc',
+        ],
+        /back-channel logout URI 'http:\/\/a.example.org\/bc' must use https/,
+      ],
+      [
+        [
+          'client',
+          'add',
+          '--name',
+          'X',
+          '--redirect-uri',
+          'https://a.example.org/cb',
+          '--frontchannel-logout-uri',
+          'https://a.example.org/fc#x',
+        ],
+        /front-channel logout URI .* must not contain a fragment/,
+      ],
+      [
+        ['client', 'add', '--name', 'X', '--backchannel-logout-uri', 'https://a.example.org/bc'],
+        /logout URIs are for clients that sign users in/,
+      ],
+      [['client', 'add', '--name', 'X', '--backchannel-logout-uri'], /backchannel-logout-uri/],
     ];
     for (const [args, message] of clientErrors) {
       it(`refuses: ${args.join(' ')}`, async () => {

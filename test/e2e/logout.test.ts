@@ -1,0 +1,194 @@
+// Logout reaching the relying parties, in real Chromium against a listening server: back-channel
+// logout tokens (verified by the relying party against /openid/jwks) on RP-initiated logout, their
+// recorded outcome and retry, and an administrator's delete-all of a user's passkeys ending the
+// user's sessions everywhere.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import * as oidc from 'openid-client';
+import type { Browser, Page } from 'playwright-core';
+import { basicAuth, clientToken, dialects, seedClient, seedOrg, seedUser } from '../helpers.ts';
+import { passkeyRow } from '../passkey-admin/fixtures.ts';
+import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts';
+import { listLogoutDeliveries } from '../../src/store/logout-deliveries.ts';
+import { retryLogoutDeliveries } from '../../src/oauth/backchannel-logout.ts';
+import type { User } from '../../src/store/directory.ts';
+import {
+  launchBrowser,
+  passwordSignInThroughRelyingParty,
+  startRelyingParty,
+  startServer,
+  type E2EServer,
+  type ReceivedLogout,
+  type RelyingParty,
+} from './helpers.ts';
+
+const PASSWORD = 'correct horse battery staple';
+
+async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
+  for (let i = 0; i < 100; i++) {
+    const found = await probe();
+    if (found !== undefined) return found;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+const received = (rp: RelyingParty, n: number) =>
+  until(`${n} back-channel logout(s)`, () => (rp.logouts.length >= n ? rp.logouts.slice(0, n) : undefined));
+
+function verified(logout: ReceivedLogout | undefined) {
+  assert.ok(logout, 'a logout token arrived');
+  assert.ok(logout.ok, `the logout token verifies: ${logout.ok ? '' : logout.error}`);
+  return logout;
+}
+
+for (const dialect of dialects()) {
+  describe(`logout reaches the relying parties (${dialect})`, () => {
+    let server: E2EServer;
+    let browser: Browser;
+    let page: Page;
+    let rp: RelyingParty;
+    let ada: User;
+
+    before(async () => {
+      server = await startServer(dialect);
+      await seedOrg(server);
+      ada = await seedUser(server, 1, 'ada@example.org', { name: 'Ada', password: PASSWORD });
+      rp = await startRelyingParty(
+        server,
+        { firstParty: true, scopes: ['offline_access'] },
+        { backchannel: true, frontchannel: true },
+      );
+      browser = await launchBrowser();
+    });
+    after(async () => {
+      await browser?.close();
+      await rp?.close();
+      await server?.close();
+    });
+
+    async function freshBrowser() {
+      await page?.context().close();
+      page = await (await browser.newContext()).newPage();
+    }
+
+    /** RP-initiated logout with the ID token as hint, confirmed on the "Sign out?" page. */
+    async function signOut(idToken: string) {
+      const url = oidc.buildEndSessionUrl(rp.config, {
+        id_token_hint: idToken,
+        post_logout_redirect_uri: rp.postLogoutRedirectUri,
+      });
+      await page.goto(url.href);
+      await Promise.all([
+        page.waitForURL((u) => u.href.startsWith(rp.postLogoutRedirectUri)),
+        page.click('#logout-yes'),
+      ]);
+    }
+
+    it('the ID token carries sid; RP-initiated logout sends a verified logout token for that sid', async () => {
+      await freshBrowser();
+      const before = rp.logouts.length;
+      const tokens = await passwordSignInThroughRelyingParty(page, rp, 'ada@example.org', PASSWORD);
+      const claims = tokens.claims()!;
+      assert.equal(typeof claims.sid, 'string', 'a client with a back-channel logout URI gets sid in ID tokens');
+      await signOut(tokens.id_token!);
+
+      const logout = verified((await received(rp, before + 1))[before]);
+      assert.equal(logout.claims.sub, ada.sub);
+      assert.equal(logout.claims.sid, claims.sid);
+      assert.equal(logout.claims.aud, rp.clientId);
+      assert.equal(logout.answered, 200);
+
+      const delivery = (await listLogoutDeliveries(server.store.db, rp.clientId)).at(-1)!;
+      assert.equal(delivery.sid, claims.sid);
+      assert.equal(delivery.sub, ada.sub);
+      assert.equal(delivery.attempts, 1);
+      assert.equal(delivery.status, 200);
+      assert.equal(delivery.error, null);
+      assert.ok(delivery.delivered_at);
+      assert.equal(delivery.next_attempt_at, null);
+    });
+
+    it('a delivery the relying party answered with a 500 is recorded and retried until it succeeds', async () => {
+      await freshBrowser();
+      const before = rp.logouts.length;
+      const tokens = await passwordSignInThroughRelyingParty(page, rp, 'ada@example.org', PASSWORD);
+      rp.failBackchannel(1);
+      await signOut(tokens.id_token!);
+      assert.equal(verified((await received(rp, before + 1))[before]).answered, 500);
+
+      const failed = (await listLogoutDeliveries(server.store.db, rp.clientId)).at(-1)!;
+      assert.equal(failed.attempts, 1);
+      assert.equal(failed.status, 500);
+      assert.match(failed.error ?? '', /500/);
+      assert.equal(failed.delivered_at, null);
+      assert.ok(failed.next_attempt_at! > Date.now(), 'the retry waits (backoff)');
+
+      // Not due yet: nothing is sent.
+      assert.equal(await retryLogoutDeliveries(server.store, server.provider.current()), 0);
+      // Once due, the job sends a new logout token for the same session.
+      const later = () => Date.now() + 60 * 60_000;
+      assert.equal(await retryLogoutDeliveries(server.store, server.provider.current(), undefined, later), 1);
+      const retried = verified((await received(rp, before + 2))[before + 1]);
+      assert.equal(retried.answered, 200);
+      assert.equal(retried.claims.sid, tokens.claims()!.sid);
+
+      const delivered = (await listLogoutDeliveries(server.store.db, rp.clientId)).find((d) => d.id === failed.id)!;
+      assert.equal(delivered.attempts, 2);
+      assert.equal(delivered.status, 200);
+      assert.equal(delivered.error, null);
+      assert.ok(delivered.delivered_at);
+      assert.equal(delivered.next_attempt_at, null);
+      // Delivered: later runs leave it alone.
+      assert.equal(await retryLogoutDeliveries(server.store, server.provider.current(), undefined, later), 0);
+    });
+
+    it("an administrator deleting all of a user's passkeys signs the user out everywhere", async () => {
+      await freshBrowser();
+      await insertPasskeys(server.store.db, [passkeyRow(ada.id, 1, { label: 'Laptop' })]);
+      const admin = await seedClient(server, { scopes: ['passkey.delete'], orgs: [1] });
+      const before = rp.logouts.length;
+      const tokens = await passwordSignInThroughRelyingParty(page, rp, 'ada@example.org', PASSWORD, {
+        scope: 'openid offline_access',
+        prompt: 'consent',
+      });
+      assert.ok(tokens.refresh_token, 'offline_access gives a refresh token');
+      const userinfo = () =>
+        fetch(`${server.url}/openid/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+      assert.equal((await userinfo()).status, 200);
+
+      const bearer = await clientToken(server, admin.clientId, admin.secret, 'passkey.delete');
+      const res = await fetch(`${server.url}/2/passkey/1?eppn=ada%40example.org`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${bearer}` },
+      });
+      assert.equal(res.status, 200);
+      assert.deepEqual(await res.json(), { deleted_count: 1, eppn: 'ada@example.org' });
+      assert.equal((await listUserCredentials(server.store.db, ada.id)).length, 0);
+
+      // The relying party heard about it.
+      const logout = verified((await received(rp, before + 1))[before]);
+      assert.equal(logout.claims.sub, ada.sub);
+      assert.equal(logout.claims.sid, tokens.claims()!.sid);
+
+      // The refresh token and the access token are dead.
+      const refreshed = await fetch(`${server.url}/oauth/token`, {
+        method: 'POST',
+        headers: {
+          authorization: basicAuth(rp.clientId, rp.secret),
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token }),
+      });
+      assert.equal(refreshed.status, 400);
+      assert.equal(((await refreshed.json()) as { error: string }).error, 'invalid_grant');
+      assert.equal((await userinfo()).status, 401);
+
+      // The browser must sign in again.
+      const begun = await rp.begin();
+      await page.goto(begun.url);
+      assert.match(new URL(page.url()).pathname, /^\/interaction\//);
+      assert.equal(await page.locator('#password-form').count(), 1, 'the sign-in page, not the application');
+    });
+  });
+}
