@@ -170,6 +170,27 @@ for (const dialect of dialects()) {
       assert.deepEqual(result.reused_refresh_token, { status: 400, error: 'invalid_grant' });
     });
 
+    it('signs Ada in as a public client: no secret, PKCE binds the code', async () => {
+      const redirectUri = `http://127.0.0.1:${await freePort()}/callback`;
+      const { clientId } = await seedClient(server, {
+        name: 'Python timetable app',
+        public: true,
+        redirectUris: [redirectUri],
+        groups: ['userinfo-name'],
+      });
+      const rp = runRp('login', {
+        issuer: server.url,
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        scope: 'openid profile',
+      });
+      await signInAndAllow(page, (await rp.next()).authorization_url, redirectUri);
+      const result = await rp.next();
+      await rp.done;
+      assert.equal(result.id_token.aud, clientId);
+      assert.deepEqual(result.userinfo, { sub, name: 'Ada Lovelace' });
+    });
+
     it('gets a client_credentials token with OAuth2Session and lists passkeys with it', async () => {
       const { clientId, secret } = await seedClient(server, {
         name: 'Python helpdesk',

@@ -3,7 +3,7 @@
 
 login: discovers the provider, serves its redirect URI on 127.0.0.1, prints the authorization URL
 (code flow, PKCE S256, state, nonce) as one JSON line, and waits for the browser to come back. It
-then exchanges the code with client_secret_basic, validates the ID token against the JWKS (iss,
+then exchanges the code with client_secret_basic (or, given no secret, as a public client), validates the ID token against the JWKS (iss,
 aud, exp, nonce, at_hash), fetches userinfo, introspects the access token, and refreshes once when
 a refresh token came (then tries the old one again); the result is the last JSON line on stdout.
 
@@ -54,7 +54,7 @@ def validate_id_token(metadata, id_token, client_id, nonce, access_token):
 def follow_up(session, metadata, token):
     """Introspection of the access token, when the provider offers it; a refresh, when a refresh token came."""
     found = {}
-    if 'introspection_endpoint' in metadata:
+    if 'introspection_endpoint' in metadata and session.client_secret:
         res = session.introspect_token(
             metadata['introspection_endpoint'], token=token['access_token'], token_type_hint='access_token'
         )
@@ -68,10 +68,13 @@ def follow_up(session, metadata, token):
             'scope': fresh.get('scope'),
             'access_token_works': session.get(metadata['userinfo_endpoint'], timeout=10).status_code == 200,
         }
+        data = {'grant_type': 'refresh_token', 'refresh_token': old}
+        if not session.client_secret:
+            data['client_id'] = session.client_id
         reused = session.post(
             metadata['token_endpoint'],
-            data={'grant_type': 'refresh_token', 'refresh_token': old},
-            auth=(session.client_id, session.client_secret),
+            data=data,
+            auth=(session.client_id, session.client_secret) if session.client_secret else None,
             withhold_token=True,
             timeout=10,
         )
@@ -86,13 +89,15 @@ class CallbackServer(HTTPServer):
 
 def login(cfg):
     metadata = discover(cfg['issuer'])
+    # Without a secret this is a public client: PKCE alone binds the code to this relying party.
+    secret = cfg.get('client_secret')
     session = OAuth2Session(
         cfg['client_id'],
-        cfg['client_secret'],
+        secret,
         scope=cfg.get('scope', 'openid profile email'),
         redirect_uri=cfg['redirect_uri'],
         code_challenge_method='S256',
-        token_endpoint_auth_method='client_secret_basic',
+        token_endpoint_auth_method='client_secret_basic' if secret else 'none',
     )
     code_verifier = generate_token(64)
     nonce = generate_token(32)
