@@ -15,6 +15,8 @@ export interface Keyring {
   cookies: string[];
   /** HMAC key for CSRF tokens */
   csrf: Buffer;
+  /** secret of the DPoP nonces (RFC 9449 8), so every instance accepts every other's */
+  dpopNonce: Buffer;
 }
 
 function derive(secret: string, purpose: string): Buffer {
@@ -28,6 +30,7 @@ export function keyring(secret: string): Keyring {
     clientSecret: derive(secret, 'client-secret-hash'),
     cookies: [derive(secret, 'cookies').toString('base64url')],
     csrf: derive(secret, 'csrf'),
+    dpopNonce: derive(secret, 'dpop-nonce'),
   };
 }
 

@@ -9,6 +9,7 @@ export function cachingVerifier(inner: TokenVerifier, now: () => number = Date.n
   const verified = new LRUCache<string, AccessToken>({ max: capacity });
   return {
     issuer: inner.issuer,
+    ...(inner.dpop ? { dpop: inner.dpop } : {}),
     async verify(token, audience) {
       // The audience is part of the key: a token verified for one API is not thereby good for another.
       const key = `${audience} ${token}`;

@@ -1,15 +1,18 @@
-// Periodic removal of expired rows: oidc-provider artifacts past their expiry and rate-limit
-// windows long closed. Safe to run on every instance at once (plain deletes by time).
+// Periodic removal of expired rows: oidc-provider artifacts past their expiry, rate-limit
+// windows long closed, DPoP proof ids past their window. Safe to run on every instance at once
+// (plain deletes by time).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Store } from './index.ts';
 import { deleteExpiredPayloads } from './oidc-payloads.ts';
 import { deleteOlderThan } from './rate-limits.ts';
+import { deleteExpiredProofs } from './dpop-proofs.ts';
 
 const RATE_LIMIT_RETENTION_MS = 24 * 3600 * 1000;
 
 export async function sweepExpired(store: Store, now = Date.now()): Promise<{ payloads: number }> {
   const payloads = await deleteExpiredPayloads(store.db, now);
   await deleteOlderThan(store.db, now - RATE_LIMIT_RETENTION_MS);
+  await deleteExpiredProofs(store.db, now);
   return { payloads };
 }
 

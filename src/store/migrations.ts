@@ -155,6 +155,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string
     '001_initial': migration001(dialect),
     '002_lookup_indexes': migration002(),
     '003_logout': migration003(dialect),
+    '004_dpop': migration004(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({
@@ -199,6 +200,21 @@ function migration003(dialect: Dialect): Migration {
           error text,
           delivered_at bigint)`,
         'create index if not exists logout_deliveries_due on logout_deliveries(next_attempt_at)',
+      ];
+      for (const statement of statements) await sql.raw(statement).execute(db);
+    },
+  };
+}
+
+// Clients that must push their authorization requests (RFC 9126), and the DPoP proof ids (RFC 9449)
+// seen recently, shared by every instance so a proof is accepted once.
+function migration004(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      const statements = [
+        'alter table clients add column require_par integer not null default 0',
+        'create table if not exists dpop_proofs (id text primary key, expires_at bigint not null)',
+        'create index if not exists dpop_proofs_expires on dpop_proofs(expires_at)',
       ];
       for (const statement of statements) await sql.raw(statement).execute(db);
     },

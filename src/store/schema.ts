@@ -39,6 +39,8 @@ export interface ClientsTable {
   groups: string; // space separated attribute groups
   first_party: number;
   userinfo_signed_response_alg: string | null;
+  /** 1: authorization requests must be pushed (RFC 9126) */
+  require_par: number;
   backchannel_logout_uri: string | null;
   frontchannel_logout_uri: string | null;
   created_at: number;
@@ -155,5 +157,12 @@ export interface DB {
   audit_events: AuditEventsTable;
   consents: ConsentsTable;
   rate_limits: RateLimitsTable;
+  dpop_proofs: DpopProofsTable;
   logout_deliveries: LogoutDeliveriesTable;
+}
+
+/** DPoP proofs already accepted: a hash naming the proof, kept until it could no longer be accepted anyway. */
+export interface DpopProofsTable {
+  id: string;
+  expires_at: number;
 }

@@ -42,7 +42,8 @@ const PROVIDER_HEADERS = {
   'cache-control': 'no-store',
   vary: 'Origin',
   'access-control-allow-origin': '*',
-  'access-control-expose-headers': 'WWW-Authenticate',
+  // DPoP nonces are issued (src/oauth/provider.ts), so browsers may read DPoP-Nonce as well
+  'access-control-expose-headers': 'DPoP-Nonce,WWW-Authenticate',
 };
 
 function isPlainRequest(request: FastifyRequest): string | undefined {

@@ -87,8 +87,15 @@ for (const dialect of dialects()) {
       });
       it('rejects a token signed with our RS256 (ID-token) key', async () =>
         rejects(await sign({}, { alg: 'RS256', key: activeKey('RS256') })));
-      it('rejects a sender-constrained (cnf) token presented as a bearer token', async () =>
-        rejects(await sign({ cnf: { jkt: 'abc' } })));
+      it('reads the key of a DPoP-bound token (authenticate() then wants its proof)', async () => {
+        const t = await ctx.verifier.verify(await sign({ cnf: { jkt: 'abc' } }), AUD);
+        assert.equal(t.jkt, 'abc');
+      });
+      it('rejects a token bound in a way these APIs cannot check (certificate, malformed cnf)', async () => {
+        await rejects(await sign({ cnf: { 'x5t#S256': 'abc' } }));
+        await rejects(await sign({ cnf: { jkt: 7 } }));
+        await rejects(await sign({ cnf: 'abc' }));
+      });
       it('rejects a wrong audience', async () => rejects(token, `${PUBLIC_URL}/userinfo/v1/exists`));
       it('rejects a tampered payload', async () => {
         const [h, p, s] = token.split('.');
