@@ -11,7 +11,6 @@ import { startHousekeeping } from './store/housekeeping.ts';
 import { startLogoutRetries } from './oauth/backchannel-logout.ts';
 import { healthPlugin } from './http/health.ts';
 import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
-import { createDpopVerifier, dpopNonces } from './http/dpop.ts';
 import { startKeyManager, type KeyManager } from './oauth/key-manager.ts';
 import { createProviderHolder, oauthPlugin, PROVIDER_PATHS, type ProviderHolder } from './oauth/plugin.ts';
 import { basicAccounts } from './oauth/provider.ts';
@@ -19,7 +18,7 @@ import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
-import { loadExistingGrant, notFoundPage, providerViews, webPlugin } from './web/index.ts';
+import { deviceViews, loadExistingGrant, notFoundPage, providerViews, webPlugin } from './web/index.ts';
 
 export interface AppDeps {
   config: Config;
@@ -106,12 +105,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (!set) jwksOf.set(current, (set = { keys: current.publicJwks }));
     return set;
   };
-  const verifier = createTokenVerifier(
-    config.publicUrl,
-    publishedKeys,
-    async () => void (await keyManager.refresh()),
-    createDpopVerifier(store, dpopNonces(keys.dpopNonce)),
-  );
+  const verifier = createTokenVerifier(config.publicUrl, publishedKeys, async () => void (await keyManager.refresh()));
   const provider = createProviderHolder({
     config,
     store,
@@ -121,6 +115,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       ...basicAccounts,
       ...userinfoAccounts({ config, store }),
       ...providerViews(app.log),
+      ...deviceViews(),
       loadExistingGrant: loadExistingGrant(store),
     },
     log: app.log,

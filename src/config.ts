@@ -29,6 +29,7 @@ export interface Config {
   accessTokenTtl: number; // seconds
   idTokenTtl: number; // seconds
   paginationTokenTtl: number; // seconds
+  deviceCodeTtl: number; // seconds a device authorization (device and user code) stays valid
   keyRefreshInterval: number; // seconds between checks for rotated signing keys
   /** Fastify trustProxy: false, a hop count, or trusted proxy addresses/CIDR ranges */
   trustProxy: false | number | string;
@@ -343,6 +344,14 @@ export const SETTINGS: Setting[] = [
     1,
     3600,
     "Lifetime in seconds of the passkey list 'offset' continuation token (1-3600)",
+  ),
+  intSetting(
+    'DEVICE_CODE_TTL',
+    'deviceCodeTtl',
+    600,
+    1,
+    3600,
+    'Lifetime in seconds of a device sign-in: how long its user code can be entered and its device code polled (1-3600)',
   ),
   intSetting(
     'KEY_REFRESH_INTERVAL',

@@ -24,8 +24,6 @@ export interface Client {
   groups: string[];
   firstParty: boolean;
   userinfoSignedResponseAlg: string | null;
-  /** authorization requests must be pushed first (RFC 9126) */
-  requirePar: boolean;
   adminOrgs: number[];
   checkuserOrgs: number[];
   createdAt: number;
@@ -43,13 +41,21 @@ export interface NewClient {
   firstParty?: boolean;
   public?: boolean;
   userinfoSignedResponseAlg?: string;
-  /** refuse authorization requests that were not pushed to /oauth/par first */
-  requirePar?: boolean;
   /** grant types the operator asked for; empty or absent: the defaults of defaultGrantTypes() */
   grantTypes?: string[];
 }
 
-export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_CODE_GRANT] as const;
+
+/** Grants that sign a person in (and so may release the standard OpenID Connect scopes). */
+const SIGN_IN_GRANTS: readonly string[] = ['authorization_code', DEVICE_CODE_GRANT];
+
+/** `device_code` is short for the device grant's URN (RFC 8628). */
+function grantName(grant: string): string {
+  return grant === 'device_code' ? DEVICE_CODE_GRANT : grant;
+}
 
 /**
  * The scopes a client may be granted: its allowed scopes and its attribute groups (each group is
@@ -58,7 +64,7 @@ export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_crede
  */
 export function allowedScopes(row: repo.ClientRow): Set<string> {
   const scopes = new Set([...row.scopes.split(' '), ...row.groups.split(' ')].filter(Boolean));
-  if ((JSON.parse(row.grant_types) as string[]).includes('authorization_code'))
+  if ((JSON.parse(row.grant_types) as string[]).some((g) => SIGN_IN_GRANTS.includes(g)))
     for (const s of STANDARD_OIDC_SCOPES) scopes.add(s);
   return scopes;
 }
@@ -136,11 +142,11 @@ function defaultGrantTypes(isPublic: boolean, redirectUris: string[], scopes: st
 }
 
 function checkGrantTypes(input: NewClient, redirectUris: string[], scopes: string[]): string[] {
-  const asked = [...new Set(input.grantTypes ?? [])];
+  const asked = [...new Set((input.grantTypes ?? []).map(grantName))];
   if (asked.length === 0) return defaultGrantTypes(Boolean(input.public), redirectUris, scopes);
   for (const g of asked)
     if (!(GRANT_TYPES as readonly string[]).includes(g))
-      throw badRequest(`unknown grant type '${g}' (known: ${GRANT_TYPES.join(' ')})`);
+      throw badRequest(`unknown grant type '${g}' (known: ${GRANT_TYPES.join(' ')}; device_code for short)`);
   if (input.public && asked.includes('client_credentials'))
     throw badRequest('a public client cannot use client_credentials: it has no secret to authenticate with');
   if (asked.includes('authorization_code') && redirectUris.length === 0)
@@ -149,8 +155,8 @@ function checkGrantTypes(input: NewClient, redirectUris: string[], scopes: strin
     throw badRequest(
       '--redirect-uri is used only by the authorization_code grant; add --grant authorization_code or drop the redirect URIs',
     );
-  if (asked.includes('refresh_token') && !asked.includes('authorization_code'))
-    throw badRequest('the refresh_token grant needs the authorization_code grant');
+  if (asked.includes('refresh_token') && !asked.some((g) => SIGN_IN_GRANTS.includes(g)))
+    throw badRequest('the refresh_token grant needs the authorization_code or device_code grant');
   return GRANT_TYPES.filter((g) => asked.includes(g));
 }
 
@@ -176,7 +182,6 @@ function toClient(row: repo.ClientRow, adminOrgs: number[], checkuserOrgs: numbe
     groups: row.groups.split(' ').filter(Boolean),
     firstParty: row.first_party === 1,
     userinfoSignedResponseAlg: row.userinfo_signed_response_alg,
-    requirePar: row.require_par === 1,
     adminOrgs,
     checkuserOrgs,
     createdAt: row.created_at,
@@ -212,13 +217,14 @@ export async function createClient(
   const postLogout = (input.postLogoutRedirectUris ?? []).map((u) => checkRedirectUri(u, 'post-logout redirect URI'));
   const logoutUris = checkLogoutUris(input);
   const orgs = await checkOrganizations(store, input.orgs ?? []);
-  if (input.public && redirectUris.length === 0) throw badRequest('a public client needs at least one --redirect-uri');
+  // A device client signs people in without a redirect (RFC 8628): it needs no redirect URI.
+  const deviceClient = (input.grantTypes ?? []).map(grantName).includes(DEVICE_CODE_GRANT);
+  if (input.public && redirectUris.length === 0 && !deviceClient)
+    throw badRequest('a public client needs at least one --redirect-uri (or --grant device_code)');
   if (input.userinfoSignedResponseAlg !== undefined && !['RS256', 'ES256'].includes(input.userinfoSignedResponseAlg)) {
     throw badRequest('userinfo signing alg must be RS256 or ES256');
   }
   const grantTypes = checkGrantTypes(input, redirectUris, scopes);
-  if (input.requirePar && !grantTypes.includes('authorization_code'))
-    throw badRequest('--require-par concerns authorization requests; the client needs the authorization_code grant');
   const clientId = randomUUID();
   const secret = input.public ? null : newSecret();
   await store.db.transaction().execute(async (trx) => {
@@ -235,7 +241,6 @@ export async function createClient(
       groups: groups.join(' '),
       first_party: input.firstParty ? 1 : 0,
       userinfo_signed_response_alg: input.userinfoSignedResponseAlg ?? null,
-      require_par: input.requirePar ? 1 : 0,
       created_at: now,
       updated_at: now,
     });

@@ -5,7 +5,6 @@ import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provid
 import type { Store } from '../store/index.ts';
 import * as payloads from '../store/oidc-payloads.ts';
 import { findClient } from '../store/clients.ts';
-import { recordProof } from '../store/dpop-proofs.ts';
 import { allowedScopes } from '../clients/index.ts';
 
 /** The registry row as oidc-provider client metadata. client_secret carries the keyed hash;
@@ -26,7 +25,6 @@ export async function clientMetadata(store: Store, clientId: string): Promise<Ad
     token_endpoint_auth_method: isPublic ? 'none' : 'client_secret_basic',
     scope: [...allowedScopes(row)].join(' '),
     ...(row.userinfo_signed_response_alg ? { userinfo_signed_response_alg: row.userinfo_signed_response_alg } : {}),
-    require_pushed_authorization_requests: row.require_par === 1,
     // sid in ID tokens and logout tokens, so a relying party can end exactly the session it holds
     ...(row.backchannel_logout_uri
       ? { backchannel_logout_uri: row.backchannel_logout_uri, backchannel_logout_session_required: true }
@@ -42,8 +40,13 @@ function storable(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= 512 && !/[\u0000-\u001f]/.test(value);
 }
 
-function expiresAt(expiresIn: number | undefined): number | null {
-  return expiresIn ? Date.now() + expiresIn * 1000 : null;
+/** Device codes outlive their expiry by this much (seconds), so a device polling late is told
+ * expired_token by oidc-provider (which checks the expiry itself) instead of invalid_grant. */
+const DEVICE_CODE_GRACE = 3600;
+
+function expiresAt(expiresIn: number | undefined, name?: string): number | null {
+  if (!expiresIn) return null;
+  return Date.now() + (expiresIn + (name === 'DeviceCode' ? DEVICE_CODE_GRACE : 0)) * 1000;
 }
 
 function live(row: payloads.PayloadRow | undefined): AdapterPayload | undefined {
@@ -116,33 +119,9 @@ async function consumeOnce(store: Store, name: string, id: string): Promise<void
   throw alreadyUsed(name);
 }
 
-/**
- * DPoP proof ids the provider has accepted (its ReplayDetection model), in the table the resource
- * APIs share. The save is an insert that does nothing on a conflict, so of requests presenting one
- * proof, at the same moment or later, exactly one goes on.
- */
-function replayDetection(store: Store): Adapter {
-  const none = async () => undefined;
-  return {
-    // The insert below decides; a replay is refused there, as invalid_dpop_proof, at every endpoint.
-    find: async () => undefined,
-    async upsert(id, _payload, expiresIn) {
-      const now = Date.now();
-      if (!(await recordProof(store.db, id, now + (expiresIn ?? 0) * 1000, now)))
-        throw new errors.InvalidDpopProof('DPoP proof JWT Replay detected');
-    },
-    findByUid: none,
-    findByUserCode: none,
-    consume: async () => {},
-    destroy: async () => {},
-    revokeByGrantId: async () => {},
-  };
-}
-
 export function adapterFactory(store: Store) {
   const findClientMetadata = cachedClients(store);
   return (name: string): Adapter => {
-    if (name === 'ReplayDetection') return replayDetection(store);
     if (name === 'Client') {
       return {
         upsert: async () => {},
@@ -164,7 +143,7 @@ export function adapterFactory(store: Store) {
           grant_id: payload.grantId ?? null,
           user_code: payload.userCode ?? null,
           uid: payload.uid ?? null,
-          expires_at: expiresAt(expiresIn),
+          expires_at: expiresAt(expiresIn, name),
           account_id: typeof payload.accountId === 'string' ? payload.accountId : null,
         });
       },

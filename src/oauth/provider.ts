@@ -16,7 +16,7 @@ import type { Store } from '../store/index.ts';
 import { secretMatches } from '../clients/index.ts';
 import { KNOWN_SCOPES, resourceForScopes, resourceServers } from '../vocabulary.ts';
 import { adapterFactory } from './adapter.ts';
-import { DPOP_ALGS } from '../http/dpop.ts';
+import { deviceFlowFeature, devicePollPace, type DeviceFlowSources } from './device-flow.ts';
 import { outgoingFetch, recordBackchannelLogouts } from './backchannel-logout.ts';
 import type { KeySet } from './keys.ts';
 
@@ -29,6 +29,8 @@ export const ROUTES = {
   revocation: '/oauth/revoke',
   introspection: '/oauth/introspect',
   pushed_authorization_request: '/oauth/par',
+  device_authorization: '/oauth/device_authorization',
+  code_verification: '/device',
 } as const;
 
 export const INTERACTION_PREFIX = '/interaction';
@@ -56,6 +58,8 @@ export interface AccountSource {
   postLogoutSuccessSource?: NonNullable<
     NonNullable<Configuration['features']>['rpInitiatedLogout']
   >['postLogoutSuccessSource'];
+  /** the user-code, confirmation and success pages of the device flow */
+  deviceFlowSources?: DeviceFlowSources;
   /** the grant a signed-in user already has for the client (remembered consent, first-party clients) */
   loadExistingGrant?: Configuration['loadExistingGrant'];
 }
@@ -74,7 +78,6 @@ const ENABLED_JWA: Configuration['enabledJWA'] = {
   requestObjectSigningAlgValues: ['RS256', 'ES256', 'PS256'],
   introspectionSigningAlgValues: ['RS256', 'ES256'],
   authorizationSigningAlgValues: ['RS256', 'ES256'],
-  dPoPSigningAlgValues: DPOP_ALGS as NonNullable<Configuration['enabledJWA']>['dPoPSigningAlgValues'],
 };
 
 function lifetimes(config: Config): Configuration['ttl'] {
@@ -87,6 +90,7 @@ function lifetimes(config: Config): Configuration['ttl'] {
     Session: SESSION_TTL,
     Grant: 14 * 24 * 3600,
     RefreshToken: 14 * 24 * 3600,
+    DeviceCode: config.deviceCodeTtl,
   };
 }
 
@@ -153,15 +157,11 @@ const revocationAllowed = async (
   throw new errors.InvalidRequest('client is not authorized to revoke the presented token');
 };
 
-function features(config: Config, keySet: KeySet, accounts: AccountSource, keys: Keyring): Configuration['features'] {
+function features(config: Config, keySet: KeySet, accounts: AccountSource): Configuration['features'] {
   return {
     devInteractions: { enabled: false },
-    // RFC 9449: DPoP-bound tokens (token_type DPoP, cnf.jkt) for clients that send proofs, with
-    // nonces from a secret every instance derives alike (src/http/dpop.ts computes the same ones).
-    dPoP: { enabled: true, nonceSecret: keys.dpopNonce, requireNonce: () => true, allowReplay: false },
-    // RFC 9126 at /oauth/par for every client; required of clients registered with --require-par
-    // (require_pushed_authorization_requests in their metadata).
-    pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false },
+    // The resource APIs take bearer tokens; sender-constrained tokens are not offered.
+    dPoP: { enabled: false },
     clientCredentials: { enabled: true },
     revocation: { enabled: true, allowedPolicy: revocationAllowed },
     introspection: { enabled: true, allowedPolicy: introspectionAllowed },
@@ -178,6 +178,7 @@ function features(config: Config, keySet: KeySet, accounts: AccountSource, keys:
     // logout tokens to clients registered with a back-channel logout URI (backchannel-logout.ts)
     backchannelLogout: { enabled: true },
     resourceIndicators: resourceIndicators(config, keySet),
+    deviceFlow: deviceFlowFeature(accounts.deviceFlowSources),
   };
 }
 
@@ -217,7 +218,7 @@ export function createProvider(
     // (stolen) one is always detected and revokes its grant.
     rotateRefreshToken: true,
     ttl: lifetimes(config),
-    features: features(config, keySet, accounts, keys),
+    features: features(config, keySet, accounts),
     fetch: outgoingFetch,
     extraTokenClaims: async (_ctx, token) => {
       // RFC 9068: client_credentials tokens name the client as subject.
@@ -232,6 +233,7 @@ export function createProvider(
   };
   const provider = new Provider(config.publicUrl, configuration);
   recordBackchannelLogouts(provider, store, log);
+  provider.use(devicePollPace(store, config.deviceCodeTtl));
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client
   // Client secrets are stored as keyed hashes; compare in constant time against the hash.
   provider.Client.prototype.compareClientSecret = function compareClientSecret(

@@ -10,8 +10,10 @@ import { AppError } from '../errors.ts';
 import { accountPlugin } from './account-page.ts';
 import { accountPhoto } from './account-photo.ts';
 import { staticPlugin } from './static.ts';
+import { devicePlugin } from './device-pages.ts';
 
 export { providerViews } from './provider-views.ts';
+export { deviceViews } from './device-pages.ts';
 export { loadExistingGrant } from './grants.ts';
 /** the page for a browser that asked for a path nothing serves */
 export { sendNotFound as notFoundPage } from './kit.ts';
@@ -53,5 +55,7 @@ export function webPlugin(deps: WebDeps) {
     // A sibling of the pages, not inside them: its multipart parser stays scoped to it, and its
     // failures other than the ones it answers itself go to the service's error handler.
     await app.register(photo.plugin);
+    // oidc-provider's device pages: they read their own forms, like the photo section's parser stays apart.
+    await app.register(devicePlugin(kit));
   };
 }

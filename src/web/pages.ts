@@ -241,3 +241,55 @@ ${raw(form)}
 </div>`;
   return layout(frame, t('logout.title'), body);
 }
+
+export interface UserCodeView {
+  action: string;
+  /** oidc-provider's anti-forgery token of the device form */
+  xsrf: string;
+  /** what the user typed, to correct it */
+  code?: string;
+  error?: string;
+  /** the request id, when something other than the code went wrong */
+  reference?: string;
+}
+
+export function userCodePage(frame: Frame, v: UserCodeView): string {
+  const { t } = frame;
+  const body = html`
+<h1>${t('device.title')}</h1>
+<p class="subtitle">${t('device.intro')}</p>
+${alert(v.error)}
+<form id="device-code-form" method="post" action="${v.action}">
+${hidden('xsrf', v.xsrf)}
+<label for="user_code">${t('device.code')}</label>
+<input id="user_code" name="user_code" type="text" autocomplete="off" autocapitalize="characters" autocorrect="off" spellcheck="false" required maxlength="64" aria-describedby="user-code-hint" value="${v.code ?? ''}">
+<p id="user-code-hint" class="hint">${t('device.code_hint')}</p>
+<button type="submit" class="primary">${t('device.continue')}</button>
+</form>
+${v.reference ? html`<p class="hint reference">${t('error.reference', { id: v.reference })}</p>` : html``}`;
+  return layout(frame, t('device.title'), body);
+}
+
+export interface DeviceConfirmView {
+  action: string;
+  xsrf: string;
+  client: string;
+  /** the user code as the device shows it (BCDF-GHJK) */
+  code: string;
+}
+
+export function deviceConfirmPage(frame: Frame, v: DeviceConfirmView): string {
+  const { t } = frame;
+  const body = html`
+<h1>${t('device.confirm_title')}</h1>
+<p>${t('device.confirm_question', { client: v.client })}</p>
+<p>${t('device.confirm_check')} <strong class="user-code">${v.code}</strong></p>
+<p class="hint">${t('device.confirm_warning')}</p>
+<form method="post" action="${v.action}" class="actions">
+${hidden('xsrf', v.xsrf)}
+${hidden('user_code', v.code)}
+<button type="submit" name="confirm" value="yes" class="primary" id="device-confirm">${t('device.confirm_yes')}</button>
+<button type="submit" name="abort" value="yes" class="secondary" id="device-abort">${t('device.confirm_no')}</button>
+</form>`;
+  return layout(frame, t('device.confirm_title'), body);
+}

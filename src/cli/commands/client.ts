@@ -31,7 +31,6 @@ function clientView(c: clients.Client) {
     frontchannel_logout_uri: c.frontchannelLogoutUri,
     first_party: c.firstParty,
     userinfo_signed_response_alg: c.userinfoSignedResponseAlg,
-    require_pushed_authorization_requests: c.requirePar,
     created_at: iso(c.createdAt),
   };
 }
@@ -115,7 +114,7 @@ const add: CommandDef = {
       multiple: true,
       value: '<grant>',
       description:
-        'grant types: authorization_code, refresh_token, client_credentials (repeat or separate with commas); default: authorization_code refresh_token with --redirect-uri, client_credentials for API scopes or without redirect URIs',
+        'grant types: authorization_code, refresh_token, client_credentials, device_code (or urn:ietf:params:oauth:grant-type:device_code; sign-in on devices without a browser, no redirect URI needed) (repeat or separate with commas); default: authorization_code refresh_token with --redirect-uri, client_credentials for API scopes or without redirect URIs',
     },
     'first-party': { type: 'boolean', description: 'skip the consent page (the operator’s own applications)' },
     public: { type: 'boolean', description: 'no secret (browser or native app; PKCE required, no client_credentials)' },
@@ -123,10 +122,6 @@ const add: CommandDef = {
       type: 'string',
       value: 'RS256|ES256',
       description: 'answer /openid/userinfo as a signed JWT',
-    },
-    'require-par': {
-      type: 'boolean',
-      description: 'accept only authorization requests pushed to /oauth/par first (RFC 9126)',
     },
   },
   async run(ctx, v) {
@@ -143,7 +138,6 @@ const add: CommandDef = {
       firstParty: v['first-party'] === true,
       public: v.public === true,
       userinfoSignedResponseAlg: optional(v, 'userinfo-signed-alg'),
-      requirePar: v['require-par'] === true,
     });
     return showClient(ctx, client, secret);
   },
