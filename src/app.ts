@@ -11,6 +11,7 @@ import { startHousekeeping } from './store/housekeeping.ts';
 import { startLogoutRetries } from './oauth/backchannel-logout.ts';
 import { healthPlugin } from './http/health.ts';
 import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
+import { createDpopVerifier, dpopNonces } from './http/dpop.ts';
 import { startKeyManager, type KeyManager } from './oauth/key-manager.ts';
 import { createProviderHolder, oauthPlugin, PROVIDER_PATHS, type ProviderHolder } from './oauth/plugin.ts';
 import { basicAccounts } from './oauth/provider.ts';
@@ -105,7 +106,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (!set) jwksOf.set(current, (set = { keys: current.publicJwks }));
     return set;
   };
-  const verifier = createTokenVerifier(config.publicUrl, publishedKeys, async () => void (await keyManager.refresh()));
+  const verifier = createTokenVerifier(
+    config.publicUrl,
+    publishedKeys,
+    async () => void (await keyManager.refresh()),
+    createDpopVerifier(store, dpopNonces(keys.dpopNonce)),
+  );
   const provider = createProviderHolder({
     config,
     store,

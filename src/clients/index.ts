@@ -24,6 +24,8 @@ export interface Client {
   groups: string[];
   firstParty: boolean;
   userinfoSignedResponseAlg: string | null;
+  /** authorization requests must be pushed first (RFC 9126) */
+  requirePar: boolean;
   adminOrgs: number[];
   checkuserOrgs: number[];
   createdAt: number;
@@ -41,6 +43,8 @@ export interface NewClient {
   firstParty?: boolean;
   public?: boolean;
   userinfoSignedResponseAlg?: string;
+  /** refuse authorization requests that were not pushed to /oauth/par first */
+  requirePar?: boolean;
   /** grant types the operator asked for; empty or absent: the defaults of defaultGrantTypes() */
   grantTypes?: string[];
 }
@@ -182,6 +186,7 @@ function toClient(row: repo.ClientRow, adminOrgs: number[], checkuserOrgs: numbe
     groups: row.groups.split(' ').filter(Boolean),
     firstParty: row.first_party === 1,
     userinfoSignedResponseAlg: row.userinfo_signed_response_alg,
+    requirePar: row.require_par === 1,
     adminOrgs,
     checkuserOrgs,
     createdAt: row.created_at,
@@ -225,6 +230,8 @@ export async function createClient(
     throw badRequest('userinfo signing alg must be RS256 or ES256');
   }
   const grantTypes = checkGrantTypes(input, redirectUris, scopes);
+  if (input.requirePar && !grantTypes.includes('authorization_code'))
+    throw badRequest('--require-par concerns authorization requests; the client needs the authorization_code grant');
   const clientId = randomUUID();
   const secret = input.public ? null : newSecret();
   await store.db.transaction().execute(async (trx) => {
@@ -241,6 +248,7 @@ export async function createClient(
       groups: groups.join(' '),
       first_party: input.firstParty ? 1 : 0,
       userinfo_signed_response_alg: input.userinfoSignedResponseAlg ?? null,
+      require_par: input.requirePar ? 1 : 0,
       created_at: now,
       updated_at: now,
     });

@@ -5,6 +5,7 @@ import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provid
 import type { Store } from '../store/index.ts';
 import * as payloads from '../store/oidc-payloads.ts';
 import { findClient } from '../store/clients.ts';
+import { recordProof } from '../store/dpop-proofs.ts';
 import { allowedScopes } from '../clients/index.ts';
 
 /** The registry row as oidc-provider client metadata. client_secret carries the keyed hash;
@@ -25,6 +26,7 @@ export async function clientMetadata(store: Store, clientId: string): Promise<Ad
     token_endpoint_auth_method: isPublic ? 'none' : 'client_secret_basic',
     scope: [...allowedScopes(row)].join(' '),
     ...(row.userinfo_signed_response_alg ? { userinfo_signed_response_alg: row.userinfo_signed_response_alg } : {}),
+    require_pushed_authorization_requests: row.require_par === 1,
     // sid in ID tokens and logout tokens, so a relying party can end exactly the session it holds
     ...(row.backchannel_logout_uri
       ? { backchannel_logout_uri: row.backchannel_logout_uri, backchannel_logout_session_required: true }
@@ -119,9 +121,33 @@ async function consumeOnce(store: Store, name: string, id: string): Promise<void
   throw alreadyUsed(name);
 }
 
+/**
+ * DPoP proof ids the provider has accepted (its ReplayDetection model), in the table the resource
+ * APIs share. The save is an insert that does nothing on a conflict, so of requests presenting one
+ * proof, at the same moment or later, exactly one goes on.
+ */
+function replayDetection(store: Store): Adapter {
+  const none = async () => undefined;
+  return {
+    // The insert below decides; a replay is refused there, as invalid_dpop_proof, at every endpoint.
+    find: async () => undefined,
+    async upsert(id, _payload, expiresIn) {
+      const now = Date.now();
+      if (!(await recordProof(store.db, id, now + (expiresIn ?? 0) * 1000, now)))
+        throw new errors.InvalidDpopProof('DPoP proof JWT Replay detected');
+    },
+    findByUid: none,
+    findByUserCode: none,
+    consume: async () => {},
+    destroy: async () => {},
+    revokeByGrantId: async () => {},
+  };
+}
+
 export function adapterFactory(store: Store) {
   const findClientMetadata = cachedClients(store);
   return (name: string): Adapter => {
+    if (name === 'ReplayDetection') return replayDetection(store);
     if (name === 'Client') {
       return {
         upsert: async () => {},

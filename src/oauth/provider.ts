@@ -17,6 +17,7 @@ import { secretMatches } from '../clients/index.ts';
 import { KNOWN_SCOPES, resourceForScopes, resourceServers } from '../vocabulary.ts';
 import { adapterFactory } from './adapter.ts';
 import { deviceFlowFeature, devicePollPace, type DeviceFlowSources } from './device-flow.ts';
+import { DPOP_ALGS } from '../http/dpop.ts';
 import { outgoingFetch, recordBackchannelLogouts } from './backchannel-logout.ts';
 import type { KeySet } from './keys.ts';
 
@@ -78,6 +79,7 @@ const ENABLED_JWA: Configuration['enabledJWA'] = {
   requestObjectSigningAlgValues: ['RS256', 'ES256', 'PS256'],
   introspectionSigningAlgValues: ['RS256', 'ES256'],
   authorizationSigningAlgValues: ['RS256', 'ES256'],
+  dPoPSigningAlgValues: DPOP_ALGS as NonNullable<Configuration['enabledJWA']>['dPoPSigningAlgValues'],
 };
 
 function lifetimes(config: Config): Configuration['ttl'] {
@@ -157,11 +159,15 @@ const revocationAllowed = async (
   throw new errors.InvalidRequest('client is not authorized to revoke the presented token');
 };
 
-function features(config: Config, keySet: KeySet, accounts: AccountSource): Configuration['features'] {
+function features(config: Config, keySet: KeySet, accounts: AccountSource, keys: Keyring): Configuration['features'] {
   return {
     devInteractions: { enabled: false },
-    // The resource APIs take bearer tokens; sender-constrained tokens are not offered.
-    dPoP: { enabled: false },
+    // RFC 9449: DPoP-bound tokens (token_type DPoP, cnf.jkt) for clients that send proofs, with
+    // nonces from a secret every instance derives alike (src/http/dpop.ts computes the same ones).
+    dPoP: { enabled: true, nonceSecret: keys.dpopNonce, requireNonce: () => true, allowReplay: false },
+    // RFC 9126 at /oauth/par for every client; required of clients registered with --require-par
+    // (require_pushed_authorization_requests in their metadata).
+    pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false },
     clientCredentials: { enabled: true },
     revocation: { enabled: true, allowedPolicy: revocationAllowed },
     introspection: { enabled: true, allowedPolicy: introspectionAllowed },
@@ -218,7 +224,7 @@ export function createProvider(
     // (stolen) one is always detected and revokes its grant.
     rotateRefreshToken: true,
     ttl: lifetimes(config),
-    features: features(config, keySet, accounts),
+    features: features(config, keySet, accounts, keys),
     fetch: outgoingFetch,
     extraTokenClaims: async (_ctx, token) => {
       // RFC 9068: client_credentials tokens name the client as subject.

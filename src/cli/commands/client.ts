@@ -31,6 +31,7 @@ function clientView(c: clients.Client) {
     frontchannel_logout_uri: c.frontchannelLogoutUri,
     first_party: c.firstParty,
     userinfo_signed_response_alg: c.userinfoSignedResponseAlg,
+    require_pushed_authorization_requests: c.requirePar,
     created_at: iso(c.createdAt),
   };
 }
@@ -123,6 +124,10 @@ const add: CommandDef = {
       value: 'RS256|ES256',
       description: 'answer /openid/userinfo as a signed JWT',
     },
+    'require-par': {
+      type: 'boolean',
+      description: 'accept only authorization requests pushed to /oauth/par first (RFC 9126)',
+    },
   },
   async run(ctx, v) {
     const { client, secret } = await clients.createClient(ctx.store, ctx.keys, {
@@ -138,6 +143,7 @@ const add: CommandDef = {
       firstParty: v['first-party'] === true,
       public: v.public === true,
       userinfoSignedResponseAlg: optional(v, 'userinfo-signed-alg'),
+      requirePar: v['require-par'] === true,
     });
     return showClient(ctx, client, secret);
   },
