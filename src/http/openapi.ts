@@ -28,7 +28,9 @@ export async function registerOpenApi(
             type: 'http',
             scheme: 'bearer',
             bearerFormat: 'JWT',
-            description: `RFC 9068 access token from ${config.publicUrl}/oauth/token (client_credentials)`,
+            description:
+              `RFC 9068 access token from ${config.publicUrl}/oauth/token (client_credentials). ` +
+              'A DPoP-bound token (cnf.jkt, RFC 9449) is sent as `Authorization: DPoP <token>` with a proof in the `DPoP` header',
           },
         },
       },

@@ -7,6 +7,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { calculateJwkThumbprint, decodeJwt, exportJWK, SignJWT, type JWK } from 'jose';
 import { grantOrganizations } from '../../src/clients/index.ts';
+import { recordProof } from '../../src/store/dpop-proofs.ts';
+import { sweepExpired } from '../../src/store/housekeeping.ts';
 import { dialects, seedClient, seedOrg, seedUser, basicAuth } from '../helpers.ts';
 import { startServer, type E2EServer } from '../e2e/helpers.ts';
 
@@ -351,6 +353,17 @@ for (const dialect of dialects()) {
         const unsigned = `${b64({ typ: 'dpop+jwt', alg: 'none', jwk: key.jwk })}.${b64(claims)}.`;
         assertRefused(await call(unsigned), 'invalid_dpop_proof');
       });
+    });
+
+    it('proof ids are kept until their window closes; housekeeping removes them', async () => {
+      const now = Date.now();
+      const id = `test:${randomUUID()}`;
+      assert.equal(await recordProof(server.store.db, id, now + 1000, now), true);
+      assert.equal(await recordProof(server.store.db, id, now + 1000, now), false);
+      await sweepExpired(server.store, now + 2000);
+      assert.equal(await recordProof(server.store.db, id, now + 3000, now + 2000), true);
+      // an expired id that housekeeping has not reached yet is taken over as well
+      assert.equal(await recordProof(server.store.db, id, now + 5000, now + 4000), true);
     });
 
     describe('bad proofs at the token endpoint: nothing is issued', () => {
