@@ -139,7 +139,11 @@ for (const dialect of dialects()) {
       const device = await deviceClient(server, 'Smart speaker');
       const started = await oidc.initiateDeviceAuthorization(device.config, { scope: 'openid' });
       const { context, page } = await newPage('nb-NO');
-      await enterCode(page, server, started.user_code);
+      // verification_uri_complete (a QR code on the device) carries the code: straight to the confirmation.
+      assert.ok(started.verification_uri_complete);
+      await page.goto(started.verification_uri_complete);
+      await page.waitForSelector('#device-confirm');
+      assert.equal(await page.textContent('.user-code'), started.user_code);
       assert.equal(await page.getAttribute('html', 'lang'), 'nb');
       assert.equal(await page.textContent('h1'), 'Logge inn på enheten?');
       await Promise.all([page.waitForURL(/\/interaction\//), page.click('#device-confirm')]);
