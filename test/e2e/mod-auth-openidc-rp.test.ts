@@ -150,6 +150,8 @@ for (const dialect of dialects()) {
         name: 'Course portal',
         redirectUris: [redirectUri],
         postLogoutRedirectUris: [`${site}/`],
+        // mod_auth_openidc's back-channel logout endpoint is its redirect URI with logout=backchannel
+        backchannelLogoutUri: `${redirectUri}?logout=backchannel`,
         groups: ['userid-idp', 'userinfo-name', 'email'],
       });
       apache = await startApache(
@@ -241,6 +243,25 @@ for (const dialect of dialects()) {
       await page.goto(`${site}/app/`);
       assert.ok(page.url().startsWith(`${server.url}/interaction/`), `at the sign-in page, not ${page.url()}`);
       assert.equal(await page.locator('#password').count(), 1);
+    });
+
+    it('signing out at the provider ends the Apache session through back-channel logout', async () => {
+      await page.goto(`${site}/app/`);
+      await submitPassword(page, 'ada@example.org', PASSWORD);
+      await page.waitForURL((u) => u.href.startsWith(`${site}/app/`));
+      assert.equal(seen?.oidc_claim_sub, sub);
+      // Ada signs out on the provider's side, not through Apache.
+      await page.goto(`${server.url}/openid/endsession`);
+      await Promise.all([page.waitForEvent('load'), page.click('#logout-yes')]);
+      // The logout token reaches Apache's redirect URI from the provider: the next visit asks for a sign-in.
+      let at = '';
+      for (let i = 0; i < 50; i++) {
+        await page.goto(`${site}/app/`);
+        at = page.url();
+        if (at.startsWith(`${server.url}/interaction/`)) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.ok(at.startsWith(`${server.url}/interaction/`), `still signed in to Apache at ${at}:\n${apache.log()}`);
     });
   });
 }
