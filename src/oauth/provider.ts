@@ -19,6 +19,7 @@ import { adapterFactory } from './adapter.ts';
 import { deviceFlowFeature, devicePollPace, type DeviceFlowSources } from './device-flow.ts';
 import { DPOP_ALGS } from '../http/dpop.ts';
 import { outgoingFetch, recordBackchannelLogouts } from './backchannel-logout.ts';
+import { frontchannelLogout, type FrontchannelLogoutSource } from './frontchannel-logout.ts';
 import type { KeySet } from './keys.ts';
 
 export const ROUTES = {
@@ -61,6 +62,8 @@ export interface AccountSource {
   >['postLogoutSuccessSource'];
   /** the user-code, confirmation and success pages of the device flow */
   deviceFlowSources?: DeviceFlowSources;
+  /** the signed-out page that loads the session's front-channel logout URIs (frontchannel-logout.ts) */
+  frontchannelLogoutSource?: FrontchannelLogoutSource;
   /** the grant a signed-in user already has for the client (remembered consent, first-party clients) */
   loadExistingGrant?: Configuration['loadExistingGrant'];
 }
@@ -239,6 +242,7 @@ export function createProvider(
   };
   const provider = new Provider(config.publicUrl, configuration);
   recordBackchannelLogouts(provider, store, log);
+  if (accounts.frontchannelLogoutSource) provider.use(frontchannelLogout(store, accounts.frontchannelLogoutSource));
   provider.use(devicePollPace(store, config.deviceCodeTtl));
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client
   // Client secrets are stored as keyed hashes; compare in constant time against the hash.

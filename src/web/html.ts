@@ -35,12 +35,18 @@ export function html(strings: TemplateStringsArray, ...values: unknown[]): Html 
 export interface Csp {
   /** origins forms may be sent (or redirected) to besides this one */
   formTargets?: string[];
+  /** origins the page may frame (front-channel logout iframes); none otherwise */
+  frameTargets?: string[];
 }
 
 /** A strict policy: own scripts and styles only, no framing, forms to this origin and the
  * origins an authorization or logout response has to redirect to. */
 export function contentSecurityPolicy(opts: Csp = {}): string {
-  const targets = [...new Set((opts.formTargets ?? []).filter((o) => /^https?:\/\/[^\s;,']+$/.test(o)))];
+  const origins = (list: string[] | undefined) => [
+    ...new Set((list ?? []).filter((o) => /^https?:\/\/[^\s;,']+$/.test(o))),
+  ];
+  const targets = origins(opts.formTargets);
+  const frames = origins(opts.frameTargets);
   return [
     "default-src 'none'",
     "script-src 'self'",
@@ -48,6 +54,7 @@ export function contentSecurityPolicy(opts: Csp = {}): string {
     "img-src 'self' data:",
     "connect-src 'self'",
     `form-action 'self'${targets.map((t) => ` ${t}`).join('')}`,
+    ...(frames.length ? [`frame-src ${frames.join(' ')}`] : []),
     "frame-ancestors 'none'",
     "base-uri 'none'",
   ].join('; ');

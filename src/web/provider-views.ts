@@ -5,6 +5,7 @@ import type { AccountSource } from '../oauth/provider.ts';
 import { originOf, pageHeaders } from './html.ts';
 import { pickLocale, translator, type MessageKey } from './i18n.ts';
 import { logoutPage, messagePage, type Frame } from './pages.ts';
+import { respondFrontchannelLogout } from './frontchannel-logout-page.ts';
 
 function frameOf(ctx: KoaContextWithOIDC): Frame {
   const locale = pickLocale(ctx.oidc?.params?.ui_locales, ctx.get('accept-language'));
@@ -60,7 +61,7 @@ export function explainError(code: string | undefined, error?: unknown): Explana
 /** oidc-provider's pages; log receives one line per error page, with the request id it shows. */
 export function providerViews(
   log: FastifyBaseLogger,
-): Pick<AccountSource, 'renderError' | 'logoutSource' | 'postLogoutSuccessSource'> {
+): Pick<AccountSource, 'renderError' | 'logoutSource' | 'postLogoutSuccessSource' | 'frontchannelLogoutSource'> {
   return {
     renderError(ctx, out, error) {
       const frame = frameOf(ctx);
@@ -81,6 +82,9 @@ export function providerViews(
           reference,
         }),
       );
+    },
+    frontchannelLogoutSource(ctx, frames, continueTo) {
+      respondFrontchannelLogout(ctx, frameOf(ctx), frames, continueTo, ctx.oidc.urlFor('end_session_success'));
     },
     logoutSource(ctx, form) {
       const frame = frameOf(ctx);

@@ -54,6 +54,7 @@ for (const dialect of dialects()) {
       server = await startServer(dialect);
       await seedOrg(server);
       ada = await seedUser(server, 1, 'ada@example.org', { name: 'Ada', password: PASSWORD });
+      await seedUser(server, 1, 'bob@example.org', { name: 'Bob', password: PASSWORD });
       rp = await startRelyingParty(
         server,
         { firstParty: true, scopes: ['offline_access'] },
@@ -141,6 +142,52 @@ for (const dialect of dialects()) {
       assert.equal(delivered.next_attempt_at, null);
       // Delivered: later runs leave it alone.
       assert.equal(await retryLogoutDeliveries(server.store, server.provider.current(), undefined, later), 0);
+    });
+
+    it("another user signing in on the same browser ends the first user's session: a logout token for it", async () => {
+      await freshBrowser();
+      const first = await passwordSignInThroughRelyingParty(page, rp, 'ada@example.org', PASSWORD);
+      const before = rp.logouts.length;
+      await passwordSignInThroughRelyingParty(page, rp, 'bob@example.org', PASSWORD, { prompt: 'login' });
+      const logout = verified((await received(rp, before + 1))[before]);
+      assert.equal(logout.claims.sub, ada.sub);
+      assert.equal(logout.claims.sid, first.claims()!.sid);
+    });
+
+    it('the signed-out page loads the front-channel logout URI with iss and sid, framing only its origin', async () => {
+      await freshBrowser();
+      const tokens = await passwordSignInThroughRelyingParty(page, rp, 'ada@example.org', PASSWORD);
+      const sid = tokens.claims()!.sid as string;
+      const loadsBefore = rp.frontchannelLoads.length;
+      const confirmed = page.waitForResponse(
+        (r) => r.request().method() === 'POST' && r.url().includes('/openid/endsession'),
+      );
+      await signOut(tokens.id_token!);
+      const response = await confirmed;
+      assert.equal(response.status(), 200);
+      const rpOrigin = new URL(rp.frontchannelLogoutUri).origin;
+      const csp = (await response.allHeaders())['content-security-policy'] ?? '';
+      assert.match(csp, new RegExp(`(^|; )frame-src ${rpOrigin.replace(/[.]/g, '\\.')}(;|$)`), csp);
+      assert.match((await response.allHeaders())['refresh'] ?? '', /^\d+;url=http:\/\/127\.0\.0\.1:\d+\/signed-out/);
+
+      const load = await until('the front-channel logout URI', () => rp.frontchannelLoads[loadsBefore]);
+      assert.equal(load.pathname, '/frontchannel-logout');
+      assert.equal(load.searchParams.get('iss'), server.url);
+      assert.equal(load.searchParams.get('sid'), sid);
+      // ... and the browser went on to the application's post-logout redirect URI.
+      assert.ok(page.url().startsWith(rp.postLogoutRedirectUri));
+    });
+
+    it('without a post-logout redirect URI the signed-out page itself loads the front-channel logout URI', async () => {
+      await freshBrowser();
+      const tokens = await passwordSignInThroughRelyingParty(page, rp, 'ada@example.org', PASSWORD);
+      const loadsBefore = rp.frontchannelLoads.length;
+      await page.goto(oidc.buildEndSessionUrl(rp.config, { id_token_hint: tokens.id_token! }).href);
+      await Promise.all([page.waitForEvent('load'), page.click('#logout-yes')]);
+      const load = await until('the front-channel logout URI', () => rp.frontchannelLoads[loadsBefore]);
+      assert.equal(load.searchParams.get('sid'), tokens.claims()!.sid);
+      assert.equal(await page.locator('h1').textContent(), 'Signed out');
+      assert.equal(await page.locator('iframe.frontchannel-logout').count(), 1);
     });
 
     it("an administrator deleting all of a user's passkeys signs the user out everywhere", async () => {
