@@ -70,6 +70,8 @@ export function allowedScopes(row: repo.ClientRow): Set<string> {
   const scopes = new Set([...row.scopes.split(' '), ...row.groups.split(' ')].filter(Boolean));
   if ((JSON.parse(row.grant_types) as string[]).some((g) => SIGN_IN_GRANTS.includes(g)))
     for (const s of STANDARD_OIDC_SCOPES) scopes.add(s);
+  // Registered for refresh tokens: may ask for them the standard way (the user agrees on the consent page).
+  if ((JSON.parse(row.grant_types) as string[]).includes('refresh_token')) scopes.add('offline_access');
   return scopes;
 }
 

@@ -16,6 +16,8 @@ import type { Store } from '../store/index.ts';
 import { secretMatches } from '../clients/index.ts';
 import { KNOWN_SCOPES, resourceForScopes, resourceServers } from '../vocabulary.ts';
 import { adapterFactory } from './adapter.ts';
+import { ACR_VALUES, signInPolicy, withAuthenticationClaims } from './authentication-context.ts';
+import { keepingOfflineAccess } from './offline-access.ts';
 import { deviceFlowFeature, devicePollPace, type DeviceFlowSources } from './device-flow.ts';
 import { DPOP_ALGS } from '../http/dpop.ts';
 import { outgoingFetch, recordBackchannelLogouts } from './backchannel-logout.ts';
@@ -177,6 +179,8 @@ function features(config: Config, keySet: KeySet, accounts: AccountSource, keys:
     // Accept: application/token-introspection+jwt gets the answer as a signed JWT (RFC 9701)
     jwtIntrospection: { enabled: true },
     userinfo: { enabled: true },
+    // an essential acr (step-up to a passkey) may be asked for through the claims parameter
+    claimsParameter: { enabled: true },
     // clients registered with userinfo_signed_response_alg get application/jwt userinfo
     jwtUserinfo: { enabled: true },
     rpInitiatedLogout: {
@@ -210,10 +214,11 @@ export function createProvider(
     },
     routes: ROUTES,
     findAccount: accounts.findAccount,
-    claims: accounts.claims,
+    claims: withAuthenticationClaims(accounts.claims),
+    acrValues: [...ACR_VALUES],
     scopes: [...new Set([...accounts.scopes, ...KNOWN_SCOPES])],
     conformIdTokenClaims: true,
-    interactions: { url: (_ctx, interaction) => `${INTERACTION_PREFIX}/${interaction.uid}` },
+    interactions: { policy: signInPolicy(), url: (_ctx, interaction) => `${INTERACTION_PREFIX}/${interaction.uid}` },
     clientDefaults: {
       id_token_signed_response_alg: 'RS256',
       grant_types: ['authorization_code'],
@@ -238,7 +243,7 @@ export function createProvider(
     clientBasedCORS: (_ctx, origin, client) =>
       (client.redirectUris ?? []).some((uri) => new URL(uri).origin === origin),
     ...(accounts.renderError ? { renderError: accounts.renderError } : {}),
-    ...(accounts.loadExistingGrant ? { loadExistingGrant: accounts.loadExistingGrant } : {}),
+    loadExistingGrant: keepingOfflineAccess(accounts.loadExistingGrant),
   };
   const provider = new Provider(config.publicUrl, configuration);
   recordBackchannelLogouts(provider, store, log);

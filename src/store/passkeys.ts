@@ -131,10 +131,16 @@ export async function recordPasskeyUse(
   signCount: number,
   backupState: boolean,
   now: number,
+  backupEligible?: boolean,
 ): Promise<boolean> {
   let update = db
     .updateTable('passkeys')
-    .set({ sign_count: signCount, backup_state: backupState ? 1 : 0, last_used_at: now })
+    .set({
+      sign_count: signCount,
+      backup_state: backupState ? 1 : 0,
+      ...(backupEligible === undefined ? {} : { backup_eligible: backupEligible ? 1 : 0 }),
+      last_used_at: now,
+    })
     .where('id', '=', id);
   // Authenticators without a counter always present 0; a stored 0 with a presented 0 is fine.
   update = signCount > 0 ? update.where('sign_count', '<', signCount) : update.where('sign_count', '=', 0);

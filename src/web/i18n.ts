@@ -17,6 +17,10 @@ const en = {
   'signin.no_webauthn': 'This browser cannot use passkeys. Sign in with your password.',
   'error.credentials': 'The username or password is wrong.',
   'error.passkey': 'Signing in with that passkey did not work. Try again, or use your password.',
+  'error.passkey_retry': 'Signing in with that passkey did not work. Try again.',
+  'error.password_not_enough': 'A password is not enough for this application: it asks you to sign in with a passkey.',
+  'signin.passkey_required':
+    'This application asks for a phishing-resistant sign-in, so a password is not enough here: sign in with a passkey. No passkey yet? Sign in with your password on your account page, add one there, and try again.',
   'error.rate_limited': 'Too many sign-in attempts. Wait a few minutes and try again.',
   'error.csrf': 'This form has expired or was sent from another page. Please try again.',
   'error.expired': 'This sign-in request has expired or was already used. Go back to the application and start again.',
@@ -155,6 +159,10 @@ const nb: Record<MessageKey, string> = {
   'signin.no_webauthn': 'Denne nettleseren kan ikke bruke passnøkler. Logg inn med passordet ditt.',
   'error.credentials': 'Brukernavnet eller passordet er feil.',
   'error.passkey': 'Innloggingen med passnøkkelen virket ikke. Prøv igjen, eller bruk passordet ditt.',
+  'error.passkey_retry': 'Innloggingen med passnøkkelen virket ikke. Prøv igjen.',
+  'error.password_not_enough': 'Passord er ikke nok for denne tjenesten: den ber deg logge inn med passnøkkel.',
+  'signin.passkey_required':
+    'Denne tjenesten krever en phishing-sikker innlogging, så passord er ikke nok her: logg inn med passnøkkel. Har du ingen passnøkkel ennå? Logg inn med passordet ditt på kontosiden, legg til en passnøkkel der, og prøv igjen.',
   'error.rate_limited': 'For mange innloggingsforsøk. Vent noen minutter og prøv igjen.',
   'error.csrf': 'Skjemaet er utløpt eller ble sendt fra en annen side. Prøv igjen.',
   'error.expired':

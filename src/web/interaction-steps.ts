@@ -25,6 +25,7 @@ import {
   type SignInFailure,
 } from './kit.ts';
 import { passkeySignIn, sendPasskeyOptions } from './passkey-sign-in.ts';
+import { AMR_PASSWORD, acrFor, passwordSatisfies } from '../oauth/authentication-context.ts';
 
 type Params = { Params: { uid: string } };
 type Req = FastifyRequest<Params>;
@@ -103,12 +104,15 @@ async function renderSignIn(kit: Kit, request: Req, reply: FastifyReply, loaded:
   const { uid, params } = loaded.interaction;
   const client = await clientOf(kit, loaded);
   const hint = typeof params.login_hint === 'string' && params.login_hint.length <= 320 ? params.login_hint : '';
+  const passwordEnough = passwordSatisfies(params);
+  const error = !passwordEnough && failure?.error === 'error.passkey' ? 'error.passkey_retry' : failure?.error;
   const page = signInPage(loaded.frame, {
     subtitle: loaded.frame.t('signin.to', { client: client?.name ?? '' }),
     csrf: { field: csrf.field, token: csrf.token(request, reply, scopeOf(uid)) },
     username: failure?.username ?? hint,
-    error: failure ? loaded.frame.t(failure.error) : undefined,
-    passwordAction: `/interaction/${uid}/login`,
+    error: error ? loaded.frame.t(error) : undefined,
+    passkeyOnly: passwordEnough ? undefined : loaded.frame.t('signin.passkey_required'),
+    passwordAction: passwordEnough ? `/interaction/${uid}/login` : undefined,
     passkeyAction: `/interaction/${uid}/passkey`,
     optionsUrl: `/interaction/${uid}/passkey/options`,
     cancelAction: `/interaction/${uid}/abort`,
@@ -134,7 +138,7 @@ async function finish(kit: Kit, request: Req, reply: FastifyReply, result: Inter
  * and revoking it would take the pending request down with it.
  */
 async function signIn(kit: Kit, request: Req, reply: FastifyReply, loaded: Loaded, user: User, amr: string[]) {
-  const login = { accountId: user.sub, amr, ts: Math.floor(kit.now() / 1000) };
+  const login = { accountId: user.sub, amr, acr: acrFor(amr), ts: Math.floor(kit.now() / 1000) };
   const { interaction } = loaded;
   if (interaction.grantId && interaction.session?.accountId !== login.accountId) {
     interaction.grantId = undefined;
@@ -245,9 +249,19 @@ async function showInteraction(kit: Kit, request: Req, reply: FastifyReply) {
 async function signInWithPassword(kit: Kit, request: Req, reply: FastifyReply) {
   const loaded = await loadInteraction(kit, request, reply);
   if (!loaded || !checkCsrf(kit, request, reply, loaded) || !requirePrompt(reply, loaded, 'login')) return reply;
+  if (!passwordSatisfies(loaded.interaction.params)) return refusePassword(kit, request, reply, loaded);
   const result = await passwordSignIn(kit, request);
   if (!result.ok) return renderSignIn(kit, request, reply, loaded, result);
-  return signIn(kit, request, reply, loaded, result.user, ['pwd']);
+  return signIn(kit, request, reply, loaded, result.user, AMR_PASSWORD);
+}
+
+/**
+ * The request asked for a class of sign-in a password cannot reach (acr_values=phr, or an acr in
+ * the claims parameter): the password is refused before it is checked or counted.
+ */
+function refusePassword(kit: Kit, request: Req, reply: FastifyReply, loaded: Loaded) {
+  request.log.info({ event: 'login.failed', method: 'password', reason: 'passkey_required' }, 'password refused');
+  return renderSignIn(kit, request, reply, loaded, { status: 403, error: 'error.password_not_enough' });
 }
 
 async function passkeyOptions(kit: Kit, request: Req, reply: FastifyReply) {

@@ -189,7 +189,3 @@ export async function signInSucceeded(kit: Kit, request: FastifyRequest): Promis
   await kit.limits.ip.refund(ip);
   await kit.limits.ceremonies.refund(ip);
 }
-
-export function amrForPasskey(userVerified: boolean): string[] {
-  return userVerified ? ['hwk', 'user', 'mfa'] : ['hwk'];
-}

@@ -70,10 +70,26 @@ export interface SignInView {
   csrf: CsrfField;
   username?: string;
   error?: string;
-  passwordAction: string;
+  /** why only a passkey is offered (the request asked for a phishing-resistant sign-in) */
+  passkeyOnly?: string;
+  /** absent: no password form (a password cannot satisfy the request) */
+  passwordAction?: string;
   passkeyAction: string;
   optionsUrl: string;
   cancelAction?: string;
+}
+
+function passwordForm(t: Translate, action: string, csrf: CsrfField, username: string | undefined): Html {
+  return html`<p class="divider"><span>${t('signin.or')}</span></p>
+<form id="password-form" method="post" action="${action}">
+${hidden(csrf.field, csrf.token)}
+<label for="username">${t('signin.username')}</label>
+<input id="username" name="username" type="text" inputmode="email" autocomplete="username webauthn" autocapitalize="none" autocorrect="off" spellcheck="false" required maxlength="320" aria-describedby="username-hint" value="${username ?? ''}">
+<p id="username-hint" class="hint">${t('signin.username_hint')}</p>
+<label for="password">${t('signin.password')}</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
+<button type="submit" class="secondary">${t('signin.submit')}</button>
+</form>`;
 }
 
 export function signInPage(frame: Frame, v: SignInView): string {
@@ -82,17 +98,9 @@ export function signInPage(frame: Frame, v: SignInView): string {
 <h1>${t('signin.title')}</h1>
 <p class="subtitle">${v.subtitle}</p>
 ${alert(v.error)}
+${notice(v.passkeyOnly)}
 ${ceremonyForm(t, 'passkey', v.passkeyAction, v.optionsUrl, v.csrf, t('signin.passkey'))}
-<p class="divider"><span>${t('signin.or')}</span></p>
-<form id="password-form" method="post" action="${v.passwordAction}">
-${hidden(v.csrf.field, v.csrf.token)}
-<label for="username">${t('signin.username')}</label>
-<input id="username" name="username" type="text" inputmode="email" autocomplete="username webauthn" autocapitalize="none" autocorrect="off" spellcheck="false" required maxlength="320" aria-describedby="username-hint" value="${v.username ?? ''}">
-<p id="username-hint" class="hint">${t('signin.username_hint')}</p>
-<label for="password">${t('signin.password')}</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
-<button type="submit" class="secondary">${t('signin.submit')}</button>
-</form>
+${v.passwordAction ? passwordForm(t, v.passwordAction, v.csrf, v.username) : html``}
 ${
   v.cancelAction
     ? html`<form method="post" action="${v.cancelAction}" class="inline">${hidden(v.csrf.field, v.csrf.token)}<button type="submit" class="link">${t('signin.cancel')}</button></form>`

@@ -3,15 +3,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { User } from '../store/directory.ts';
 import { sendError } from '../http/errors.ts';
-import {
-  amrForPasskey,
-  bodyField,
-  clientKey,
-  overLimit,
-  signInSucceeded,
-  type Kit,
-  type SignInFailure,
-} from './kit.ts';
+import { amrForPasskey } from '../oauth/authentication-context.ts';
+import { bodyField, clientKey, overLimit, signInSucceeded, type Kit, type SignInFailure } from './kit.ts';
 
 export type PasskeyResult = { ok: true; user: User; amr: string[] } | ({ ok: false } & SignInFailure);
 
@@ -46,5 +39,5 @@ export async function passkeySignIn(kit: Kit, request: FastifyRequest, binding: 
     return { ok: false, status: 401, error: 'error.passkey' };
   }
   await signInSucceeded(kit, request);
-  return { ok: true, user: outcome.user, amr: amrForPasskey(outcome.userVerified) };
+  return { ok: true, user: outcome.user, amr: amrForPasskey(outcome) };
 }

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { SESSION_COOKIE, SESSION_TTL } from '../oauth/provider.ts';
+import { acrFor } from '../oauth/authentication-context.ts';
 
 export interface SignedIn {
   accountId: string;
@@ -63,7 +64,12 @@ export function createSessions(holder: ProviderHolder, config: Config, now: () =
         session.resetIdentifier();
       }
       if (session.accountId !== login.accountId) session.authorizations = {};
-      session.loginAccount({ accountId: login.accountId, amr: login.amr, loginTs: Math.floor(now() / 1000) });
+      session.loginAccount({
+        accountId: login.accountId,
+        amr: login.amr,
+        acr: acrFor(login.amr),
+        loginTs: Math.floor(now() / 1000),
+      });
       await session.save(SESSION_TTL);
       ctx.cookies.set(provider.cookieName('session'), session.jti, {
         ...SESSION_COOKIE,

@@ -17,7 +17,13 @@ import { asAuthentication, type Outcome } from './responses.ts';
 type AuthenticationInfo = VerifiedAuthenticationResponse['authenticationInfo'];
 type Transports = string[];
 
-export type AuthenticationOutcome = Outcome<{ user: User; passkey: PasskeyRow; userVerified: boolean }>;
+export type AuthenticationOutcome = Outcome<{
+  user: User;
+  passkey: PasskeyRow;
+  userVerified: boolean;
+  /** the assertion's BE flag: the credential may be synced to other devices */
+  backupEligible: boolean;
+}>;
 
 export async function authenticationOptions(
   ceremony: Ceremony,
@@ -90,7 +96,14 @@ async function recordUse(
   const now = ceremony.now;
   const fresh =
     !((info.newCounter > 0 || stored > 0) && info.newCounter <= stored) &&
-    (await recordPasskeyUse(ceremony.store.db, passkey.id, info.newCounter, info.credentialBackedUp, now()));
+    (await recordPasskeyUse(
+      ceremony.store.db,
+      passkey.id,
+      info.newCounter,
+      info.credentialBackedUp,
+      now(),
+      info.credentialDeviceType === 'multiDevice',
+    ));
   if (fresh) return true;
   // A cloned authenticator is the usual cause: refuse, and leave a trace for the organization.
   await insertAuditEvent(ceremony.store.db, {
@@ -122,5 +135,11 @@ export async function verifyAuthentication(
   if (!info) return { ok: false, reason: 'verification' };
   if (!(await recordUse(ceremony, { passkey, user, info, requestId })))
     return { ok: false, reason: 'counter_regression' };
-  return { ok: true, user, passkey, userVerified: info.userVerified };
+  return {
+    ok: true,
+    user,
+    passkey,
+    userVerified: info.userVerified,
+    backupEligible: info.credentialDeviceType === 'multiDevice',
+  };
 }
