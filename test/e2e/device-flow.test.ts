@@ -113,6 +113,24 @@ for (const dialect of dialects()) {
       await assert.rejects(oidc.fetchUserInfo(device.config, tokens.access_token, ada.sub));
     });
 
+    it('of 10 polls at once after approval exactly one gets tokens; the others invalid_grant', async () => {
+      const device = await deviceClient(server, 'Kiosk');
+      const started = await oidc.initiateDeviceAuthorization(device.config, { scope: 'openid' });
+      const { context, page } = await newPage();
+      await enterCode(page, server, started.user_code);
+      await Promise.all([page.waitForURL(/\/interaction\//), page.click('#device-confirm')]);
+      await submitPassword(page, 'ada@example.org', PASSWORD);
+      await Promise.all([page.waitForEvent('load'), page.click('button[name=decision][value=allow]')]);
+      assert.equal(await page.textContent('h1'), 'Device signed in');
+      await context.close();
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () => poll(server, device.clientId, started.device_code)),
+      );
+      const issued = answers.filter((a) => a.status === 200);
+      assert.equal(issued.length, 1, JSON.stringify(answers.map((a) => a.body.error ?? 'tokens')));
+      for (const a of answers.filter((x) => x.status !== 200)) assert.equal(a.body.error, 'invalid_grant');
+    });
+
     it('polling before approval is authorization_pending, too fast slow_down; cancelling is access_denied', async () => {
       const device = await deviceClient(server, 'Game console');
       const started = await oidc.initiateDeviceAuthorization(device.config, { scope: 'openid' });
