@@ -126,6 +126,10 @@ for (const dialect of dialects()) {
       assert.equal(result.id_token.iss, server.url);
       assert.equal(result.id_token.aud, clientId);
       assert.equal(result.id_token.sub, sub);
+      // how Ada signed in (RFC 8176 amr; the REFEDS single-factor class for a password)
+      assert.deepEqual(result.id_token.amr, ['pwd']);
+      assert.equal(result.id_token.acr, 'https://refeds.org/profile/sfa');
+      assert.equal(typeof result.id_token.auth_time, 'number');
       assert.deepEqual(result.userinfo, {
         sub,
         name: 'Ada Lovelace',

@@ -189,6 +189,8 @@ for (const dialect of dialects()) {
       assert.equal(shown.oidc_claim_name, 'Ada Lovelace');
       assert.equal(shown.oidc_claim_email, 'ada@mail.example.org');
       assert.equal(shown.oidc_claim_iss, server.url);
+      assert.equal(shown.oidc_claim_acr, 'https://refeds.org/profile/sfa');
+      assert.equal(shown.oidc_claim_amr, 'pwd');
       const eppn = Object.entries(shown).find(([name]) => name.endsWith('edupersonprincipalname'));
       assert.equal(eppn?.[1], 'ada@example.org', JSON.stringify(shown));
       assert.ok(seen?.oidc_access_token, 'the access token is passed on as well');
