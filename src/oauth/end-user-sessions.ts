@@ -23,17 +23,24 @@ export async function endUserSessions(
 ): Promise<{ sessions: number }> {
   const sessions = (await findSessionsByAccount(store.db, sub, now())).map((p) => JSON.parse(p) as StoredSession);
   await deleteAccountArtifacts(store.db, sub);
-  const deliveries: Promise<void>[] = [];
-  for (const session of sessions) {
-    for (const [clientId, { sid }] of Object.entries(session.authorizations ?? {})) {
-      deliveries.push(
-        (async () => {
-          const client = (await provider.Client.find(clientId)) as unknown as LogoutClient | undefined;
-          if (client?.backchannelLogoutUri) await client.backchannelLogout(sub, sid);
-        })().catch(() => undefined),
-      );
-    }
-  }
-  await Promise.all(deliveries);
+  await Promise.all(sessions.map((session) => sendLogoutTokens(provider, sub, session.authorizations)));
   return { sessions: sessions.length };
+}
+
+/**
+ * Sends a logout token to each client of an ended session that registered a back-channel logout
+ * URI (oidc-provider does this itself at /openid/endsession; this is for sessions ended elsewhere).
+ * Failures are recorded and retried, never thrown.
+ */
+export async function sendLogoutTokens(
+  provider: Provider,
+  sub: string,
+  authorizations: StoredSession['authorizations'],
+): Promise<void> {
+  await Promise.all(
+    Object.entries(authorizations ?? {}).map(async ([clientId, { sid }]) => {
+      const client = (await provider.Client.find(clientId)) as unknown as LogoutClient | undefined;
+      if (client?.backchannelLogoutUri) await client.backchannelLogout(sub, sid).catch(() => undefined);
+    }),
+  );
 }

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { SESSION_COOKIE, SESSION_TTL } from '../oauth/provider.ts';
+import { sendLogoutTokens } from '../oauth/end-user-sessions.ts';
 import { acrFor } from '../oauth/authentication-context.ts';
 
 export interface SignedIn {
@@ -57,7 +58,10 @@ export function createSessions(holder: ProviderHolder, config: Config, now: () =
       if (session.accountId && session.accountId !== login.accountId) {
         // Another user: end that session and start a new one (new uid), so nothing bound to the
         // old one — CSRF tokens, WebAuthn challenges, grants — carries over to this user.
+        const ended = { accountId: session.accountId, authorizations: session.authorizations };
         await session.destroy();
+        // The applications of the ended session hear about it, as after a logout.
+        await sendLogoutTokens(provider, ended.accountId, ended.authorizations);
         session = new provider.Session();
       } else if (!(session as { new?: boolean }).new) {
         // A fresh identifier on every sign-in, so a planted cookie never becomes a signed-in one.

@@ -17,6 +17,7 @@ import {
   passwordSignInThroughRelyingParty,
   startRelyingParty,
   startServer,
+  submitPassword,
   type E2EServer,
   type ReceivedLogout,
   type RelyingParty,
@@ -149,6 +150,20 @@ for (const dialect of dialects()) {
       const first = await passwordSignInThroughRelyingParty(page, rp, 'ada@example.org', PASSWORD);
       const before = rp.logouts.length;
       await passwordSignInThroughRelyingParty(page, rp, 'bob@example.org', PASSWORD, { prompt: 'login' });
+      const logout = verified((await received(rp, before + 1))[before]);
+      assert.equal(logout.claims.sub, ada.sub);
+      assert.equal(logout.claims.sid, first.claims()!.sid);
+    });
+
+    it('signing in as another user on /account sends a logout token for the session it ends', async () => {
+      await freshBrowser();
+      // The account page's sign-in form, opened before the application's sign-in in another tab.
+      await page.goto(`${server.url}/account`);
+      const tab = await page.context().newPage();
+      const first = await passwordSignInThroughRelyingParty(tab, rp, 'ada@example.org', PASSWORD);
+      const before = rp.logouts.length;
+      await submitPassword(page, 'bob@example.org', PASSWORD);
+      assert.match((await page.textContent('.subtitle')) ?? '', /bob@example\.org/);
       const logout = verified((await received(rp, before + 1))[before]);
       assert.equal(logout.claims.sub, ada.sub);
       assert.equal(logout.claims.sid, first.claims()!.sid);
