@@ -234,6 +234,12 @@ export function createProvider(
     ttl: lifetimes(config),
     features: features(config, keySet, accounts, keys),
     fetch: outgoingFetch,
+    // Front-channel logout is this service's own (frontchannel-logout.ts): iss and sid are always sent.
+    discovery: {
+      claim_types_supported: ['normal'],
+      frontchannel_logout_supported: true,
+      frontchannel_logout_session_supported: true,
+    },
     extraTokenClaims: async (_ctx, token) => {
       // RFC 9068: client_credentials tokens name the client as subject.
       if (token.kind === 'ClientCredentials') return { sub: token.clientId };

@@ -87,6 +87,18 @@ for (const dialect of dialects()) {
       ]);
     }
 
+    it('discovery advertises back- and front-channel logout with sessions', async () => {
+      const metadata = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<
+        string,
+        unknown
+      >;
+      assert.equal(metadata.backchannel_logout_supported, true);
+      assert.equal(metadata.backchannel_logout_session_supported, true);
+      assert.equal(metadata.frontchannel_logout_supported, true);
+      assert.equal(metadata.frontchannel_logout_session_supported, true);
+      assert.deepEqual(metadata.claim_types_supported, ['normal']);
+    });
+
     it('the ID token carries sid; RP-initiated logout sends a verified logout token for that sid', async () => {
       await freshBrowser();
       const before = rp.logouts.length;
