@@ -4,12 +4,13 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as oidc from 'openid-client';
-import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { dialects, seedOrg, seedUser } from '../helpers.ts';
 import { listUserCredentials } from '../../src/store/passkeys.ts';
 import type { User } from '../../src/store/directory.ts';
 import { ACR_BASELINE } from '../../src/oauth/authentication-context.ts';
 import {
+  addVirtualAuthenticator,
   launchBrowser,
   passwordSignInThroughRelyingParty,
   startRelyingParty,
@@ -23,37 +24,18 @@ import {
 
 const PASSWORD = 'correct horse battery staple';
 
-interface AuthenticatorOptions {
-  /** a synced passkey: the credential is backup eligible (and backed up) */
-  synced?: boolean;
-}
-
 interface Device {
   context: BrowserContext;
   page: Page;
-  cdp: CDPSession;
-  authenticatorId: string;
 }
 
 /** A context of its own (its own cookies) with a platform authenticator on its page. */
-async function device(browser: Browser, options: AuthenticatorOptions = {}): Promise<Device> {
+async function device(browser: Browser, options: { synced?: boolean } = {}): Promise<Device> {
   const context = await browser.newContext();
   await withoutPasskeyAutofill(context);
   const page = await context.newPage();
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable', { enableUI: false });
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-      ...(options.synced ? { defaultBackupEligibility: true, defaultBackupState: true } : {}),
-    },
-  });
-  return { context, page, cdp, authenticatorId };
+  await addVirtualAuthenticator(page, options);
+  return { context, page };
 }
 
 /** Signs in with the password on /account and registers a passkey there. */

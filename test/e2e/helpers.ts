@@ -71,7 +71,10 @@ export interface VirtualAuthenticator {
 }
 
 /** A platform authenticator with user verification and resident keys, answering at once. */
-export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthenticator> {
+export async function addVirtualAuthenticator(
+  page: Page,
+  options: { /** a synced passkey provider: credentials are backup eligible and backed up */ synced?: boolean } = {},
+): Promise<VirtualAuthenticator> {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('WebAuthn.enable', { enableUI: false });
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
@@ -82,6 +85,7 @@ export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthen
       hasUserVerification: true,
       isUserVerified: true,
       automaticPresenceSimulation: true,
+      ...(options.synced ? { defaultBackupEligibility: true, defaultBackupState: true } : {}),
     },
   });
   return {
