@@ -11,7 +11,7 @@ import { recordProof } from '../store/dpop-proofs.ts';
 export const DPOP_ALGS = ['ES256', 'EdDSA', 'Ed25519', 'PS256', 'RS256'];
 
 /** A proof's `iat` may be this far from the server's clock, either way. */
-export const DPOP_IAT_WINDOW_SECONDS = 60;
+const DPOP_IAT_WINDOW_SECONDS = 60;
 
 // Nonces change every minute and are accepted for two minutes either side, exactly as
 // oidc-provider's (lib/helpers/challenge.js, info "DPoP"), so both accept each other's.
@@ -122,7 +122,7 @@ export function createDpopVerifier(store: Store, nonces: DpopNonces, now: () => 
         throw new DpopProofError('use_dpop_nonce', 'DPoP proof needs a current nonce', next);
       // Last, so a proof refused for another reason is not remembered; kept while its iat is acceptable.
       const id = `rs:${sha256(`${request.jkt}:${proof.payload.jti as string}`)}`;
-      if (!(await recordProof(store.db, id, at + 2 * DPOP_IAT_WINDOW_SECONDS * 1000, at)))
+      if (!(await recordProof(store.db, id, at + (2 * DPOP_IAT_WINDOW_SECONDS + 1) * 1000, at)))
         throw refuse('DPoP proof was already used');
     },
   };

@@ -1,6 +1,7 @@
 // OIDC Back-Channel Logout 1.0. oidc-provider builds, signs and POSTs the logout tokens (its
 // `backchannelLogout` feature); here every delivery is recorded with its outcome, and failed ones
 // are retried with backoff a bounded number of times by a small job.
+import { isLoopbackHost } from '../config.ts';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import type Provider from 'oidc-provider';
@@ -15,7 +16,7 @@ import {
 } from '../store/logout-deliveries.ts';
 
 /** Attempts per delivery, the first included. */
-export const MAX_LOGOUT_ATTEMPTS = 5;
+const MAX_LOGOUT_ATTEMPTS = 5;
 /** Wait after attempt n (1-based) failed before attempt n + 1. */
 const RETRY_DELAYS_MS = [30_000, 2 * 60_000, 10 * 60_000, 60 * 60_000];
 /** How long a claimed delivery is left to the instance that claimed it. */
@@ -38,21 +39,23 @@ const answered = new AsyncLocalStorage<{ status?: number }>();
 /** oidc-provider's own Client#backchannelLogout of each provider whose deliveries are recorded. */
 const unwrapped = new WeakMap<Provider, SendLogout>();
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
-
 /**
  * oidc-provider's outgoing requests (here: logout tokens to URIs the operator registered). Never
- * follow a redirect; keep oidc-provider's 2.5 s timeout and its refusal of private addresses,
- * except for the loopback hosts registration allows for development.
+ * follow a redirect; keep oidc-provider's 2.5 s timeout and its refusal of private addresses. Only
+ * a service that itself runs on loopback (development: PUBLIC_URL on localhost) may reach loopback
+ * relying parties; anywhere else a loopback URI would reach the services beside the provider.
  */
-export async function outgoingFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const url = new URL(input instanceof Request ? input.url : input);
-  const options: RequestInit & { dispatcher?: unknown } = { ...init, redirect: 'manual' };
-  if (LOOPBACK.has(url.hostname)) delete options.dispatcher;
-  const response = await fetch(url, options);
-  const attempt = answered.getStore();
-  if (attempt) attempt.status = response.status;
-  return response;
+export function outgoingFetch(publicUrl: string) {
+  const allowLoopback = isLoopbackHost(new URL(publicUrl).hostname);
+  return async function fetchOut(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+    const url = new URL(input instanceof Request ? input.url : input);
+    const options: RequestInit & { dispatcher?: unknown } = { ...init, redirect: 'manual' };
+    if (allowLoopback && isLoopbackHost(url.hostname)) delete options.dispatcher;
+    const response = await fetch(url, options);
+    const attempt = answered.getStore();
+    if (attempt) attempt.status = response.status;
+    return response;
+  };
 }
 
 function errorText(err: unknown): string {
@@ -65,6 +68,7 @@ async function attempt(
   log: FastifyBaseLogger | undefined,
   send: () => Promise<void>,
   delivery: Pick<LogoutDelivery, 'id' | 'client_id' | 'sid' | 'attempts'>,
+  lease: number,
   now: () => number,
 ): Promise<void> {
   const seen: { status?: number } = {};
@@ -77,7 +81,7 @@ async function attempt(
   const attempts = delivery.attempts + 1;
   const at = now();
   const retry = error !== null && attempts < MAX_LOGOUT_ATTEMPTS;
-  await recordLogoutAttempt(store.db, delivery.id, {
+  await recordLogoutAttempt(store.db, delivery.id, lease, {
     at,
     attempts,
     status: seen.status ?? null,
@@ -106,13 +110,14 @@ export function recordBackchannelLogouts(
   const send = proto.backchannelLogout;
   unwrapped.set(provider, send);
   proto.backchannelLogout = async function backchannelLogout(this: LogoutClient, sub, sid) {
-    const delivery = await insertLogoutDelivery(store.db, {
-      client_id: this.clientId,
-      sub,
-      sid: sid ?? null,
-      created_at: now(),
-    });
-    await attempt(store, log, () => send.call(this, sub, sid), delivery, now);
+    const createdAt = now();
+    const lease = createdAt + CLAIM_MS;
+    const delivery = await insertLogoutDelivery(
+      store.db,
+      { client_id: this.clientId, sub, sid: sid ?? null, created_at: createdAt },
+      lease,
+    );
+    await attempt(store, log, () => send.call(this, sub, sid), delivery, lease, now);
   };
 }
 
@@ -128,12 +133,13 @@ export async function retryLogoutDeliveries(
   const send = unwrapped.get(provider) ?? (provider.Client.prototype as unknown as LogoutClient).backchannelLogout;
   let attempted = 0;
   for (const delivery of due) {
-    if (!(await claimLogoutDelivery(store.db, delivery, now() + CLAIM_MS))) continue;
+    const lease = now() + CLAIM_MS;
+    if (!(await claimLogoutDelivery(store.db, delivery, lease))) continue;
     attempted++;
     const client = (await provider.Client.find(delivery.client_id)) as unknown as LogoutClient | undefined;
     if (!client?.backchannelLogoutUri) {
       // The client was removed or no longer wants logout tokens: nothing left to deliver.
-      await recordLogoutAttempt(store.db, delivery.id, {
+      await recordLogoutAttempt(store.db, delivery.id, lease, {
         at: now(),
         attempts: delivery.attempts,
         status: null,
@@ -143,9 +149,8 @@ export async function retryLogoutDeliveries(
       });
       continue;
     }
-    await attempt(store, log, () => send.call(client, delivery.sub, delivery.sid ?? undefined), delivery, now).catch(
-      () => undefined,
-    );
+    const resend = () => send.call(client, delivery.sub, delivery.sid ?? undefined);
+    await attempt(store, log, resend, delivery, lease, now).catch(() => undefined);
   }
   return attempted;
 }

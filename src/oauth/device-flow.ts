@@ -10,10 +10,8 @@ type DeviceFlow = NonNullable<NonNullable<Configuration['features']>['deviceFlow
 /** The pages of the device flow, rendered by the sign-in feature. */
 export type DeviceFlowSources = Pick<DeviceFlow, 'userCodeInputSource' | 'userCodeConfirmSource' | 'successSource'>;
 
-export { DEVICE_CODE_GRANT };
-
 /** Seconds a device waits between polls (RFC 8628 3.2; also its default when a response omits it). */
-export const POLL_INTERVAL = 5;
+const POLL_INTERVAL = 5;
 
 /** Consonants only (no vowels, so no words; no 0/O or 1/I to confuse), in two groups of four. */
 export const USER_CODE = { charset: 'base-20', mask: '****-****' } as const;

@@ -28,7 +28,7 @@ export interface ProviderHolder {
 }
 
 const DISCOVERY = '/.well-known/openid-configuration';
-export const AUTHORIZATION_SERVER_METADATA = '/.well-known/oauth-authorization-server';
+const AUTHORIZATION_SERVER_METADATA = '/.well-known/oauth-authorization-server';
 
 /** Paths served by oidc-provider. */
 export const PROVIDER_PATHS = [DISCOVERY, '/oauth/*', '/openid/*'];

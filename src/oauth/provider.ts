@@ -233,7 +233,7 @@ export function createProvider(
     rotateRefreshToken: true,
     ttl: lifetimes(config),
     features: features(config, keySet, accounts, keys),
-    fetch: outgoingFetch,
+    fetch: outgoingFetch(config.publicUrl),
     // Front-channel logout is this service's own (frontchannel-logout.ts): iss and sid are always sent.
     discovery: {
       claim_types_supported: ['normal'],

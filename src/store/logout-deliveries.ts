@@ -6,13 +6,15 @@ import type { DB, LogoutDeliveriesTable } from './schema.ts';
 type Q = Kysely<DB> | Transaction<DB>;
 export type LogoutDelivery = Selectable<LogoutDeliveriesTable>;
 
+/** A new delivery, claimed by its first attempt until `leaseUntil` (the retry job leaves it alone till then). */
 export async function insertLogoutDelivery(
   db: Q,
   row: { client_id: string; sub: string; sid: string | null; created_at: number },
+  leaseUntil: number,
 ): Promise<LogoutDelivery> {
   return db
     .insertInto('logout_deliveries')
-    .values({ ...row, attempts: 0, next_attempt_at: row.created_at })
+    .values({ ...row, attempts: 0, next_attempt_at: leaseUntil })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -36,10 +38,15 @@ export async function claimLogoutDelivery(
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** The outcome of one attempt; nextAttemptAt null: delivered, or no more attempts. */
+/**
+ * The outcome of one attempt; nextAttemptAt null: delivered, or no more attempts. Written only
+ * while the attempt still holds its lease (`lease`, the claimed next_attempt_at), so an attempt
+ * that outlived its lease cannot overwrite the outcome of the one that took over.
+ */
 export async function recordLogoutAttempt(
   db: Q,
   id: number,
+  lease: number,
   outcome: {
     at: number;
     attempts: number;
@@ -60,6 +67,7 @@ export async function recordLogoutAttempt(
       next_attempt_at: outcome.nextAttemptAt,
     })
     .where('id', '=', id)
+    .where('next_attempt_at', '=', lease)
     .execute();
 }
 
