@@ -52,7 +52,7 @@ export async function addOrganization(
   if (!REALM.test(realm)) throw badRequest(`realm '${input.realm}' is not a valid domain name`);
   const name = input.name.trim();
   if (!name || name.length > 200) throw badRequest('organization name must be 1-200 characters');
-  const org = { id: input.id, realm, name, created_at: now };
+  const org = { id: input.id, realm, name, created_at: now, branding: null };
   try {
     await dir.insertOrganization(store.db, org);
   } catch (err) {

@@ -1,12 +1,12 @@
 // The client registry and the organizations each client is granted.
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
 import type { ClientsTable, DB } from './schema.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type ClientRow = Selectable<ClientsTable>;
 export type GrantKind = 'admin' | 'checkuser';
 
-export async function insertClient(db: Q, client: ClientRow): Promise<void> {
+export async function insertClient(db: Q, client: Insertable<ClientsTable>): Promise<void> {
   await db.insertInto('clients').values(client).execute();
 }
 

@@ -1,12 +1,12 @@
 // Organizations, users and their namespaced ids.
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
 import type { DB, OrganizationsTable, UsersTable } from './schema.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type Organization = Selectable<OrganizationsTable>;
 export type User = Selectable<UsersTable>;
 
-export async function insertOrganization(db: Q, org: Organization): Promise<void> {
+export async function insertOrganization(db: Q, org: Insertable<OrganizationsTable>): Promise<void> {
   await db.insertInto('organizations').values(org).execute();
 }
 
@@ -18,12 +18,12 @@ export function findOrganization(db: Q, id: number): Promise<Organization | unde
   return db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function insertUser(db: Q, user: Omit<User, 'id'>): Promise<User> {
+export async function insertUser(db: Q, user: Insertable<UsersTable>): Promise<User> {
   return db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
 }
 
 /** Bulk load (imports, benchmarks): one multi-row insert; returns the new ids. */
-export async function insertUsers(db: Q, users: Omit<User, 'id'>[]): Promise<number[]> {
+export async function insertUsers(db: Q, users: Insertable<UsersTable>[]): Promise<number[]> {
   if (users.length === 0) return [];
   const rows = await db.insertInto('users').values(users).returning('id').execute();
   return rows.map((r) => r.id);

@@ -156,6 +156,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string
     '002_lookup_indexes': migration002(),
     '003_logout': migration003(dialect),
     '004_dpop': migration004(),
+    '005_operations': migration005(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({
@@ -214,6 +215,34 @@ function migration004(): Migration {
         'alter table clients add column require_par integer not null default 0',
         'create table if not exists dpop_proofs (id text primary key, expires_at bigint not null)',
         'create index if not exists dpop_proofs_expires on dpop_proofs(expires_at)',
+      ];
+      for (const statement of statements) await sql.raw(statement).execute(db);
+    },
+  };
+}
+
+// Operations: users and clients that can be disabled; a user's display name and verified e-mail;
+// a client's previous secret, valid until the end of a rotation's overlap; organizations' branding;
+// and the audit trail's actor, subject and source address, with the indexes its filters use.
+function migration005(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      const statements = [
+        'alter table users add column display_name text',
+        'alter table users add column email_verified integer not null default 0',
+        'alter table users add column disabled_at bigint',
+        'alter table clients add column disabled_at bigint',
+        'alter table clients add column previous_secret_hash text',
+        'alter table clients add column previous_secret_expires_at bigint',
+        'alter table organizations add column branding text',
+        'alter table audit_events add column actor_type text',
+        'alter table audit_events add column actor text',
+        'alter table audit_events add column subject text',
+        'alter table audit_events add column source text',
+        'create index if not exists audit_events_actor on audit_events(actor, id)',
+        'create index if not exists audit_events_subject on audit_events(subject, id)',
+        'create index if not exists audit_events_kind on audit_events(kind, id)',
+        'create index if not exists audit_events_org_id on audit_events(org_id, id)',
       ];
       for (const statement of statements) await sql.raw(statement).execute(db);
     },

@@ -1,11 +1,16 @@
 // Kysely table types. Timestamps are epoch milliseconds (UTC) in both dialects; booleans are 0/1.
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
+
+/** A column added later, with a default: inserts may leave it out. */
+type Later<T> = ColumnType<T, T | undefined, T>;
 
 export interface OrganizationsTable {
   id: number;
   realm: string;
   name: string;
   created_at: number;
+  /** JSON object: the organization's branding (name, logo, colours, links), over the deployment's */
+  branding: Later<string | null>;
 }
 
 export interface UsersTable {
@@ -20,6 +25,11 @@ export interface UsersTable {
   photo_handle: string | null;
   created_at: number;
   updated_at: number;
+  /** shown by the account pages and given to authenticators; null: the name */
+  display_name: Later<string | null>;
+  email_verified: Later<number>;
+  /** set while the user is disabled: no sign-in, no tokens */
+  disabled_at: Later<number | null>;
 }
 
 export interface UserIdsTable {
@@ -45,6 +55,11 @@ export interface ClientsTable {
   frontchannel_logout_uri: string | null;
   created_at: number;
   updated_at: number;
+  /** set while the client is disabled: unknown to the authorization server, its tokens refused */
+  disabled_at: Later<number | null>;
+  /** the secret before the last rotation, accepted until previous_secret_expires_at */
+  previous_secret_hash: Later<string | null>;
+  previous_secret_expires_at: Later<number | null>;
 }
 
 export interface ClientOrgsTable {
@@ -113,6 +128,14 @@ export interface AuditEventsTable {
   passkey_ids: string; // JSON array of numbers
   request_id: string | null;
   details: string; // JSON object
+  /** who: 'user' | 'client' | 'operator' | 'provisioning' | 'system' */
+  actor_type: Later<string | null>;
+  /** the user's eppn, the client id, the operator's login name, the provisioning credential */
+  actor: Later<string | null>;
+  /** what the action was done to: an eppn, a client id, an organization id, a key id */
+  subject: Later<string | null>;
+  /** the source address (IPv6 reduced to its /64) */
+  source: Later<string | null>;
 }
 
 export interface ConsentsTable {
