@@ -2,13 +2,41 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import ipaddr from 'ipaddr.js';
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import { parseRange, type Config } from '../config.ts';
 import { AppError, forbidden } from '../errors.ts';
 import { parseBearer } from './bearer.ts';
 
 export const metrics = new Registry();
 collectDefaultMetrics({ register: metrics });
+
+const auditEvents = new Counter({
+  name: 'idp_audit_events_total',
+  help: 'Audit records written, by action',
+  labelNames: ['action'],
+  registers: [metrics],
+});
+const signIns = new Counter({
+  name: 'idp_signins_total',
+  help: 'Sign-in attempts, by method (password, passkey) and outcome (success, failure)',
+  labelNames: ['method', 'outcome'],
+  registers: [metrics],
+});
+const passkeyRegistrations = new Counter({
+  name: 'idp_passkey_registrations_total',
+  help: 'Passkeys registered by their users',
+  registers: [metrics],
+});
+
+/** Counts an audit record; sign-ins and passkey registrations are counted from their records. */
+export function countAudit(action: string, details: Record<string, unknown> = {}): void {
+  auditEvents.inc({ action });
+  if (action === 'signin.succeeded' || action === 'signin.failed') {
+    const method = details.method === 'passkey' ? 'passkey' : 'password';
+    signIns.inc({ method, outcome: action === 'signin.succeeded' ? 'success' : 'failure' });
+  }
+  if (action === 'passkey.register') passkeyRegistrations.inc();
+}
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
 

@@ -14,6 +14,10 @@ export interface AuditEvent {
   passkeyIds?: number[];
   requestId?: string | null;
   details?: Record<string, unknown>;
+  actorType?: string | null;
+  actor?: string | null;
+  subject?: string | null;
+  source?: string | null;
 }
 
 export async function insertAuditEvent(db: Q, e: AuditEvent): Promise<void> {
@@ -28,6 +32,10 @@ export async function insertAuditEvent(db: Q, e: AuditEvent): Promise<void> {
       passkey_ids: JSON.stringify(e.passkeyIds ?? []),
       request_id: e.requestId ?? null,
       details: JSON.stringify(e.details ?? {}),
+      actor_type: e.actorType ?? null,
+      actor: e.actor ?? null,
+      subject: e.subject ?? e.eppn ?? null,
+      source: e.source ?? null,
     })
     .execute();
 }

@@ -1,0 +1,122 @@
+// The audit trail: one writer for every security event, called inside the transaction of the
+// change it records, so a change that is rolled back leaves no record and a recorded change
+// happened. Every surface (web pages, APIs, the admin CLI, provisioning) describes who acted the
+// same way, with an Actor.
+import { userInfo } from 'node:os';
+import ipaddr from 'ipaddr.js';
+import type { Kysely, Transaction } from 'kysely';
+import type { DB } from '../store/schema.ts';
+import { insertAuditEvent } from '../store/audit.ts';
+import { countAudit } from '../http/metrics.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+
+/** Every action the trail records; `audit list --action` accepts these (and a prefix ending in '.'). */
+export const AUDIT_ACTIONS = [
+  'signin.succeeded',
+  'signin.failed',
+  'consent.given',
+  'consent.withdrawn',
+  'passkey.register',
+  'passkey.rename',
+  'passkey.delete_by_user',
+  'passkey.delete',
+  'passkey.delete_user',
+  'passkey.import',
+  'passkey.counter_regression',
+  'password.set',
+  'password.change',
+  'client.auth_failed',
+  'user.add',
+  'user.update',
+  'user.disable',
+  'user.enable',
+  'user.remove',
+  'user.id_add',
+  'user.id_remove',
+  'user.photo_set',
+  'user.photo_remove',
+  'client.add',
+  'client.update',
+  'client.disable',
+  'client.enable',
+  'client.remove',
+  'client.secret_rotate',
+  'client.grant',
+  'client.revoke',
+  'org.add',
+  'org.remove',
+  'keys.rotate',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+export type ActorType = 'user' | 'client' | 'operator' | 'provisioning' | 'system';
+
+/** Who acted, from where, in which request. */
+export interface Actor {
+  type: ActorType;
+  /** eppn (user), client id (client), login name (operator), credential id (provisioning); null if unknown */
+  id: string | null;
+  requestId?: string | null;
+  /** the client address as the service saw it (request.ip); stored reduced, see sourceAddress() */
+  ip?: string | null;
+}
+
+export interface AuditEntry {
+  action: AuditAction;
+  actor: Actor;
+  at: number;
+  /** what was acted on: eppn, client id, organization id, key id */
+  subject?: string | null;
+  orgId?: number | null;
+  /** the client involved (sign-in to it, consent for it, its token) */
+  clientId?: string | null;
+  /** the user concerned */
+  eppn?: string | null;
+  passkeyIds?: number[];
+  details?: Record<string, unknown>;
+}
+
+/**
+ * The address kept in the trail: IPv4 as is, IPv6 reduced to its /64 (the part that names a
+ * network, not a device); an IPv4-mapped IPv6 address is its IPv4 address.
+ */
+export function sourceAddress(ip: string | null | undefined): string | null {
+  if (!ip || !ipaddr.isValid(ip)) return null;
+  const address = ipaddr.process(ip);
+  if (address.kind() === 'ipv4') return address.toString();
+  const parts = (address as ipaddr.IPv6).parts.slice(0, 4);
+  return `${ipaddr.IPv6.parse(`${parts.map((p) => p.toString(16)).join(':')}::`).toString()}/64`;
+}
+
+/** The person running the admin CLI: the login that invoked sudo, else the login name. */
+export function operator(env: NodeJS.ProcessEnv = process.env): Actor {
+  let login = env.SUDO_USER || env.LOGNAME || env.USER;
+  if (!login) {
+    try {
+      login = userInfo().username;
+    } catch {
+      login = undefined;
+    }
+  }
+  return { type: 'operator', id: login ? `cli:${login}` : 'cli' };
+}
+
+/** Writes one record; call it with the transaction of the change. */
+export async function recordAudit(db: Q, entry: AuditEntry): Promise<void> {
+  await insertAuditEvent(db, {
+    at: entry.at,
+    kind: entry.action,
+    actorType: entry.actor.type,
+    actor: entry.actor.id,
+    subject: entry.subject ?? entry.eppn ?? null,
+    source: sourceAddress(entry.actor.ip),
+    clientId: entry.clientId ?? null,
+    orgId: entry.orgId ?? null,
+    eppn: entry.eppn ?? null,
+    passkeyIds: entry.passkeyIds ?? [],
+    requestId: entry.actor.requestId ?? null,
+    details: entry.details ?? {},
+  });
+  countAudit(entry.action, entry.details);
+}
