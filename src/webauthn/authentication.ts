@@ -1,12 +1,11 @@
 // Signing in with a passkey: options for the browser (no username: discoverable credentials), then
 // verifying the assertion, its owner and its signature counter.
-import {
-  generateAuthenticationOptions,
-  verifyAuthenticationResponse,
-  type AuthenticationResponseJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type VerifiedAuthenticationResponse,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  VerifiedAuthenticationResponse,
 } from '@simplewebauthn/server';
+import { webauthnServer } from './library.ts';
 import { bytes } from '../store/index.ts';
 import { findPasskeyByCredentialId, recordPasskeyUse, type PasskeyRow } from '../store/passkeys.ts';
 import { findUserById, type User } from '../store/directory.ts';
@@ -30,6 +29,7 @@ export async function authenticationOptions(
   binding: string,
 ): Promise<PublicKeyCredentialRequestOptionsJSON> {
   // No allowCredentials: the authenticator offers the user's discoverable passkeys.
+  const { generateAuthenticationOptions } = await webauthnServer();
   const options = await generateAuthenticationOptions({
     rpID: ceremony.rpId,
     userVerification: 'preferred',
@@ -61,6 +61,7 @@ async function verifyAssertion(
   expectedChallenge: string,
   passkey: PasskeyRow,
 ): Promise<AuthenticationInfo | undefined> {
+  const { verifyAuthenticationResponse } = await webauthnServer();
   try {
     const result = await verifyAuthenticationResponse({
       response,

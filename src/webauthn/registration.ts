@@ -1,12 +1,11 @@
 // Registering a passkey: options for the browser, then verifying its attestation and storing the
 // credential with its audit record in one transaction.
-import {
-  generateRegistrationOptions,
-  verifyRegistrationResponse,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type RegistrationResponseJSON,
-  type VerifiedRegistrationResponse,
+import type {
+  PublicKeyCredentialCreationOptionsJSON,
+  RegistrationResponseJSON,
+  VerifiedRegistrationResponse,
 } from '@simplewebauthn/server';
+import { webauthnServer } from './library.ts';
 import { bytes, isUniqueViolation } from '../store/index.ts';
 import { insertPasskeys, type PasskeyRow } from '../store/passkeys.ts';
 import type { User } from '../store/directory.ts';
@@ -24,6 +23,7 @@ export async function registrationOptions(
   existing: PasskeyRow[],
   binding: string,
 ): Promise<PublicKeyCredentialCreationOptionsJSON> {
+  const { generateRegistrationOptions } = await webauthnServer();
   const options = await generateRegistrationOptions({
     rpName: ceremony.rpId,
     rpID: ceremony.rpId,
@@ -51,6 +51,7 @@ async function verifyAttestation(
   response: RegistrationResponseJSON,
   expectedChallenge: string,
 ): Promise<RegistrationInfo | undefined> {
+  const { verifyRegistrationResponse } = await webauthnServer();
   try {
     const result = await verifyRegistrationResponse({
       response,
