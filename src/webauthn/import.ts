@@ -1,5 +1,5 @@
 // Importing WebAuthn credentials registered at another identity provider. All or nothing.
-import { decodeCredentialPublicKey } from '@simplewebauthn/server/helpers';
+import { webauthnHelpers } from './library.ts';
 import type { Store } from '../store/index.ts';
 import { isUniqueViolation } from '../store/index.ts';
 import { findUserByEppn } from '../store/directory.ts';
@@ -40,7 +40,8 @@ function timestamp(entry: number, field: string, value: unknown, nullable: boole
 }
 
 /** Checks that bytes are a COSE public key WebAuthn can verify with (EC2, RSA or OKP, with alg). */
-function coseKey(entry: number, bytes: Buffer): void {
+async function coseKey(entry: number, bytes: Buffer): Promise<void> {
+  const { decodeCredentialPublicKey } = await webauthnHelpers();
   let key: Map<number, unknown>;
   try {
     key = decodeCredentialPublicKey(new Uint8Array(bytes)) as unknown as Map<number, unknown>;
@@ -85,7 +86,7 @@ export async function importPasskeys(store: Store, input: unknown, now = Date.no
     seen.add(e.credential_id);
     if (!isB64url(e.public_key) || !e.public_key) fail(n, 'public_key must be base64url');
     const publicKey = Buffer.from(e.public_key, 'base64url');
-    coseKey(n, publicKey);
+    await coseKey(n, publicKey);
     const aaguid =
       e.aaguid === undefined || e.aaguid === null
         ? ZERO_AAGUID
