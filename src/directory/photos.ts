@@ -1,7 +1,7 @@
 // Profile photos: validation, resizing and storage under an opaque handle. Used by the account
 // page's upload, the CLI, and the legacy photo fetch (which reads them by handle).
 import { createHash, randomUUID } from 'node:crypto';
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata } from 'sharp';
 import type { Store } from '../store/index.ts';
 import { findUserByEppn, type User } from '../store/directory.ts';
 import * as photos from '../store/photos.ts';
@@ -27,6 +27,14 @@ const ACCEPTED_FORMATS = new Map([
 ]);
 const FORMAT_LIST = [...ACCEPTED_FORMATS.values()].join(', ');
 
+// sharp brings libvips (tens of megabytes of resident memory): loaded on the first photo, not at start.
+type Sharp = (typeof import('sharp'))['default'];
+let loadingSharp: Promise<Sharp> | undefined;
+function sharpLibrary(): Promise<Sharp> {
+  loadingSharp ??= import('sharp').then((module) => module.default);
+  return loadingSharp;
+}
+
 export const HANDLE = /^p:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export interface ProcessedPhoto {
@@ -48,6 +56,7 @@ export async function processPhoto(input: Buffer): Promise<ProcessedPhoto> {
   if (input.length > PHOTO_LIMITS.maxBytes)
     throw badRequest(`The file is larger than ${PHOTO_LIMITS.maxBytes / 1024 / 1024} MiB`);
 
+  const sharp = await sharpLibrary();
   // Header only: cheap, and lets a decompression bomb be refused before any pixel is decoded.
   let meta: Metadata;
   try {
