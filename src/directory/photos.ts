@@ -1,5 +1,6 @@
 // Profile photos: validation, resizing and storage under an opaque handle. Used by the account
 // page's upload, the CLI, and the legacy photo fetch (which reads them by handle).
+import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Metadata } from 'sharp';
 import type { Store } from '../store/index.ts';
@@ -113,9 +114,9 @@ async function userByEppn(store: Store, eppn: string): Promise<User> {
 /** Stores a new photo for the user under a new handle; the previous photo goes in the same transaction. */
 export async function setPhoto(
   store: Store,
-  user: Pick<User, 'id' | 'photo_handle'>,
+  user: Pick<User, 'id' | 'photo_handle' | 'org_id' | 'eppn'>,
   input: Buffer,
-  now = Date.now(),
+  { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<StoredPhoto> {
   const photo = await processPhoto(input);
   const handle = `p:${randomUUID()}`;
@@ -132,6 +133,7 @@ export async function setPhoto(
       height: photo.height,
       updated_at: now,
     });
+    await recordAudit(trx, { action: 'user.photo_set', actor, at: now, orgId: user.org_id, eppn: user.eppn });
   });
   return { handle, width: photo.width, height: photo.height, replaced: user.photo_handle };
 }
@@ -140,21 +142,23 @@ export async function setPhotoByEppn(
   store: Store,
   eppn: string,
   input: Buffer,
-  now = Date.now(),
+  change: Change = {},
 ): Promise<StoredPhoto & { eppn: string }> {
   const user = await userByEppn(store, eppn);
-  return { eppn: user.eppn, ...(await setPhoto(store, user, input, now)) };
+  return { eppn: user.eppn, ...(await setPhoto(store, user, input, change)) };
 }
 
 /** Removes the user's photo; returns the handle it had. */
 export async function removePhoto(
   store: Store,
-  user: Pick<User, 'id' | 'photo_handle'>,
-  now = Date.now(),
+  user: Pick<User, 'id' | 'photo_handle' | 'org_id' | 'eppn'>,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<string | null> {
   await store.db.transaction().execute(async (trx) => {
     await photos.setUserPhotoHandle(trx, user.id, null, now);
-    await photos.deletePhotosOfUser(trx, user.id, null);
+    const removed = await photos.deletePhotosOfUser(trx, user.id, null);
+    if (removed > 0)
+      await recordAudit(trx, { action: 'user.photo_remove', actor, at: now, orgId: user.org_id, eppn: user.eppn });
   });
   return user.photo_handle;
 }
@@ -162,8 +166,8 @@ export async function removePhoto(
 export async function removePhotoByEppn(
   store: Store,
   eppn: string,
-  now = Date.now(),
+  change: Change = {},
 ): Promise<{ eppn: string; removed: string | null }> {
   const user = await userByEppn(store, eppn);
-  return { eppn: user.eppn, removed: await removePhoto(store, user, now) };
+  return { eppn: user.eppn, removed: await removePhoto(store, user, change) };
 }

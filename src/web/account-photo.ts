@@ -8,6 +8,7 @@ import { findPhoto } from '../store/photos.ts';
 import { AppError } from '../errors.ts';
 import { rateLimit } from '../http/rate-limit.ts';
 import { PHOTO_EDGE, PHOTO_LIMITS, removePhoto, setPhoto } from '../directory/photos.ts';
+import { userActor } from '../audit/index.ts';
 import { html, type Html } from './html.ts';
 import { frameFor, sendMessage, type Kit } from './kit.ts';
 import { checkSessionCsrf, redirect, requireSignedIn, type AccountSection, type AccountView } from './account-page.ts';
@@ -87,14 +88,14 @@ export function accountPhoto(kit: Kit): { section: AccountSection; plugin: (app:
       if (!checkSessionCsrf(kit, request, reply, frame, { who, presented: form.get(kit.csrf.field) })) return reply;
 
       if (form.get('action') === 'remove') {
-        await removePhoto(store, who.user);
+        await removePhoto(store, who.user, { actor: userActor(who.user, request) });
         return redirect(reply, '/account#photo');
       }
       const file = form.get('photo');
       if (!(file instanceof Blob) || file.size === 0) return sendMessage(reply, frame, 400, 'photo.choose');
       try {
         await uploads.consume(String(who.user.id));
-        await setPhoto(store, who.user, Buffer.from(await file.arrayBuffer()));
+        await setPhoto(store, who.user, Buffer.from(await file.arrayBuffer()), { actor: userActor(who.user, request) });
       } catch (err) {
         if (err instanceof AppError && err.status === 429)
           return sendMessage(reply, frame, 429, 'photo.rate_limited', { headers: err.headers });
