@@ -85,7 +85,7 @@ export function startFlags(): string[] {
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
     scripts: { start: string };
   };
-  const match = /^node((?: --[\w-]+(?:=\S+)?)*) src\/main\.ts serve$/.exec(pkg.scripts.start);
+  const match = /^node((?: --[\w-]+(?:=\S+)?)*) (?:dist\/)?src\/main\.[jt]s serve$/.exec(pkg.scripts.start);
   if (!match) throw new Error(`unexpected start script: ${pkg.scripts.start}`);
   return match[1]!.trim().split(' ').filter(Boolean);
 }
