@@ -7,12 +7,16 @@
 //   dist/package-lock.json
 //
 // Install it anywhere with `npm ci --omit=dev`, then `npm start` (README, "Production install").
+// `--out <dir>` builds into another directory instead of dist/ (the packaging tests build from the
+// current sources into a temporary directory).
 import { spawnSync } from 'node:child_process';
 import { cpSync, globSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 
 const ROOT = join(import.meta.dirname, '..');
-const DIST = join(ROOT, 'dist');
+const { values } = parseArgs({ options: { out: { type: 'string' } } });
+const DIST = values.out ? resolve(values.out) : join(ROOT, 'dist');
 
 interface PackageJson {
   scripts: Record<string, string>;
@@ -39,7 +43,8 @@ function productionPackage(pkg: PackageJson): PackageJson {
 
 function compile(): void {
   const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  const run = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+  const args = [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(DIST, 'src')];
+  const run = spawnSync(process.execPath, args, { stdio: 'inherit' });
   if (run.status !== 0) throw new Error(`tsc failed (exit ${run.status})`);
 }
 
@@ -56,7 +61,9 @@ function copyAssets(): number {
 }
 
 const started = performance.now();
-rmSync(DIST, { recursive: true, force: true });
+// Only what a build writes: a node_modules installed there by `npm ci --omit=dev` stays.
+for (const output of ['src', 'package.json', 'package-lock.json'])
+  rmSync(join(DIST, output), { recursive: true, force: true });
 compile();
 const assets = copyAssets();
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
@@ -64,6 +71,6 @@ writeFileSync(join(DIST, 'package.json'), `${JSON.stringify(productionPackage(pk
 cpSync(join(ROOT, 'package-lock.json'), join(DIST, 'package-lock.json'));
 const files = globSync('src/**/*.js', { cwd: DIST }).length;
 console.log(
-  `built dist/: ${files} JavaScript files with source maps, ${assets} assets, package.json and package-lock.json ` +
+  `built ${DIST}: ${files} JavaScript files with source maps, ${assets} assets, package.json and package-lock.json ` +
     `(${Math.round(performance.now() - started)} ms)`,
 );
