@@ -128,7 +128,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   const now = deps.now ?? Date.now;
-  const stopHousekeeping = startHousekeeping(store, app.log);
+  const stopHousekeeping = startHousekeeping(store, app.log, config.auditRetentionDays);
   app.addHook('onClose', async () => stopHousekeeping());
   const stopLogoutRetries = startLogoutRetries(store, () => provider.current(), app.log);
   app.addHook('onClose', async () => stopLogoutRetries());

@@ -37,6 +37,7 @@ export interface Config {
   idpNamespace: string; // namespace of userid_sec for the directory's own eppn ids
   sunsetDate: string | undefined; // HTTP-date for Sunset on deprecated endpoints
   userinfoCacheTtl: number; // seconds userinfo claims are reused per access token (0: never)
+  auditRetentionDays: number; // audit records older than this many days are pruned
   checkuserRateLimit: number; // lookups per client per minute
   loginRateLimitAccount: number; // failed logins per account per 15 minutes
   loginRateLimitIp: number; // login attempts per client IP per 15 minutes
@@ -394,6 +395,14 @@ export const SETTINGS: Setting[] = [
     0,
     300,
     'Seconds (0-300) /openid/userinfo reuses the claims it computed for an access token; the token itself is checked against the database on every call, so revocation is immediate, while group and profile changes show within this time. 0 disables',
+  ),
+  intSetting(
+    'AUDIT_RETENTION_DAYS',
+    'auditRetentionDays',
+    400,
+    1,
+    36_500,
+    'Days (1-36500) audit records are kept; a job on every instance deletes older ones. Export them first (`audit export`) if they must be kept longer elsewhere',
   ),
   intSetting(
     'CHECKUSER_RATE_LIMIT',

@@ -3,6 +3,7 @@ import { checkStorage, ConfigError, loadConfig, type Config } from './config.ts'
 import { keyring, loadSecret, type SecretSource } from './crypto.ts';
 import { openStore } from './store/index.ts';
 import { buildApp } from './app.ts';
+import { createInterface } from 'node:readline';
 import { checkServeArguments, runCli, type Io } from './cli/index.ts';
 
 function fatal(line: string, code = 1): never {
@@ -90,6 +91,16 @@ const io: Io = {
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks).toString('utf8');
   },
+  // One line from a terminal or a pipe; an input that ends first is an empty answer.
+  readLine: (prompt) =>
+    new Promise<string>((resolve) => {
+      const lines = createInterface({ input: process.stdin, output: process.stderr, terminal: process.stdin.isTTY });
+      lines.once('close', () => resolve(''));
+      lines.question(prompt, (answer) => {
+        resolve(answer);
+        lines.close();
+      });
+    }),
 };
 
 const argv = process.argv.slice(2);

@@ -89,6 +89,15 @@ export function sourceAddress(ip: string | null | undefined): string | null {
   return `${ipaddr.IPv6.parse(`${parts.map((p) => p.toString(16)).join(':')}::`).toString()}/64`;
 }
 
+/** Changes made by the service itself (start-up, jobs) or by code that names no one. */
+export const SYSTEM: Actor = { type: 'system', id: null };
+
+/** Who makes a change, and when; both default (SYSTEM, now). */
+export interface Change {
+  actor?: Actor;
+  now?: number;
+}
+
 /** The person running the admin CLI: the login that invoked sudo, else the login name. */
 export function operator(env: NodeJS.ProcessEnv = process.env): Actor {
   let login = env.SUDO_USER || env.LOGNAME || env.USER;
@@ -119,4 +128,14 @@ export async function recordAudit(db: Q, entry: AuditEntry): Promise<void> {
     details: entry.details ?? {},
   });
   countAudit(entry.action, entry.details);
+}
+
+/** A signed-in user acting in a request. */
+export function userActor(user: { eppn: string }, request: { id: string; ip: string }): Actor {
+  return { type: 'user', id: user.eppn, requestId: request.id, ip: request.ip };
+}
+
+/** A client acting in a request (an API call, a token request). */
+export function clientActor(clientId: string | null, request: { id: string; ip: string }): Actor {
+  return { type: 'client', id: clientId, requestId: request.id, ip: request.ip };
 }

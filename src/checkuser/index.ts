@@ -4,11 +4,17 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import { forbidden } from '../errors.ts';
-import { authenticate, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
+import {
+  authenticate,
+  requireScopes,
+  tokenNoLongerValid,
+  type AccessToken,
+  type TokenVerifier,
+} from '../http/bearer.ts';
 import { methodNotAllowed } from '../http/errors.ts';
 import { rateLimit } from '../http/rate-limit.ts';
 import { countLegacyCall, markDeprecated } from '../http/deprecation.ts';
-import { listGrantedOrganizations } from '../store/clients.ts';
+import { findClient, listGrantedOrganizations } from '../store/clients.ts';
 import * as repo from '../store/checkuser.ts';
 import { knownNamespaces, parseEppn, parseMailLookup, parseUseridSec, type Lookup } from './identifiers.ts';
 import { existsRouteSchema, legacyRouteSchema, mailRouteSchema, hiddenSchema } from './schemas.ts';
@@ -26,13 +32,25 @@ export const LEGACY_SCOPES = ['gk_checkuser', 'gk_checkuser_systemlookup'];
 export const NOT_AUTHORIZED = 'Client not authorized for organization';
 const WINDOW_MS = 60_000;
 
+/** A verified token of a client that is still enabled (a disabled client's tokens stop at once). */
+async function authenticateEnabled(
+  deps: CheckuserDeps,
+  request: FastifyRequest,
+  audience: string,
+): Promise<AccessToken> {
+  const token = await authenticate(request, deps.verifier, audience);
+  const client = await findClient(deps.store.db, token.clientId);
+  if (!client || client.disabled_at !== null)
+    throw tokenNoLongerValid(request, deps.verifier, 'The client of this token is disabled or removed');
+  return token;
+}
+
 export function checkuserPlugin(deps: CheckuserDeps) {
-  const { config, store, verifier } = deps;
+  const { config, store } = deps;
   const audience = `${config.publicUrl}${EXISTS_PATH}`;
   const limiter = rateLimit(store, 'checkuser', config.checkuserRateLimit, WINDOW_MS, deps.now);
 
-  const authenticateClient = (request: FastifyRequest): Promise<AccessToken> =>
-    authenticate(request, verifier, audience);
+  const authenticateClient = (request: FastifyRequest) => authenticateEnabled(deps, request, audience);
 
   /**
    * The organizations a lookup may search. With a realm (eppn, mail) it is the realm's organization,

@@ -6,11 +6,14 @@ import type { Store } from '../store/index.ts';
 import { badRequest } from '../errors.ts';
 import { parseList } from '../clients/index.ts';
 import { findOrganization } from '../store/directory.ts';
+import type { Actor, Change } from '../audit/index.ts';
 
 export interface Io {
   out(line: string): void;
   err(line: string): void;
   readStdin(): Promise<string>;
+  /** asks on stderr and reads one line (a terminal or a pipe); without it the first line of stdin */
+  readLine?(prompt: string): Promise<string>;
 }
 
 export interface Ctx {
@@ -19,6 +22,27 @@ export interface Ctx {
   keys: Keyring;
   json: boolean;
   io: Io;
+  /** the operator running the command, for the audit trail */
+  actor: Actor;
+}
+
+/** The actor and time of a change made by this command. */
+export function by(ctx: Ctx): Change {
+  return { actor: ctx.actor };
+}
+
+/** Asks for a typed confirmation; true only when the answer is exactly `expected`. */
+export async function confirmed(ctx: Ctx, question: string, expected: string): Promise<boolean> {
+  const answer = ctx.io.readLine ? await ctx.io.readLine(question) : (await ctx.io.readStdin()).split(/\r?\n/)[0]!;
+  return answer.trim() === expected;
+}
+
+/** A duration such as 90s, 30m, 12h, 7d (or plain seconds); milliseconds. */
+export function durationOption(value: string, name: string): number {
+  const match = /^(\d{1,9})([smhd]?)$/.exec(value.trim());
+  if (!match) throw badRequest(`--${name} must be a duration such as 90s, 30m, 12h or 7d`);
+  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2] as '' | 's' | 'm' | 'h' | 'd'];
+  return Number(match[1]) * unit * 1000;
 }
 
 export interface OptionDef {

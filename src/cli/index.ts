@@ -7,6 +7,7 @@ import { keyring, loadSecret } from '../crypto.ts';
 import { openStore, type Store } from '../store/index.ts';
 import { AppError } from '../errors.ts';
 import { assertSecretMatches } from '../oauth/keys.ts';
+import { operator } from '../audit/index.ts';
 import type { CommandDef, CommandInfo, Io, OptionDef, Values } from './command.ts';
 import { orgCommands } from './commands/org.ts';
 import { userCommands } from './commands/user.ts';
@@ -164,10 +165,16 @@ function resolve(argv: string[], io: Io): { command: CommandDef; rest: string[] 
   if (first === 'help' || wantsHelp(first)) return say(io, usage(), 0);
   if (!GROUPS.includes(first)) return say(io, `error: unknown command '${first}' (see ${PROGRAM} --help)`, 2);
   if (wantsHelp(second)) return say(io, groupHelp(first), 0);
+  // Three-word commands first (client secret rotate), then two-word ones.
+  const longer = COMMANDS.find((c) => c.group === first && c.name === `${second} ${argv[2]}`);
+  if (longer) return { command: longer, rest: argv.slice(3) };
   const command = COMMANDS.find((c) => c.group === first && c.name === second);
   if (command) return { command, rest: argv.slice(2) };
   if (second === undefined) return say(io, groupHelp(first), 2);
-  const names = COMMANDS.filter((c) => c.group === first).map((c) => c.name);
+  const names = [...new Set(COMMANDS.filter((c) => c.group === first).map((c) => c.name.split(' ')[0]!))];
+  const sub = COMMANDS.filter((c) => c.group === first && c.name.startsWith(`${second} `));
+  if (sub.length > 0 && (argv[2] === undefined || wantsHelp(argv[2])))
+    return say(io, [`${first} ${second} commands:`, ...listing(sub)].join('\n'), wantsHelp(argv[2]) ? 0 : 2);
   return say(
     io,
     `error: unknown command '${first} ${second}'; ${first} commands: ${names.join(', ')} (see ${PROGRAM} ${first} --help)`,
@@ -220,7 +227,8 @@ export async function runCli(argv: string[], io: Io, env: NodeJS.ProcessEnv = pr
     const keys = keyring(loadSecret(config, { generate: false }).secret);
     store = await openStore(config.databaseUrl, { poolSize: 2 });
     await assertSecretMatches(store, keys);
-    const result = await command.run({ config, store, keys, json: Boolean(values.json), io }, values, positionals);
+    const ctx = { config, store, keys, json: Boolean(values.json), io, actor: operator(env) };
+    const result = await command.run(ctx, values, positionals);
     if (result !== undefined) io.out(typeof result === 'string' ? result : JSON.stringify(result, null, 2));
     return 0;
   } catch (err) {

@@ -6,6 +6,8 @@ import { findOrganization } from '../store/directory.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { hmac, safeEqual, type Keyring } from '../crypto.ts';
 import { API_SCOPES, ATTRIBUTE_GROUPS, KNOWN_SCOPES, STANDARD_OIDC_SCOPES } from '../vocabulary.ts';
+import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
+import { deleteClientArtifacts } from '../store/oidc-payloads.ts';
 
 export type { ClientRow, GrantKind } from '../store/clients.ts';
 
@@ -29,6 +31,10 @@ export interface Client {
   adminOrgs: number[];
   checkuserOrgs: number[];
   createdAt: number;
+  /** when an operator disabled it; null while it works */
+  disabledAt: number | null;
+  /** until when the secret before the last rotation is still accepted */
+  previousSecretExpiresAt: number | null;
 }
 
 export interface NewClient {
@@ -79,10 +85,27 @@ export function hashSecret(keys: Keyring, secret: string): string {
   return hmac(keys.clientSecret, secret);
 }
 
-/** Constant-time check of a presented secret against the stored keyed hash. */
-export function secretMatches(keys: Keyring, storedHash: string | null, presented: string): boolean {
-  if (!storedHash || typeof presented !== 'string' || presented.length > 512) return false;
-  return safeEqual(hashSecret(keys, presented), storedHash);
+/**
+ * Constant-time check of a presented secret against the stored keyed hashes: the current one and,
+ * during a rotation's overlap, the previous one (space-separated, see clientSecretHashes()).
+ * Every hash is compared, so the time does not tell which one matched.
+ */
+export function secretMatches(keys: Keyring, storedHashes: string | null, presented: string): boolean {
+  if (!storedHashes || typeof presented !== 'string' || presented.length > 512) return false;
+  const actual = hashSecret(keys, presented);
+  let matched = false;
+  for (const hash of storedHashes.split(' ')) matched = safeEqual(actual, hash) || matched;
+  return matched;
+}
+
+/** The hashes a presented secret may match now: the current one, and the previous one until its overlap ends. */
+export function clientSecretHashes(row: repo.ClientRow, now = Date.now()): string | null {
+  if (row.secret_hash === null) return null;
+  const previousValid =
+    row.previous_secret_hash !== null &&
+    row.previous_secret_expires_at !== null &&
+    row.previous_secret_expires_at > now;
+  return previousValid ? `${row.secret_hash} ${row.previous_secret_hash}` : row.secret_hash;
 }
 
 function newSecret(): string {
@@ -192,6 +215,11 @@ function toClient(row: repo.ClientRow, adminOrgs: number[], checkuserOrgs: numbe
     adminOrgs,
     checkuserOrgs,
     createdAt: row.created_at,
+    disabledAt: row.disabled_at,
+    previousSecretExpiresAt:
+      row.previous_secret_hash !== null && row.previous_secret_expires_at !== null
+        ? row.previous_secret_expires_at
+        : null,
   };
 }
 
@@ -214,7 +242,7 @@ export async function createClient(
   store: Store,
   keys: Keyring,
   input: NewClient,
-  now = Date.now(),
+  { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<{ client: Client; secret: string | null }> {
   const name = input.name.trim();
   if (!name || name.length > 200) throw badRequest('client name must be 1-200 characters');
@@ -255,48 +283,198 @@ export async function createClient(
       updated_at: now,
     });
     await repo.grantOrganizations(trx, clientId, orgs, 'admin');
+    const details = { name, grant_types: grantTypes, scopes, groups, orgs };
+    await recordAudit(trx, { action: 'client.add', actor, at: now, subject: clientId, clientId, details });
   });
   return { client: await getClient(store, clientId), secret };
 }
 
-export async function rotateSecret(store: Store, keys: Keyring, clientId: string, now = Date.now()): Promise<string> {
-  const client = await getClient(store, clientId);
-  if (client.public) throw badRequest(`client '${clientId}' is public and has no secret`);
+/** Default overlap of a secret rotation: both secrets work for a day, time to roll the new one out. */
+export const DEFAULT_SECRET_OVERLAP_MS = 24 * 3600 * 1000;
+
+/**
+ * A new secret. The previous one keeps working for `overlapMs` (0: stops at once), so a client
+ * spread over several servers can be updated without an outage.
+ */
+export async function rotateSecret(
+  store: Store,
+  keys: Keyring,
+  clientId: string,
+  { actor = SYSTEM, now = Date.now(), overlapMs = DEFAULT_SECRET_OVERLAP_MS }: Change & { overlapMs?: number } = {},
+): Promise<{ secret: string; previousValidUntil: number | null }> {
   const secret = newSecret();
-  await repo.updateClient(store.db, clientId, { secret_hash: hashSecret(keys, secret), updated_at: now });
-  return secret;
+  const previousValidUntil = overlapMs > 0 ? now + overlapMs : null;
+  await store.db.transaction().execute(async (trx) => {
+    const row = await repo.findClient(trx, clientId);
+    if (!row) throw notFound(`client '${clientId}' does not exist`);
+    if (row.secret_hash === null) throw badRequest(`client '${clientId}' is public and has no secret`);
+    await repo.updateClient(trx, clientId, {
+      secret_hash: hashSecret(keys, secret),
+      previous_secret_hash: previousValidUntil === null ? null : row.secret_hash,
+      previous_secret_expires_at: previousValidUntil,
+      updated_at: now,
+    });
+    const details = { overlap_seconds: Math.round(overlapMs / 1000) };
+    await recordAudit(trx, { action: 'client.secret_rotate', actor, at: now, subject: clientId, clientId, details });
+  });
+  return { secret, previousValidUntil };
 }
 
-export async function setGroups(store: Store, clientId: string, groups: string[], now = Date.now()): Promise<Client> {
-  await getClient(store, clientId);
-  await repo.updateClient(store.db, clientId, { groups: checkGroups(groups).join(' '), updated_at: now });
+export interface ClientUpdate {
+  name?: string;
+  redirectUris?: string[];
+  postLogoutRedirectUris?: string[];
+  groups?: string[];
+  scopes?: string[];
+  grantTypes?: string[];
+}
+
+/** The columns an update changes, each checked with the rules of createClient(). */
+function clientChanges(row: repo.ClientRow, input: ClientUpdate): Partial<repo.ClientRow> {
+  const changes: Partial<repo.ClientRow> = {};
+  if (input.name !== undefined) {
+    const name = input.name.trim();
+    if (!name || name.length > 200) throw badRequest('client name must be 1-200 characters');
+    changes.name = name;
+  }
+  if (input.groups !== undefined) changes.groups = checkGroups(input.groups).join(' ');
+  if (input.scopes !== undefined) changes.scopes = checkScopes(input.scopes).join(' ');
+  if (input.postLogoutRedirectUris !== undefined)
+    changes.post_logout_redirect_uris = JSON.stringify(
+      input.postLogoutRedirectUris.map((u) => checkRedirectUri(u, 'post-logout redirect URI')),
+    );
+  if (input.redirectUris !== undefined || input.grantTypes !== undefined) {
+    const redirectUris = (input.redirectUris ?? (JSON.parse(row.redirect_uris) as string[])).map((u) =>
+      checkRedirectUri(u, 'redirect URI'),
+    );
+    const asked = input.grantTypes ?? (JSON.parse(row.grant_types) as string[]);
+    const scopes = (changes.scopes ?? row.scopes).split(' ').filter(Boolean);
+    const isPublic = row.secret_hash === null;
+    const grantTypes = checkGrantTypes({ name: row.name, public: isPublic, grantTypes: asked }, redirectUris, scopes);
+    changes.redirect_uris = JSON.stringify(redirectUris);
+    changes.grant_types = JSON.stringify(grantTypes);
+  }
+  if (Object.keys(changes).length === 0)
+    throw badRequest(
+      'nothing to change: give --name, --redirect-uri, --post-logout-redirect-uri, --groups, --scopes or --grant',
+    );
+  return changes;
+}
+
+/** Changes a client's registration; the authorization server sees it within a second on every instance. */
+export async function updateClient(
+  store: Store,
+  clientId: string,
+  input: ClientUpdate,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<Client> {
+  await store.db.transaction().execute(async (trx) => {
+    const row = await repo.findClient(trx, clientId);
+    if (!row) throw notFound(`client '${clientId}' does not exist`);
+    const changes = clientChanges(row, input);
+    await repo.updateClient(trx, clientId, { ...changes, updated_at: now });
+    const details = { fields: Object.keys(changes) };
+    await recordAudit(trx, { action: 'client.update', actor, at: now, subject: clientId, clientId, details });
+  });
   return getClient(store, clientId);
 }
 
-export async function setScopes(store: Store, clientId: string, scopes: string[], now = Date.now()): Promise<Client> {
-  await getClient(store, clientId);
-  await repo.updateClient(store.db, clientId, { scopes: checkScopes(scopes).join(' '), updated_at: now });
-  return getClient(store, clientId);
+/**
+ * Disables or re-enables a client. While disabled the authorization server does not know it (no
+ * sign-in, no token, no refresh), its grants and stored tokens are deleted, and its self-contained
+ * (JWT) access tokens are refused by every endpoint that accepts them.
+ */
+export async function setClientEnabled(
+  store: Store,
+  clientId: string,
+  enabled: boolean,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<{ client: Client; changed: boolean }> {
+  const changed = await store.db.transaction().execute(async (trx) => {
+    const row = await repo.findClient(trx, clientId);
+    if (!row) throw notFound(`client '${clientId}' does not exist`);
+    if ((row.disabled_at === null) === enabled) return false;
+    await repo.updateClient(trx, clientId, { disabled_at: enabled ? null : now, updated_at: now });
+    // Its grants and tokens go: re-enabling does not bring back what was issued before.
+    const artifacts = enabled ? 0 : await deleteClientArtifacts(trx, clientId, store.dialect);
+    const action = enabled ? 'client.enable' : 'client.disable';
+    const details = enabled ? {} : { artifacts };
+    await recordAudit(trx, { action, actor, at: now, subject: clientId, clientId, details });
+    return true;
+  });
+  return { client: await getClient(store, clientId), changed };
 }
 
-export async function grantOrganizations(
+/** Removes a client with its grants, tokens, organization grants and users' consents. */
+export async function removeClient(
+  store: Store,
+  clientId: string,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<{ artifacts: number }> {
+  return store.db.transaction().execute(async (trx) => {
+    const row = await repo.findClient(trx, clientId);
+    if (!row) throw notFound(`client '${clientId}' does not exist`);
+    const artifacts = await deleteClientArtifacts(trx, clientId, store.dialect);
+    await repo.deleteClient(trx, clientId);
+    const details = { name: row.name, artifacts };
+    await recordAudit(trx, { action: 'client.remove', actor, at: now, subject: clientId, clientId, details });
+    return { artifacts };
+  });
+}
+
+export async function setGroups(
+  store: Store,
+  clientId: string,
+  groups: string[],
+  change: Change = {},
+): Promise<Client> {
+  return updateClient(store, clientId, { groups }, change);
+}
+
+export async function setScopes(
+  store: Store,
+  clientId: string,
+  scopes: string[],
+  change: Change = {},
+): Promise<Client> {
+  return updateClient(store, clientId, { scopes }, change);
+}
+
+async function changeOrganizations(
   store: Store,
   clientId: string,
   orgIds: number[],
   kind: repo.GrantKind,
+  grant: boolean,
+  { actor = SYSTEM, now = Date.now() }: Change,
 ): Promise<Client> {
   await getClient(store, clientId);
-  await repo.grantOrganizations(store.db, clientId, await checkOrganizations(store, orgIds), kind);
+  const orgs = grant ? await checkOrganizations(store, orgIds) : orgIds;
+  await store.db.transaction().execute(async (trx) => {
+    if (grant) await repo.grantOrganizations(trx, clientId, orgs, kind);
+    else await repo.revokeOrganizations(trx, clientId, orgs, kind);
+    const action = grant ? 'client.grant' : 'client.revoke';
+    await recordAudit(trx, { action, actor, at: now, subject: clientId, clientId, details: { kind, orgs } });
+  });
   return getClient(store, clientId);
 }
 
-export async function revokeOrganizations(
+export function grantOrganizations(
   store: Store,
   clientId: string,
   orgIds: number[],
   kind: repo.GrantKind,
+  change: Change = {},
 ): Promise<Client> {
-  await getClient(store, clientId);
-  await repo.revokeOrganizations(store.db, clientId, orgIds, kind);
-  return getClient(store, clientId);
+  return changeOrganizations(store, clientId, orgIds, kind, true, change);
+}
+
+export function revokeOrganizations(
+  store: Store,
+  clientId: string,
+  orgIds: number[],
+  kind: repo.GrantKind,
+  change: Change = {},
+): Promise<Client> {
+  return changeOrganizations(store, clientId, orgIds, kind, false, change);
 }

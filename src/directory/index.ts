@@ -6,6 +6,7 @@ import * as dir from '../store/directory.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { hashPassword, validatePassword } from './passwords.ts';
 import { SECONDARY_NAMESPACES } from '../vocabulary.ts';
+import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 
 export type { Organization, User } from '../store/directory.ts';
 
@@ -45,7 +46,7 @@ export interface NewOrganization {
 export async function addOrganization(
   store: Store,
   input: NewOrganization,
-  now = Date.now(),
+  { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<dir.Organization> {
   if (!Number.isSafeInteger(input.id) || input.id < 1) throw badRequest('organization id must be a positive integer');
   const realm = input.realm.trim().toLowerCase();
@@ -54,7 +55,10 @@ export async function addOrganization(
   if (!name || name.length > 200) throw badRequest('organization name must be 1-200 characters');
   const org = { id: input.id, realm, name, created_at: now, branding: null };
   try {
-    await dir.insertOrganization(store.db, org);
+    await store.db.transaction().execute(async (trx) => {
+      await dir.insertOrganization(trx, org);
+      await recordAudit(trx, { action: 'org.add', actor, at: now, subject: String(org.id), orgId: org.id });
+    });
   } catch (err) {
     if (isUniqueViolation(err)) {
       const byId = await dir.findOrganization(store.db, input.id);
@@ -79,7 +83,11 @@ export interface NewUser {
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,253}$/;
 const NIN = /^\d{11}$/;
 
-export async function addUser(store: Store, input: NewUser, now = Date.now()): Promise<dir.User> {
+export async function addUser(
+  store: Store,
+  input: NewUser,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<dir.User> {
   const org = await dir.findOrganization(store.db, input.orgId);
   if (!org) throw notFound(`organization ${input.orgId} does not exist`);
   const eppn = normalizeEppn(input.eppn);
@@ -99,17 +107,23 @@ export async function addUser(store: Store, input: NewUser, now = Date.now()): P
     passwordHash = await hashPassword(input.password);
   }
   try {
-    return await dir.insertUser(store.db, {
-      sub: randomUUID(),
-      org_id: org.id,
-      eppn,
-      name,
-      email: input.email === undefined ? null : normalizeEmail(input.email),
-      nin: input.nin ?? null,
-      password_hash: passwordHash,
-      photo_handle: null,
-      created_at: now,
-      updated_at: now,
+    return await store.db.transaction().execute(async (trx) => {
+      const user = await dir.insertUser(trx, {
+        sub: randomUUID(),
+        org_id: org.id,
+        eppn,
+        name,
+        email: input.email === undefined ? null : normalizeEmail(input.email),
+        nin: input.nin ?? null,
+        password_hash: passwordHash,
+        photo_handle: null,
+        created_at: now,
+        updated_at: now,
+      });
+      await recordAudit(trx, { action: 'user.add', actor, at: now, orgId: org.id, eppn });
+      if (passwordHash !== null)
+        await recordAudit(trx, { action: 'password.set', actor, at: now, orgId: org.id, eppn });
+      return user;
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`user '${eppn}' already exists`);
@@ -117,12 +131,26 @@ export async function addUser(store: Store, input: NewUser, now = Date.now()): P
   }
 }
 
-export async function setPassword(store: Store, eppnInput: string, password: string, now = Date.now()): Promise<void> {
+/** Sets a user's password; `action` says whether an operator set it or the user changed their own. */
+export async function setPassword(
+  store: Store,
+  eppnInput: string,
+  password: string,
+  {
+    actor = SYSTEM,
+    now = Date.now(),
+    action = 'password.set',
+  }: Change & { action?: 'password.set' | 'password.change' } = {},
+): Promise<void> {
   const weak = validatePassword(password);
   if (weak) throw badRequest(weak);
   const eppn = normalizeEppn(eppnInput);
-  const ok = await dir.updateUserPassword(store.db, eppn, await hashPassword(password), now);
-  if (!ok) throw notFound(`user '${eppn}' does not exist`);
+  const hash = await hashPassword(password);
+  await store.db.transaction().execute(async (trx) => {
+    const user = await dir.findUserByEppn(trx, eppn);
+    if (!user || !(await dir.updateUserPassword(trx, eppn, hash, now))) throw notFound(`user '${eppn}' does not exist`);
+    await recordAudit(trx, { action, actor, at: now, orgId: user.org_id, eppn });
+  });
 }
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
@@ -146,13 +174,18 @@ export async function addSecondaryId(
   store: Store,
   eppnInput: string,
   value: string,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<{ eppn: string; id: string }> {
   const { namespace, identifier } = parseSecondaryId(value);
   const eppn = normalizeEppn(eppnInput);
   const user = await dir.findUserByEppn(store.db, eppn);
   if (!user) throw notFound(`user '${eppn}' does not exist`);
   try {
-    await dir.insertUserId(store.db, user.id, namespace, identifier);
+    await store.db.transaction().execute(async (trx) => {
+      await dir.insertUserId(trx, user.id, namespace, identifier);
+      const details = { namespace };
+      await recordAudit(trx, { action: 'user.id_add', actor, at: now, orgId: user.org_id, eppn, details });
+    });
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(`'${namespace}:${identifier}' already belongs to a user`);
     throw err;
@@ -160,10 +193,78 @@ export async function addSecondaryId(
   return { eppn, id: `${namespace}:${identifier}` };
 }
 
-export async function removeSecondaryId(store: Store, eppnInput: string, value: string): Promise<void> {
+export async function removeSecondaryId(
+  store: Store,
+  eppnInput: string,
+  value: string,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<void> {
   const { namespace, identifier } = parseSecondaryId(value);
   const eppn = normalizeEppn(eppnInput);
-  const user = await dir.findUserByEppn(store.db, eppn);
-  if (!user || !(await dir.deleteUserId(store.db, user.id, namespace, identifier)))
-    throw notFound(`user '${eppn}' has no id '${namespace}:${identifier}'`);
+  await store.db.transaction().execute(async (trx) => {
+    const user = await dir.findUserByEppn(trx, eppn);
+    if (!user || !(await dir.deleteUserId(trx, user.id, namespace, identifier)))
+      throw notFound(`user '${eppn}' has no id '${namespace}:${identifier}'`);
+    const details = { namespace };
+    await recordAudit(trx, { action: 'user.id_remove', actor, at: now, orgId: user.org_id, eppn, details });
+  });
+}
+
+export interface UserAttributes {
+  name?: string;
+  /** '' clears it (the name is shown instead) */
+  displayName?: string;
+  /** '' clears it */
+  email?: string;
+  /** the address was verified by the organization; a new address is unverified unless this says so */
+  emailVerified?: boolean;
+}
+
+function attributeChanges(user: dir.User, input: UserAttributes, now: number): dir.UserChanges {
+  const changes: dir.UserChanges = {};
+  if (input.name !== undefined) {
+    const name = input.name.trim();
+    if (!name || name.length > 200 || CONTROL.test(name)) throw badRequest('name must be 1-200 characters');
+    changes.name = name;
+  }
+  if (input.displayName !== undefined) {
+    const display = input.displayName.trim();
+    if (display.length > 200 || CONTROL.test(display)) throw badRequest('display name must be at most 200 characters');
+    changes.display_name = display || null;
+  }
+  if (input.email !== undefined) {
+    if (input.email !== '' && !EMAIL.test(input.email))
+      throw badRequest(`email '${input.email}' is not a valid address`);
+    changes.email = input.email === '' ? null : normalizeEmail(input.email);
+    if (changes.email !== user.email) changes.email_verified = 0;
+  }
+  if (input.emailVerified !== undefined) {
+    if ((changes.email ?? user.email) === null) throw badRequest('the user has no email address to mark verified');
+    changes.email_verified = input.emailVerified ? 1 : 0;
+  }
+  if (Object.keys(changes).length === 0)
+    throw badRequest('nothing to change: give --name, --display-name, --email or --email-verified');
+  return { ...changes, updated_at: now };
+}
+
+/**
+ * Changes a user's name, display name or e-mail. Userinfo and ID tokens read the user when they
+ * are issued, so the next ones carry the change. The audit record names the fields, not their values.
+ */
+export async function setUserAttributes(
+  store: Store,
+  eppnInput: string,
+  input: UserAttributes,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<dir.User> {
+  const eppn = normalizeEppn(eppnInput);
+  return store.db.transaction().execute(async (trx) => {
+    const user = await dir.findUserByEppn(trx, eppn);
+    if (!user) throw notFound(`user '${eppn}' does not exist`);
+    const changes = attributeChanges(user, input, now);
+    await dir.updateUser(trx, user.id, changes);
+    const fields = Object.keys(changes).filter((f) => f !== 'updated_at');
+    await recordAudit(trx, { action: 'user.update', actor, at: now, orgId: user.org_id, eppn, details: { fields } });
+    return { ...user, ...changes };
+  });
 }

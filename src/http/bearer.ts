@@ -187,6 +187,12 @@ export async function authenticate(
   return token;
 }
 
+/** A 401 for a token that verified but may no longer be used (its client was disabled). */
+export function tokenNoLongerValid(request: FastifyRequest, verifier: TokenVerifier, message: string): AppError {
+  const scheme = dpopToken(request.headers.authorization) ? 'DPoP' : 'Bearer';
+  return new AppError(401, message, challenges(verifier.issuer)(scheme, 'invalid_token'));
+}
+
 export function requireScopes(
   token: AccessToken,
   required: string[],

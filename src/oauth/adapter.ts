@@ -6,24 +6,25 @@ import type { Store } from '../store/index.ts';
 import * as payloads from '../store/oidc-payloads.ts';
 import { findClient } from '../store/clients.ts';
 import { recordProof } from '../store/dpop-proofs.ts';
-import { allowedScopes } from '../clients/index.ts';
+import { allowedScopes, clientSecretHashes } from '../clients/index.ts';
 
-/** The registry row as oidc-provider client metadata. client_secret carries the keyed hash;
- * the provider compares presented secrets through secretMatches() (see provider.ts). */
+/** The registry row as oidc-provider client metadata. client_secret carries the keyed hashes
+ * (during a rotation's overlap, two); the provider compares presented secrets through
+ * secretMatches() (see provider.ts). A disabled client does not exist for the provider. */
 export async function clientMetadata(store: Store, clientId: string): Promise<AdapterPayload | undefined> {
   const row = await findClient(store.db, clientId);
-  if (!row) return undefined;
+  if (!row || row.disabled_at !== null) return undefined;
   const grantTypes = JSON.parse(row.grant_types) as string[];
-  const isPublic = row.secret_hash === null;
+  const secret = clientSecretHashes(row);
   return {
     client_id: row.client_id,
-    ...(isPublic ? {} : { client_secret: row.secret_hash as string }),
+    ...(secret === null ? {} : { client_secret: secret }),
     client_name: row.name,
     redirect_uris: JSON.parse(row.redirect_uris) as string[],
     post_logout_redirect_uris: JSON.parse(row.post_logout_redirect_uris) as string[],
     grant_types: grantTypes,
     response_types: grantTypes.includes('authorization_code') ? ['code'] : [],
-    token_endpoint_auth_method: isPublic ? 'none' : 'client_secret_basic',
+    token_endpoint_auth_method: secret === null ? 'none' : 'client_secret_basic',
     scope: [...allowedScopes(row)].join(' '),
     ...(row.userinfo_signed_response_alg ? { userinfo_signed_response_alg: row.userinfo_signed_response_alg } : {}),
     require_pushed_authorization_requests: row.require_par === 1,

@@ -2,6 +2,7 @@
 // every instance. A rotated key is published in the JWKS at once but only signs after an
 // activation delay (two refresh intervals), so every instance publishes it before any token
 // carries it; the old key stays published until tokens it signed have expired.
+import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { JWK } from 'jose';
 import type { Store } from '../store/index.ts';
@@ -64,7 +65,7 @@ export async function rotateSigningKeys(
   store: Store,
   keys: Keyring,
   timing: KeyTiming,
-  now = Date.now(),
+  { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<{ kid: string; alg: string; activatesAt: number }[]> {
   return repo.inSigningKeyTransaction(store, async (trx) => {
     const activatesAt = now + timing.activationDelayMs;
@@ -72,6 +73,14 @@ export async function rotateSigningKeys(
     await repo.insertSigningKeys(trx, rows);
     for (const row of rows) await repo.retireSigningKeys(trx, row.alg, row.kid, activatesAt);
     await repo.deleteSigningKeysRetiredBefore(trx, now - timing.retentionMs);
+    const details = { kids: rows.map((r) => r.kid), activates_at: activatesAt };
+    await recordAudit(trx, {
+      action: 'keys.rotate',
+      actor,
+      at: now,
+      subject: rows.map((r) => r.kid).join(' '),
+      details,
+    });
     return rows.map((r) => ({ kid: r.kid, alg: r.alg, activatesAt }));
   });
 }

@@ -1,4 +1,5 @@
 // The OAuth 2.0 / OpenID Connect authorization server: oidc-provider configured for this service.
+import { auditClientAuthFailures } from './client-auth-audit.ts';
 import Provider, {
   errors,
   type AccessToken,
@@ -253,6 +254,7 @@ export function createProvider(
   };
   const provider = new Provider(config.publicUrl, configuration);
   recordBackchannelLogouts(provider, store, log);
+  auditClientAuthFailures(provider, store, log);
   if (accounts.frontchannelLogoutSource) provider.use(frontchannelLogout(store, accounts.frontchannelLogoutSource));
   provider.use(devicePollPace(store, config.deviceCodeTtl));
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client

@@ -4,7 +4,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
-import { authenticate, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
+import {
+  authenticate,
+  requireScopes,
+  tokenNoLongerValid,
+  type AccessToken,
+  type TokenVerifier,
+} from '../http/bearer.ts';
 import { methodNotAllowed } from '../http/errors.ts';
 import { badRequest, forbidden, notFound } from '../errors.ts';
 import { eppnProblem, normalizeEppn, realmOf } from '../directory/index.ts';
@@ -85,6 +91,8 @@ interface Organization {
   realm: string;
   /** whether the calling client may administer it */
   granted: boolean;
+  /** false when an operator disabled the calling client after the token was issued */
+  clientActive: boolean;
 }
 
 /** Loads the organization together with the caller's grant (one query), checked in the next step. */
@@ -97,6 +105,11 @@ async function loadOrganization(store: Store, token: AccessToken, rawOrgId: stri
 
 function checkClientGrant(org: Organization): void {
   if (!org.granted) throw forbidden('Client not authorized for organization');
+}
+
+/** A disabled client's tokens stop working at once, though they still verify. */
+function checkClientActive(request: FastifyRequest, verifier: TokenVerifier, org: Organization): void {
+  if (!org.clientActive) throw tokenNoLongerValid(request, verifier, 'The client of this token is disabled');
 }
 
 function checkRealm(eppn: string | null, org: Organization): void {
@@ -128,6 +141,7 @@ const actorOf = (token: AccessToken, request: FastifyRequest, at: number): Actor
   clientId: token.clientId,
   requestId: request.id,
   at,
+  ip: request.ip,
 });
 
 // ---- endpoints -----------------------------------------------------------------------------
@@ -144,6 +158,7 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     const eppn = query.eppn === undefined ? null : checkEppn(query.eppn);
     const perPage = checkPerPage(query.per_page);
     const org = await loadOrganization(store, token, request.params.org_id);
+    checkClientActive(request, verifier, org);
     checkClientGrant(org);
     checkRealm(eppn, org);
     const listRequest: ListRequest = { path: eppn === null ? 'organization' : 'user', orgId: org.id, eppn, perPage };
@@ -175,6 +190,7 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     requireScopes(token, [DELETE]);
     const eppn = requireEppn(parseQuery(request, ['eppn']));
     const org = await loadOrganization(store, token, request.params.org_id);
+    checkClientActive(request, verifier, org);
     checkClientGrant(org);
     checkRealm(eppn, org);
 
@@ -196,6 +212,7 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     requireScopes(token, [DELETE]);
     parseQuery(request, []);
     const org = await loadOrganization(store, token, request.params.org_id);
+    checkClientActive(request, verifier, org);
     checkClientGrant(org);
     const id = positiveId(request.params.id);
     if (id === undefined) throw notFound('Passkey does not exist');

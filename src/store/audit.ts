@@ -40,15 +40,46 @@ export async function insertAuditEvent(db: Q, e: AuditEvent): Promise<void> {
     .execute();
 }
 
-export function listAuditEvents(
-  db: Q,
-  filter: { orgId?: number; since?: number; limit?: number },
-): Promise<AuditRow[]> {
+export interface AuditFilter {
+  orgId?: number;
+  actor?: string;
+  subject?: string;
+  /** an action, or a prefix ending in '.' ('passkey.') */
+  action?: string;
+  since?: number;
+  until?: number;
+  /** keyset pagination, newest first: only records with a smaller id */
+  before?: number;
+  /** oldest first (export): only records with a larger id */
+  after?: number;
+  limit?: number;
+}
+
+/** Audit records matching the filter: newest first, or oldest first when walking with `after`. */
+export function listAuditEvents(db: Q, filter: AuditFilter): Promise<AuditRow[]> {
   let q = db.selectFrom('audit_events').selectAll();
   if (filter.orgId !== undefined) q = q.where('org_id', '=', filter.orgId);
+  if (filter.actor !== undefined) q = q.where('actor', '=', filter.actor);
+  if (filter.subject !== undefined) q = q.where('subject', '=', filter.subject);
+  if (filter.action !== undefined)
+    q = filter.action.endsWith('.')
+      ? q.where('kind', '>=', filter.action).where('kind', '<', `${filter.action.slice(0, -1)}/`)
+      : q.where('kind', '=', filter.action);
   if (filter.since !== undefined) q = q.where('at', '>=', filter.since);
+  if (filter.until !== undefined) q = q.where('at', '<', filter.until);
+  if (filter.before !== undefined) q = q.where('id', '<', filter.before);
+  if (filter.after !== undefined) q = q.where('id', '>', filter.after);
   return q
-    .orderBy('id')
+    .orderBy('id', filter.after !== undefined ? 'asc' : 'desc')
     .limit(filter.limit ?? 1000)
     .execute();
+}
+
+/** Retention: removes records older than `before`, at most `limit` at a time; returns how many went. */
+export async function deleteAuditEventsBefore(db: Q, before: number, limit = 10_000): Promise<number> {
+  const r = await db
+    .deleteFrom('audit_events')
+    .where('id', 'in', (eb) => eb.selectFrom('audit_events').select('id').where('at', '<', before).limit(limit))
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
 }

@@ -64,10 +64,21 @@ export async function findOrganizationWithGrant(
   orgId: number,
   clientId: string,
   kind: GrantKind,
-): Promise<{ id: number; realm: string; granted: boolean } | undefined> {
+): Promise<{ id: number; realm: string; granted: boolean; clientActive: boolean } | undefined> {
   const row = await db
     .selectFrom('organizations')
     .select(['organizations.id', 'organizations.realm'])
+    .select((eb) =>
+      eb
+        .exists(
+          eb
+            .selectFrom('clients')
+            .select('clients.client_id')
+            .where('clients.client_id', '=', clientId)
+            .where('clients.disabled_at', 'is', null),
+        )
+        .as('client_active'),
+    )
     .select((eb) =>
       eb
         .exists(
@@ -83,5 +94,13 @@ export async function findOrganizationWithGrant(
     .where('organizations.id', '=', orgId)
     .executeTakeFirst();
   // exists() is a boolean on PostgreSQL and 0/1 on SQLite
-  return row && { id: row.id, realm: row.realm, granted: Boolean(row.granted) };
+  return (
+    row && { id: row.id, realm: row.realm, granted: Boolean(row.granted), clientActive: Boolean(row.client_active) }
+  );
+}
+
+/** Deletes the client; its organization grants and users' consents cascade. */
+export async function deleteClient(db: Q, clientId: string): Promise<boolean> {
+  const r = await db.deleteFrom('clients').where('client_id', '=', clientId).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
 }

@@ -28,3 +28,25 @@ export async function saveConsent(
     .onConflict((oc) => oc.columns(['user_id', 'client_id']).doUpdateSet({ scopes: value, created_at: now }))
     .execute();
 }
+
+/** The clients a user has agreed to release data to, newest first. */
+export function listConsents(
+  db: Q,
+  userId: number,
+): Promise<{ client_id: string; scopes: string; created_at: number }[]> {
+  return db
+    .selectFrom('consents')
+    .select(['client_id', 'scopes', 'created_at'])
+    .where('user_id', '=', userId)
+    .orderBy('created_at', 'desc')
+    .execute();
+}
+
+export async function deleteConsent(db: Q, userId: number, clientId: string): Promise<boolean> {
+  const r = await db
+    .deleteFrom('consents')
+    .where('user_id', '=', userId)
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}

@@ -77,3 +77,34 @@ export async function deleteUserId(db: Q, userId: number, namespace: string, ide
     .executeTakeFirst();
   return Number(r.numDeletedRows) === 1;
 }
+
+export type UserChanges = Partial<
+  Pick<User, 'name' | 'display_name' | 'email' | 'email_verified' | 'disabled_at' | 'updated_at'>
+>;
+
+/** Changes the user's attributes; false when there is no such user. */
+export async function updateUser(db: Q, id: number, changes: UserChanges): Promise<boolean> {
+  const r = await db.updateTable('users').set(changes).where('id', '=', id).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Deletes the user; their passkeys, photos, consents and secondary ids go with them (foreign keys cascade). */
+export async function deleteUser(db: Q, id: number): Promise<boolean> {
+  const r = await db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}
+
+export async function countUsersOfOrganization(db: Q, orgId: number): Promise<number> {
+  const row = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('org_id', '=', orgId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Deletes an organization that has no users left; the clients' grants for it cascade. */
+export async function deleteOrganization(db: Q, id: number): Promise<boolean> {
+  const r = await db.deleteFrom('organizations').where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}

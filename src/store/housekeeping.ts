@@ -6,20 +6,44 @@ import type { Store } from './index.ts';
 import { deleteExpiredPayloads } from './oidc-payloads.ts';
 import { deleteOlderThan } from './rate-limits.ts';
 import { deleteExpiredProofs } from './dpop-proofs.ts';
+import { deleteAuditEventsBefore } from './audit.ts';
 
 const RATE_LIMIT_RETENTION_MS = 24 * 3600 * 1000;
 
-export async function sweepExpired(store: Store, now = Date.now()): Promise<{ payloads: number }> {
+const DAY_MS = 24 * 3600 * 1000;
+
+/** Removes what has expired; audit records older than the retention (days) go too, in batches. */
+export async function sweepExpired(
+  store: Store,
+  now = Date.now(),
+  auditRetentionDays?: number,
+): Promise<{ payloads: number; audit: number }> {
   const payloads = await deleteExpiredPayloads(store.db, now);
   await deleteOlderThan(store.db, now - RATE_LIMIT_RETENTION_MS);
   await deleteExpiredProofs(store.db, now);
-  return { payloads };
+  let audit = 0;
+  if (auditRetentionDays !== undefined) {
+    const before = now - auditRetentionDays * DAY_MS;
+    for (let batch = await deleteAuditEventsBefore(store.db, before); batch > 0;) {
+      audit += batch;
+      batch = await deleteAuditEventsBefore(store.db, before);
+    }
+  }
+  return { payloads, audit };
 }
 
-export function startHousekeeping(store: Store, log: FastifyBaseLogger, intervalMs = 10 * 60 * 1000): () => void {
+export function startHousekeeping(
+  store: Store,
+  log: FastifyBaseLogger,
+  auditRetentionDays: number,
+  intervalMs = 10 * 60 * 1000,
+): () => void {
   const timer = setInterval(() => {
-    sweepExpired(store)
-      .then((r) => r.payloads && log.debug({ removed: r.payloads }, 'removed expired authorization artifacts'))
+    sweepExpired(store, Date.now(), auditRetentionDays)
+      .then((r) => {
+        if (r.payloads) log.debug({ removed: r.payloads }, 'removed expired authorization artifacts');
+        if (r.audit) log.info({ removed: r.audit, retention_days: auditRetentionDays }, 'pruned old audit records');
+      })
       .catch((err) => log.warn({ err }, 'housekeeping failed'));
   }, intervalMs);
   timer.unref();

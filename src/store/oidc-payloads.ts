@@ -1,5 +1,5 @@
 // Storage for oidc-provider's artifacts (sessions, codes, grants, interactions, ...).
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from './schema.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
@@ -135,4 +135,44 @@ export async function deleteAccountArtifacts(db: Q, accountId: string): Promise<
     )
     .executeTakeFirst();
   return Number(r.numDeletedRows);
+}
+
+/**
+ * Removes every artifact issued to a client (grants, codes, access and refresh tokens, device codes)
+ * when the client is removed. The client id sits inside the payload, so this reads the payloads:
+ * an operator's rare action, not a request path.
+ */
+export async function deleteClientArtifacts(db: Q, clientId: string, dialect: 'sqlite' | 'postgres'): Promise<number> {
+  const clientOf =
+    dialect === 'postgres'
+      ? sql<string>`(payload::json ->> 'clientId')`
+      : sql<string>`json_extract(payload, '$.clientId')`;
+  const r = await db
+    .deleteFrom('oidc_payloads')
+    .where('type', '!=', 'Session')
+    .where(clientOf, '=', clientId)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Deletes an account's grants for one client with everything issued under them; returns how many grants went. */
+export async function deleteAccountGrantsOfClient(
+  db: Q,
+  accountId: string,
+  clientId: string,
+  dialect: 'sqlite' | 'postgres',
+): Promise<number> {
+  const clientOf =
+    dialect === 'postgres'
+      ? sql<string>`(payload::json ->> 'clientId')`
+      : sql<string>`json_extract(payload, '$.clientId')`;
+  const grants = await db
+    .selectFrom('oidc_payloads')
+    .select('id')
+    .where('type', '=', 'Grant')
+    .where('account_id', '=', accountId)
+    .where(clientOf, '=', clientId)
+    .execute();
+  for (const { id } of grants) await revokeGrant(db, id);
+  return grants.length;
 }

@@ -147,3 +147,12 @@ export async function recordPasskeyUse(
   const r = await update.executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
+
+export async function countOrganizationPasskeys(db: Q, orgId: number): Promise<number> {
+  const row = await db
+    .selectFrom('passkeys')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('org_id', '=', orgId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

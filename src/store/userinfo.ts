@@ -19,13 +19,13 @@ export interface ReleaseSubject {
 }
 
 /**
- * The user with its secondary ids and the client's release settings. One row per secondary id
+ * The user with its secondary ids and the client's release settings; neither when disabled. One row per secondary id
  * (at least one row): the client is a left join on a constant, the ids a left join on the user.
  */
 export async function findReleaseSubject(db: Q, sub: string, clientId: string): Promise<ReleaseSubject | undefined> {
   const rows = await db
     .selectFrom('users')
-    .leftJoin('clients', (join) => join.on('clients.client_id', '=', clientId))
+    .leftJoin('clients', (join) => join.on('clients.client_id', '=', clientId).on('clients.disabled_at', 'is', null))
     .leftJoin('user_ids', 'user_ids.user_id', 'users.id')
     .selectAll('users')
     .select([
@@ -36,6 +36,7 @@ export async function findReleaseSubject(db: Q, sub: string, clientId: string): 
       'user_ids.identifier as i_id',
     ])
     .where('users.sub', '=', sub)
+    .where('users.disabled_at', 'is', null)
     .orderBy('user_ids.namespace')
     .orderBy('user_ids.identifier')
     .execute();

@@ -120,7 +120,7 @@ export function oidcClaims(
   if (groups.has('userid-nin') && user.nin) claims[n.nin] = user.nin;
   if (groups.has('email') && user.email) {
     claims.email = user.email;
-    claims.email_verified = false;
+    claims.email_verified = user.email_verified === 1;
   }
   if (groups.has('userinfo-name')) claims.name = user.name;
   if (groups.has('userinfo-photo') && user.photo_handle) claims.picture = photoUrl(config, user.photo_handle);

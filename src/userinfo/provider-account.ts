@@ -20,7 +20,8 @@ export function userinfoAccounts({
 }: UserinfoDeps): Pick<AccountSource, 'findAccount' | 'claims' | 'scopes'> {
   async function findAccount(ctx: KoaContextWithOIDC, sub: string): Promise<Account | undefined> {
     const user = await findUserBySub(store.db, sub);
-    if (!user) return undefined;
+    // A disabled user has no account for the provider: no ID token, userinfo or refresh for them.
+    if (!user || user.disabled_at !== null) return undefined;
     return {
       accountId: user.sub,
       async claims(_use, scope) {

@@ -89,7 +89,8 @@ export async function resolveUserToken(deps: TokenDeps, request: FastifyRequest)
     provider.Grant.find(grantId),
     findUserBySub(store.db, accountId),
   ]);
-  if (!client || !user) throw invalidToken(config);
+  // A disabled user's or client's tokens stop working at once (disabling also deletes the user's).
+  if (!client || !user || client.disabled_at !== null || user.disabled_at !== null) throw invalidToken(config);
   if (!grant || grant.isExpired || grant.clientId !== clientId || grant.accountId !== accountId)
     throw invalidToken(config);
 

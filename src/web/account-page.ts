@@ -2,8 +2,8 @@
 // is a short list of the named steps below; a step that answers the request itself returns undefined.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findUserBySub, type User } from '../store/directory.ts';
-import { listUserCredentials, renameUserPasskey, type PasskeyRow } from '../store/passkeys.ts';
-import { removeOwnPasskey } from '../webauthn/passkey-removal.ts';
+import { listUserCredentials, type PasskeyRow } from '../store/passkeys.ts';
+import { removeOwnPasskey, renameOwnPasskey } from '../webauthn/passkey-removal.ts';
 import { authenticatorName } from '../webauthn/aaguid.ts';
 import { validLabel } from '../webauthn/passkey-names.ts';
 import type { Html } from './html.ts';
@@ -34,6 +34,8 @@ export interface AccountView {
 
 export interface AccountSection {
   render(view: AccountView): Html | Promise<Html>;
+  /** the section's own form handlers, registered beside the account page's routes */
+  routes?: (app: FastifyInstance) => Promise<void>;
 }
 
 const DONE: Record<string, MessageKey> = {
@@ -68,7 +70,8 @@ async function signedIn(kit: Kit, request: FastifyRequest, reply: FastifyReply):
   const session = await kit.sessions.current(request, reply);
   if (!session) return undefined;
   const user = await findUserBySub(kit.store.db, session.accountId);
-  return user ? { session, user } : undefined;
+  // Disabling ends the sessions; a session read in the same moment still counts for nothing.
+  return user && user.disabled_at === null ? { session, user } : undefined;
 }
 
 /** Signed in; otherwise the browser is sent to the account page to sign in. */
@@ -242,7 +245,7 @@ async function registerPasskey(kit: AccountKit, request: FastifyRequest, reply: 
     who.user,
     bodyField(request, 'response'),
     `register:${who.session.uid}`,
-    request.headers['user-agent'],
+    { userAgent: request.headers['user-agent'], requestId: request.id, ip: request.ip },
   );
   if (!outcome.ok) {
     request.log.info({ event: 'passkey.register_failed', reason: outcome.reason }, 'passkey registration refused');
@@ -260,7 +263,8 @@ async function renamePasskey(kit: AccountKit, request: FastifyRequest<IdParams>,
   const id = passkeyId(request.params.id);
   const label = validLabel(bodyField(request, 'label'));
   if (!label) return renderAccount(kit, request, reply, frame, who, { status: 400, error: 'account.bad_label' });
-  if (id === undefined || !(await renameUserPasskey(kit.store.db, who.user.id, id, label)))
+  const actor = { at: kit.now(), requestId: request.id, ip: request.ip };
+  if (id === undefined || !(await renameOwnPasskey(kit.store, actor, who.user, id, label)))
     return renderAccount(kit, request, reply, frame, who, { status: 404, error: 'account.passkey_missing' });
   return redirect(reply, '/account?done=renamed');
 }
@@ -276,7 +280,8 @@ async function deletePasskey(kit: AccountKit, request: FastifyRequest<IdParams>,
   const missing = { status: 404, error: 'account.passkey_missing' } as const;
   if (!target) return renderAccount(kit, request, reply, frame, who, missing);
   if (confirmLastPasskey(kit, request, reply, frame, { who, all, target })) return reply;
-  if (!(await removeOwnPasskey(kit.store, { at: kit.now(), requestId: request.id }, who.user, target.id)))
+  const actor = { at: kit.now(), requestId: request.id, ip: request.ip };
+  if (!(await removeOwnPasskey(kit.store, actor, who.user, target.id)))
     return renderAccount(kit, request, reply, frame, who, missing);
   return redirect(reply, '/account?done=deleted');
 }
@@ -293,5 +298,6 @@ export function accountPlugin(base: Kit, sections: readonly AccountSection[] = [
     app.post('/account/passkeys', (request, reply) => registerPasskey(kit, request, reply));
     app.post<IdParams>('/account/passkeys/:id/rename', (request, reply) => renamePasskey(kit, request, reply));
     app.post<IdParams>('/account/passkeys/:id/delete', (request, reply) => deletePasskey(kit, request, reply));
+    for (const section of sections) if (section.routes) await app.register(section.routes);
   };
 }

@@ -1,12 +1,13 @@
 // oidc-provider interactions: sign-in (passkey or password) and consent, under
 // /interaction/<uid>, where the provider's interaction cookie is scoped. Each route is a short
 // list of the named steps below; a step that answers the request itself returns undefined or false.
+import { giveConsent } from '../clients/consents.ts';
+import { userActor } from '../audit/index.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Interaction, InteractionResults } from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { findClient, type ClientRow } from '../store/clients.ts';
 import { findUserBySub, type User } from '../store/directory.ts';
-import { saveConsent } from '../store/consents.ts';
 import { consentCovers, consentScope as scopeOfConsent } from './grants.ts';
 import { ATTRIBUTE_GROUPS } from '../vocabulary.ts';
 import { sendError } from '../http/errors.ts';
@@ -92,6 +93,11 @@ function checkCsrfHeader(kit: Kit, request: Req, reply: FastifyReply, loaded: Lo
   if (kit.csrf.verify(request, scopeOf(loaded.interaction.uid), request.headers[kit.csrf.header])) return true;
   sendError(reply, 403, 'CSRF token missing or invalid');
   return false;
+}
+
+function clientIdOf(loaded: Loaded): string | null {
+  const id = loaded.interaction.params.client_id;
+  return typeof id === 'string' ? id : null;
 }
 
 async function clientOf(kit: Kit, loaded: Loaded): Promise<ClientRow | undefined> {
@@ -250,7 +256,7 @@ async function signInWithPassword(kit: Kit, request: Req, reply: FastifyReply) {
   const loaded = await loadInteraction(kit, request, reply);
   if (!loaded || !checkCsrf(kit, request, reply, loaded) || !requirePrompt(reply, loaded, 'login')) return reply;
   if (!passwordSatisfies(loaded.interaction.params)) return refusePassword(kit, request, reply, loaded);
-  const result = await passwordSignIn(kit, request);
+  const result = await passwordSignIn(kit, request, clientIdOf(loaded));
   if (!result.ok) return renderSignIn(kit, request, reply, loaded, result);
   return signIn(kit, request, reply, loaded, result.user, AMR_PASSWORD);
 }
@@ -273,7 +279,7 @@ async function passkeyOptions(kit: Kit, request: Req, reply: FastifyReply) {
 async function signInWithPasskey(kit: Kit, request: Req, reply: FastifyReply) {
   const loaded = await loadInteraction(kit, request, reply);
   if (!loaded || !checkCsrf(kit, request, reply, loaded) || !requirePrompt(reply, loaded, 'login')) return reply;
-  const result = await passkeySignIn(kit, request, scopeOf(loaded.interaction.uid));
+  const result = await passkeySignIn(kit, request, scopeOf(loaded.interaction.uid), clientIdOf(loaded));
   if (!result.ok) return renderSignIn(kit, request, reply, loaded, result);
   return signIn(kit, request, reply, loaded, result.user, result.amr);
 }
@@ -286,7 +292,8 @@ async function decideConsent(kit: Kit, request: Req, reply: FastifyReply) {
   const parties = await loadConsentParties(kit, request, reply, loaded);
   if (!parties) return reply;
   const { scopes, remembered } = consentScope(loaded, parties.client);
-  await saveConsent(kit.store.db, parties.user.id, parties.client.client_id, remembered, kit.now());
+  const actor = userActor(parties.user, request);
+  await giveConsent(kit.store, parties.user, parties.client.client_id, remembered, { actor, now: kit.now() });
   return grantConsent(kit, request, reply, loaded, parties.accountId, scopes);
 }
 

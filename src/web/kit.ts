@@ -1,4 +1,6 @@
 // What the sign-in pages share: CSRF, sessions, WebAuthn, rate limits and page rendering.
+import { AMR_PASSWORD } from '../oauth/authentication-context.ts';
+import { signInAccepted, signInRefused } from './sign-in-audit.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
@@ -156,7 +158,11 @@ function textField(request: FastifyRequest, name: string, max: number): string |
  * account's count and takes the attempt back from the IP's, which counts failures only.
  * Unknown user and wrong password give the same answer.
  */
-export async function passwordSignIn(kit: Kit, request: FastifyRequest): Promise<PasswordResult> {
+export async function passwordSignIn(
+  kit: Kit,
+  request: FastifyRequest,
+  clientId: string | null = null,
+): Promise<PasswordResult> {
   const ip = clientKey(request.ip);
   const ipRetry = await overLimit(kit.limits.ip, ip);
   const rawUsername = textField(request, 'username', 320) ?? '';
@@ -170,12 +176,19 @@ export async function passwordSignIn(kit: Kit, request: FastifyRequest): Promise
     return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: accountRetry };
   const user = await findUserByEppn(kit.store.db, eppn);
   const valid = await verifyPassword(password, user?.password_hash);
+  const attempt = { method: 'password' as const, clientId, user, username: eppn };
   if (!valid || !user) {
-    request.log.info({ event: 'login.failed', method: 'password' }, 'password sign-in refused');
+    await signInRefused(kit, request, attempt, 'credentials');
     return { ok: false, status: 401, error: 'error.credentials', username: rawUsername };
+  }
+  // Said only to whoever knows the password: nothing tells others which accounts are disabled.
+  if (user.disabled_at !== null) {
+    await signInRefused(kit, request, attempt, 'disabled');
+    return { ok: false, status: 403, error: 'error.disabled', username: rawUsername };
   }
   await kit.limits.account.reset(eppn);
   await signInSucceeded(kit, request);
+  await signInAccepted(kit, request, { ...attempt, user }, AMR_PASSWORD);
   return { ok: true, user };
 }
 

@@ -5,6 +5,7 @@ import type { User } from '../store/directory.ts';
 import { sendError } from '../http/errors.ts';
 import { amrForPasskey } from '../oauth/authentication-context.ts';
 import { bodyField, clientKey, overLimit, signInSucceeded, type Kit, type SignInFailure } from './kit.ts';
+import { signInAccepted, signInRefused } from './sign-in-audit.ts';
 
 export type PasskeyResult = { ok: true; user: User; amr: string[] } | ({ ok: false } & SignInFailure);
 
@@ -30,14 +31,26 @@ export async function sendPasskeyOptions(kit: Kit, request: FastifyRequest, repl
  * Passkey sign-in as a pipeline: count the attempt against the client IP, verify the assertion
  * (the challenge must have been issued for binding), and on success give the attempt back.
  */
-export async function passkeySignIn(kit: Kit, request: FastifyRequest, binding: string): Promise<PasskeyResult> {
+export async function passkeySignIn(
+  kit: Kit,
+  request: FastifyRequest,
+  binding: string,
+  clientId: string | null = null,
+): Promise<PasskeyResult> {
   const retry = await overLimit(kit.limits.ip, clientKey(request.ip));
   if (retry) return { ok: false, status: 429, error: 'error.rate_limited', retryAfter: retry };
   const outcome = await kit.webauthn.verifyAuthentication(bodyField(request, 'response'), binding, request.id);
   if (!outcome.ok) {
-    request.log.info({ event: 'login.failed', method: 'passkey', reason: outcome.reason }, 'passkey sign-in refused');
+    await signInRefused(kit, request, { method: 'passkey', clientId }, outcome.reason);
     return { ok: false, status: 401, error: 'error.passkey' };
   }
+  const attempt = { method: 'passkey' as const, clientId, user: outcome.user };
+  if (outcome.user.disabled_at !== null) {
+    await signInRefused(kit, request, attempt, 'disabled');
+    return { ok: false, status: 403, error: 'error.disabled' };
+  }
   await signInSucceeded(kit, request);
-  return { ok: true, user: outcome.user, amr: amrForPasskey(outcome) };
+  const amr = amrForPasskey(outcome);
+  await signInAccepted(kit, request, attempt, amr);
+  return { ok: true, user: outcome.user, amr };
 }

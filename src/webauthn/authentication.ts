@@ -9,7 +9,7 @@ import { webauthnServer } from './library.ts';
 import { bytes } from '../store/index.ts';
 import { findPasskeyByCredentialId, recordPasskeyUse, type PasskeyRow } from '../store/passkeys.ts';
 import { findUserById, type User } from '../store/directory.ts';
-import { insertAuditEvent } from '../store/audit.ts';
+import { recordAudit } from '../audit/index.ts';
 import { CEREMONY_TIMEOUT_MS, type Ceremony } from './challenges.ts';
 import { asAuthentication, type Outcome } from './responses.ts';
 
@@ -107,13 +107,13 @@ async function recordUse(
     ));
   if (fresh) return true;
   // A cloned authenticator is the usual cause: refuse, and leave a trace for the organization.
-  await insertAuditEvent(ceremony.store.db, {
+  await recordAudit(ceremony.store.db, {
+    action: 'passkey.counter_regression',
+    actor: { type: 'user', id: user.eppn, requestId },
     at: now(),
-    kind: 'passkey.counter_regression',
     orgId: passkey.org_id,
     eppn: user.eppn,
     passkeyIds: [passkey.id],
-    requestId,
     details: { stored_counter: stored, presented_counter: info.newCounter },
   });
   return false;

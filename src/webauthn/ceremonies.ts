@@ -9,7 +9,7 @@ import type { Store } from '../store/index.ts';
 import type { PasskeyRow } from '../store/passkeys.ts';
 import type { User } from '../store/directory.ts';
 import { createCeremony } from './challenges.ts';
-import { registrationOptions, verifyRegistration } from './registration.ts';
+import { registrationOptions, verifyRegistration, type RequestOrigin } from './registration.ts';
 import { authenticationOptions, verifyAuthentication, type AuthenticationOutcome } from './authentication.ts';
 import type { Outcome } from './responses.ts';
 
@@ -24,12 +24,12 @@ export interface WebAuthn {
     existing: PasskeyRow[],
     binding: string,
   ): Promise<PublicKeyCredentialCreationOptionsJSON>;
-  /** userAgent names the passkey when its authenticator is unknown ("Chrome on Linux") */
+  /** from.userAgent names the passkey when its authenticator is unknown ("Chrome on Linux") */
   verifyRegistration(
     user: User,
     response: unknown,
     binding: string,
-    userAgent?: string,
+    from?: RequestOrigin,
   ): Promise<Outcome<{ passkeyId: number; label: string }>>;
   authenticationOptions(binding: string): Promise<PublicKeyCredentialRequestOptionsJSON>;
   verifyAuthentication(response: unknown, binding: string, requestId: string): Promise<AuthenticationOutcome>;
@@ -41,8 +41,7 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
     rpId: ceremony.rpId,
     origin: ceremony.origin,
     registrationOptions: (user, existing, binding) => registrationOptions(ceremony, user, existing, binding),
-    verifyRegistration: (user, response, binding, userAgent) =>
-      verifyRegistration(ceremony, user, response, binding, userAgent),
+    verifyRegistration: (user, response, binding, from) => verifyRegistration(ceremony, user, response, binding, from),
     authenticationOptions: (binding) => authenticationOptions(ceremony, binding),
     verifyAuthentication: (response, binding, requestId) =>
       verifyAuthentication(ceremony, response, binding, requestId),

@@ -4,7 +4,7 @@ import type { Store } from '../store/index.ts';
 import { isUniqueViolation } from '../store/index.ts';
 import { findUserByEppn } from '../store/directory.ts';
 import { insertPasskeys } from '../store/passkeys.ts';
-import { insertAuditEvent } from '../store/audit.ts';
+import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { badRequest } from '../errors.ts';
 import type { Insertable } from 'kysely';
 import type { PasskeysTable } from '../store/schema.ts';
@@ -63,7 +63,11 @@ export interface ImportResult {
   ids: number[];
 }
 
-export async function importPasskeys(store: Store, input: unknown, now = Date.now()): Promise<ImportResult> {
+export async function importPasskeys(
+  store: Store,
+  input: unknown,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<ImportResult> {
   if (!Array.isArray(input)) throw badRequest('the file must hold a JSON array of passkey entries');
   if (input.length === 0) throw badRequest('the file holds no entries');
   const seen = new Set<string>();
@@ -124,7 +128,8 @@ export async function importPasskeys(store: Store, input: unknown, now = Date.no
     const ids = await store.db.transaction().execute(async (trx) => {
       const ids: number[] = [];
       for (let i = 0; i < rows.length; i += 500) ids.push(...(await insertPasskeys(trx, rows.slice(i, i + 500))));
-      await insertAuditEvent(trx, { at: now, kind: 'passkey.import', passkeyIds: ids, details: { count: ids.length } });
+      const details = { count: ids.length };
+      await recordAudit(trx, { action: 'passkey.import', actor, at: now, passkeyIds: ids, details });
       return ids;
     });
     return { imported: ids.length, ids };

@@ -1,9 +1,14 @@
-// Removing passkeys: the one place that deletes them, each removal written to the audit trail in
+// Removing (and renaming) passkeys: the one place that deletes them, each removal written to the audit trail in
 // the same transaction, whichever surface asks (the passkey API, the account page).
 import type { Store } from '../store/index.ts';
 import { findUserByEppn, type User } from '../store/directory.ts';
-import { deleteOrganizationPasskey, deleteUserPasskey, deleteUserPasskeys } from '../store/passkeys.ts';
-import { insertAuditEvent } from '../store/audit.ts';
+import {
+  deleteOrganizationPasskey,
+  deleteUserPasskey,
+  deleteUserPasskeys,
+  renameUserPasskey,
+} from '../store/passkeys.ts';
+import { recordAudit } from '../audit/index.ts';
 
 export const AUDIT_DELETE_USER = 'passkey.delete_user';
 export const AUDIT_DELETE_ONE = 'passkey.delete';
@@ -14,6 +19,8 @@ export interface Actor {
   clientId: string;
   requestId: string;
   at: number;
+  /** the request's client address */
+  ip?: string;
 }
 
 /** Deletes every passkey of the organization's user eppn; an unknown eppn deletes nothing. Returns the ids,
@@ -28,14 +35,14 @@ export function removeUserPasskeys(
     const user = await findUserByEppn(trx, eppn);
     const member = user && user.org_id === orgId ? user : undefined;
     const deleted = member ? await deleteUserPasskeys(trx, member.id) : [];
-    await insertAuditEvent(trx, {
+    await recordAudit(trx, {
+      action: AUDIT_DELETE_USER,
+      actor: { type: 'client', id: actor.clientId, requestId: actor.requestId, ip: actor.ip },
       at: actor.at,
-      kind: AUDIT_DELETE_USER,
       clientId: actor.clientId,
       orgId,
       eppn,
       passkeyIds: deleted,
-      requestId: actor.requestId,
     });
     return { ids: deleted, sub: member?.sub };
   });
@@ -51,14 +58,14 @@ export function removeOrganizationPasskey(
   return store.db.transaction().execute(async (trx) => {
     const deleted = await deleteOrganizationPasskey(trx, orgId, id);
     if (!deleted) return undefined;
-    await insertAuditEvent(trx, {
+    await recordAudit(trx, {
+      action: AUDIT_DELETE_ONE,
+      actor: { type: 'client', id: actor.clientId, requestId: actor.requestId, ip: actor.ip },
       at: actor.at,
-      kind: AUDIT_DELETE_ONE,
       clientId: actor.clientId,
       orgId,
       eppn: deleted.eppn,
       passkeyIds: [id],
-      requestId: actor.requestId,
     });
     return { eppn: deleted.eppn };
   });
@@ -75,13 +82,35 @@ export function removeOwnPasskey(
   return store.db.transaction().execute(async (trx) => {
     const deleted = await deleteUserPasskey(trx, user.id, id);
     if (!deleted) return false;
-    await insertAuditEvent(trx, {
+    await recordAudit(trx, {
+      action: AUDIT_DELETE_BY_USER,
+      actor: { type: 'user', id: user.eppn, requestId: actor.requestId, ip: actor.ip },
       at: actor.at,
-      kind: AUDIT_DELETE_BY_USER,
       orgId: user.org_id,
       eppn: user.eppn,
       passkeyIds: [id],
-      requestId: actor.requestId,
+    });
+    return true;
+  });
+}
+
+/** Renames one of the user's own passkeys; false (and nothing written) when they have none of that id. */
+export function renameOwnPasskey(
+  store: Store,
+  actor: Omit<Actor, 'clientId'>,
+  user: Pick<User, 'id' | 'org_id' | 'eppn'>,
+  id: number,
+  label: string,
+): Promise<boolean> {
+  return store.db.transaction().execute(async (trx) => {
+    if (!(await renameUserPasskey(trx, user.id, id, label))) return false;
+    await recordAudit(trx, {
+      action: 'passkey.rename',
+      actor: { type: 'user', id: user.eppn, requestId: actor.requestId, ip: actor.ip },
+      at: actor.at,
+      orgId: user.org_id,
+      eppn: user.eppn,
+      passkeyIds: [id],
     });
     return true;
   });

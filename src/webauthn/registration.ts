@@ -9,7 +9,7 @@ import { webauthnServer } from './library.ts';
 import { bytes, isUniqueViolation } from '../store/index.ts';
 import { insertPasskeys, type PasskeyRow } from '../store/passkeys.ts';
 import type { User } from '../store/directory.ts';
-import { insertAuditEvent } from '../store/audit.ts';
+import { recordAudit } from '../audit/index.ts';
 import { AAGUID, ZERO_AAGUID } from './formats.ts';
 import { defaultPasskeyLabel } from './passkey-names.ts';
 import { CEREMONY_TIMEOUT_MS, type Ceremony } from './challenges.ts';
@@ -66,13 +66,20 @@ async function verifyAttestation(
   }
 }
 
+/** The request a ceremony arrived in: the browser (names the passkey) and, for the audit trail, id and address. */
+export interface RequestOrigin {
+  userAgent?: string;
+  requestId?: string;
+  ip?: string;
+}
+
 /** Stores the new passkey and its audit record together; returns its id. */
 function storePasskey(
   ceremony: Ceremony,
   user: User,
   response: RegistrationResponseJSON,
   info: RegistrationInfo,
-  { aaguid, label }: { aaguid: string; label: string },
+  { aaguid, label, from }: { aaguid: string; label: string; from: RequestOrigin },
 ): Promise<number> {
   const at = ceremony.now();
   return ceremony.store.db.transaction().execute(async (trx) => {
@@ -93,25 +100,30 @@ function storePasskey(
         last_used_at: null,
       },
     ]);
-    await insertAuditEvent(trx, {
+    await recordAudit(trx, {
+      action: 'passkey.register',
+      actor: { type: 'user', id: user.eppn, requestId: from.requestId, ip: from.ip },
       at,
-      kind: 'passkey.register',
       orgId: user.org_id,
       eppn: user.eppn,
       passkeyIds: [id!],
-      details: { aaguid },
+      details: {
+        aaguid,
+        user_verified: info.userVerified,
+        backup_eligible: info.credentialDeviceType === 'multiDevice',
+      },
     });
     return id!;
   });
 }
 
-/** userAgent names the passkey when its authenticator is unknown ("Chrome on Linux"). */
+/** from.userAgent names the passkey when its authenticator is unknown ("Chrome on Linux"). */
 export async function verifyRegistration(
   ceremony: Ceremony,
   user: User,
   input: unknown,
   binding: string,
-  userAgent?: string,
+  from: RequestOrigin = {},
 ): Promise<Outcome<{ passkeyId: number; label: string }>> {
   const response = asRegistration(input);
   if (!response) return { ok: false, reason: 'malformed' };
@@ -120,9 +132,9 @@ export async function verifyRegistration(
   const info = await verifyAttestation(ceremony, response, claimed.challenge);
   if (!info) return { ok: false, reason: 'verification' };
   const aaguid = AAGUID.test(info.aaguid) ? info.aaguid : ZERO_AAGUID;
-  const label = defaultPasskeyLabel(aaguid, userAgent);
+  const label = defaultPasskeyLabel(aaguid, from.userAgent);
   try {
-    const passkeyId = await storePasskey(ceremony, user, response, info, { aaguid, label });
+    const passkeyId = await storePasskey(ceremony, user, response, info, { aaguid, label, from });
     return { ok: true, passkeyId, label };
   } catch (err) {
     if (isUniqueViolation(err)) return { ok: false, reason: 'already_registered' };

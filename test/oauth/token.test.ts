@@ -103,7 +103,7 @@ for (const dialect of dialects()) {
       assert.equal(res.json().error, 'invalid_scope');
     });
 
-    it('a rotated secret takes effect within a second: the old one is refused, the new one works', async () => {
+    it('a rotated secret without overlap takes effect within a second: the old one is refused, the new one works', async () => {
       const { rotateSecret } = await import('../../src/clients/index.ts');
       const c = await seedClient(ctx, { scopes: ['passkey.read'] });
       const request = (secret: string) =>
@@ -112,10 +112,29 @@ for (const dialect of dialects()) {
           { authorization: basicAuth(c.clientId, secret) },
         );
       assert.equal((await request(c.secret)).statusCode, 200);
-      const fresh = await rotateSecret(ctx.store, ctx.keys, c.clientId);
+      const fresh = await rotateSecret(ctx.store, ctx.keys, c.clientId, { overlapMs: 0 });
+      assert.equal(fresh.previousValidUntil, null);
       await new Promise((r) => setTimeout(r, 1100));
       assert.equal((await request(c.secret)).statusCode, 401);
-      assert.equal((await request(fresh)).statusCode, 200);
+      assert.equal((await request(fresh.secret)).statusCode, 200);
+    });
+
+    it('during a rotation overlap both secrets work; after it only the new one', async () => {
+      const { rotateSecret } = await import('../../src/clients/index.ts');
+      const c = await seedClient(ctx, { scopes: ['passkey.read'] });
+      const request = (secret: string) =>
+        tokenRequest(
+          { grant_type: 'client_credentials', scope: 'passkey.read' },
+          { authorization: basicAuth(c.clientId, secret) },
+        );
+      const fresh = await rotateSecret(ctx.store, ctx.keys, c.clientId, { overlapMs: 2500 });
+      await new Promise((r) => setTimeout(r, 1100));
+      assert.equal((await request(c.secret)).statusCode, 200, 'old secret during the overlap');
+      assert.equal((await request(fresh.secret)).statusCode, 200, 'new secret during the overlap');
+      assert.equal((await request('not-the-secret')).statusCode, 401);
+      await new Promise((r) => setTimeout(r, 2600));
+      assert.equal((await request(c.secret)).statusCode, 401, 'old secret after the overlap');
+      assert.equal((await request(fresh.secret)).statusCode, 200);
     });
 
     it('honours ACCESS_TOKEN_TTL', async () => {

@@ -56,7 +56,7 @@ for (const dialect of dialects()) {
     after(() => ctx.close());
 
     it('audit list --json shows every delete with time, client, organization, eppn, passkey ids and request id', async () => {
-      const r = await cli(ctx, ['audit', 'list', '--json']);
+      const r = await cli(ctx, ['audit', 'list', '--action', 'passkey.', '--json']);
       assert.equal(r.code, 0, r.err);
       const events = JSON.parse(r.out);
       const byRid = Object.fromEntries(events.map((e: { request_id: string }) => [e.request_id, e]));
@@ -66,23 +66,27 @@ for (const dialect of dialects()) {
         {
           id: 0,
           at: 0,
-          kind: 'passkey.delete_user',
+          action: 'passkey.delete_user',
+          actor_type: 'client',
+          actor: clientId,
+          subject: 'alice@example.org',
           client_id: clientId,
           org_id: 1,
           eppn: 'alice@example.org',
           passkey_ids: aliceKeys,
+          source: '127.0.0.1',
           request_id: 'rid-alice',
           details: {},
         },
       );
       assert.deepEqual(byRid['rid-bob'].passkey_ids, [bobKeys[0]]);
-      assert.equal(byRid['rid-bob'].kind, 'passkey.delete');
+      assert.equal(byRid['rid-bob'].action, 'passkey.delete');
       assert.equal(byRid['rid-bob'].eppn, 'bob@example.org');
       assert.match(byRid['rid-alice'].at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/);
     });
 
     it('audit list --org filters by organization', async () => {
-      const r = await cli(ctx, ['audit', 'list', '--org', '2', '--json']);
+      const r = await cli(ctx, ['audit', 'list', '--org', '2', '--action', 'passkey.', '--json']);
       assert.equal(r.code, 0, r.err);
       const events = JSON.parse(r.out);
       assert.deepEqual(
@@ -102,7 +106,17 @@ for (const dialect of dialects()) {
       ]);
       assert.equal(future.code, 0, future.err);
       assert.deepEqual(JSON.parse(future.out), []);
-      const past = await cli(ctx, ['audit', 'list', '--since', '2020-01-01', '--org', '1', '--json']);
+      const past = await cli(ctx, [
+        'audit',
+        'list',
+        '--since',
+        '2020-01-01',
+        '--org',
+        '1',
+        '--action',
+        'passkey.',
+        '--json',
+      ]);
       assert.equal(JSON.parse(past.out).length, 2);
       const bad = await cli(ctx, ['audit', 'list', '--since', 'yesterday']);
       assert.equal(bad.code, 1);
@@ -140,7 +154,10 @@ for (const dialect of dialects()) {
       const r = await cli(ctx, ['audit', 'list', '--org', '1']);
       assert.equal(r.code, 0, r.err);
       const lines = r.out.split('\n');
-      assert.match(lines[0]!, /^id\s+at\s+kind\s+client_id\s+org_id\s+eppn\s+passkey_ids\s+request_id$/);
+      assert.match(
+        lines[0]!,
+        /^id\s+at\s+action\s+actor\s+subject\s+org_id\s+client_id\s+passkey_ids\s+source\s+request_id$/,
+      );
       assert.ok(
         lines.some(
           (l) => l.includes('rid-alice') && l.includes(aliceKeys.join(',')) && l.includes('passkey.delete_user'),

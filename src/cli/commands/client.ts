@@ -3,6 +3,8 @@ import * as clients from '../../clients/index.ts';
 import { iso } from '../../time.ts';
 import { API_SCOPES, ATTRIBUTE_GROUPS } from '../../vocabulary.ts';
 import {
+  by,
+  durationOption,
   existingOrgs,
   optional,
   orgList,
@@ -33,6 +35,8 @@ function clientView(c: clients.Client) {
     userinfo_signed_response_alg: c.userinfoSignedResponseAlg,
     require_pushed_authorization_requests: c.requirePar,
     created_at: iso(c.createdAt),
+    status: c.disabledAt === null ? 'active' : 'disabled',
+    previous_secret_valid_until: c.previousSecretExpiresAt === null ? null : iso(c.previousSecretExpiresAt),
   };
 }
 
@@ -68,6 +72,47 @@ function change(
     args: CLIENT_ID,
     options,
     run: async (ctx, v, [id]) => showClient(ctx, await apply(ctx, id!, v)),
+  };
+}
+
+function rotate(name: string, summary?: string): CommandDef {
+  return {
+    group: 'client',
+    name,
+    summary:
+      summary ?? 'new secret; the old one keeps working during the overlap (default 1d; --overlap 0 ends it at once)',
+    args: CLIENT_ID,
+    options: {
+      overlap: {
+        type: 'string',
+        value: '<duration>',
+        description: 'how long the old secret still works: 0, 90s, 30m, 12h, 7d',
+      },
+    },
+    async run(ctx, v, [id]) {
+      const overlap = optional(v, 'overlap');
+      const overlapMs = overlap === undefined ? clients.DEFAULT_SECRET_OVERLAP_MS : durationOption(overlap, 'overlap');
+      const r = await clients.rotateSecret(ctx.store, ctx.keys, id!, { ...by(ctx), overlapMs });
+      const until = r.previousValidUntil === null ? null : iso(r.previousValidUntil);
+      if (ctx.json) return { client_id: id, client_secret: r.secret, previous_secret_valid_until: until };
+      const old = until === null ? 'The old secret no longer works.' : `The old secret works until ${until}.`;
+      return `new secret for ${id}: ${r.secret}\n${old} This secret is shown only now.`;
+    },
+  };
+}
+
+function enable(name: 'enable' | 'disable', enabled: boolean, summary: string): CommandDef {
+  return {
+    group: 'client',
+    name,
+    summary,
+    args: CLIENT_ID,
+    options: {},
+    async run(ctx, _v, [id]) {
+      const r = await clients.setClientEnabled(ctx.store, id!, enabled, by(ctx));
+      if (ctx.json) return { ...clientView(r.client), changed: r.changed };
+      return r.changed ? `client ${id} ${name}d` : `client ${id} was already ${name}d`;
+    },
   };
 }
 
@@ -130,21 +175,26 @@ const add: CommandDef = {
     },
   },
   async run(ctx, v) {
-    const { client, secret } = await clients.createClient(ctx.store, ctx.keys, {
-      name: required(v, 'name'),
-      scopes: clients.parseList(optional(v, 'scopes')),
-      groups: clients.parseList(optional(v, 'groups')),
-      orgs: orgList(optional(v, 'orgs')),
-      redirectUris: repeated(v, 'redirect-uri'),
-      postLogoutRedirectUris: repeated(v, 'post-logout-redirect-uri'),
-      backchannelLogoutUri: optional(v, 'backchannel-logout-uri'),
-      frontchannelLogoutUri: optional(v, 'frontchannel-logout-uri'),
-      grantTypes: repeated(v, 'grant')?.flatMap((g) => clients.parseList(g)),
-      firstParty: v['first-party'] === true,
-      public: v.public === true,
-      userinfoSignedResponseAlg: optional(v, 'userinfo-signed-alg'),
-      requirePar: v['require-par'] === true,
-    });
+    const { client, secret } = await clients.createClient(
+      ctx.store,
+      ctx.keys,
+      {
+        name: required(v, 'name'),
+        scopes: clients.parseList(optional(v, 'scopes')),
+        groups: clients.parseList(optional(v, 'groups')),
+        orgs: orgList(optional(v, 'orgs')),
+        redirectUris: repeated(v, 'redirect-uri'),
+        postLogoutRedirectUris: repeated(v, 'post-logout-redirect-uri'),
+        backchannelLogoutUri: optional(v, 'backchannel-logout-uri'),
+        frontchannelLogoutUri: optional(v, 'frontchannel-logout-uri'),
+        grantTypes: repeated(v, 'grant')?.flatMap((g) => clients.parseList(g)),
+        firstParty: v['first-party'] === true,
+        public: v.public === true,
+        userinfoSignedResponseAlg: optional(v, 'userinfo-signed-alg'),
+        requirePar: v['require-par'] === true,
+      },
+      by(ctx),
+    );
     return showClient(ctx, client, secret);
   },
 };
@@ -178,17 +228,55 @@ export const clientCommands: CommandDef[] = [
     options: {},
     run: async (ctx, _v, [id]) => showClient(ctx, await clients.getClient(ctx.store, id!)),
   },
+  rotate('secret rotate'),
+  rotate('rotate-secret', 'same as client secret rotate'),
+  change(
+    'update',
+    'change redirect URIs, groups, scopes, grant types or name; every option replaces the list it names',
+    {
+      name: { type: 'string', value: '<name>', description: 'display name' },
+      'redirect-uri': {
+        type: 'string',
+        multiple: true,
+        value: '<uri>',
+        description: 'sign-in redirect URIs (replaces all)',
+      },
+      'post-logout-redirect-uri': {
+        type: 'string',
+        multiple: true,
+        value: '<uri>',
+        description: 'post-logout redirect URIs (replaces all)',
+      },
+      groups: { type: 'string', value: '"..."', description: 'attribute groups; "" removes all' },
+      scopes: { type: 'string', value: '"..."', description: 'allowed scopes; "" removes all' },
+      grant: { type: 'string', multiple: true, value: '<grant>', description: 'grant types (replaces all)' },
+    },
+    (ctx, id, v) =>
+      clients.updateClient(
+        ctx.store,
+        id,
+        {
+          name: optional(v, 'name'),
+          redirectUris: repeated(v, 'redirect-uri'),
+          postLogoutRedirectUris: repeated(v, 'post-logout-redirect-uri'),
+          groups: v.groups === undefined ? undefined : clients.parseList(optional(v, 'groups')),
+          scopes: v.scopes === undefined ? undefined : clients.parseList(optional(v, 'scopes')),
+          grantTypes: repeated(v, 'grant')?.flatMap((g) => clients.parseList(g)),
+        },
+        by(ctx),
+      ),
+  ),
+  enable('disable', false, 'refuse the client at once: no sign-in or token; its grants and tokens are revoked'),
+  enable('enable', true, 'accept a disabled client again'),
   {
     group: 'client',
-    name: 'rotate-secret',
-    summary: 'new secret; the old one stops working at once',
+    name: 'remove',
+    summary: "delete a client with its grants, tokens, organization grants and users' consents",
     args: CLIENT_ID,
     options: {},
     async run(ctx, _v, [id]) {
-      const secret = await clients.rotateSecret(ctx.store, ctx.keys, id!);
-      return ctx.json
-        ? { client_id: id, client_secret: secret }
-        : `new secret for ${id}: ${secret}\nThe old secret no longer works. This secret is shown only now.`;
+      const r = await clients.removeClient(ctx.store, id!, by(ctx));
+      return ctx.json ? { client_id: id, removed: true, artifacts_deleted: r.artifacts } : `client ${id} removed`;
     },
   },
   change(
@@ -202,7 +290,7 @@ export const clientCommands: CommandDef[] = [
         description: 'attribute groups; "" removes all',
       },
     },
-    (ctx, id, v) => clients.setGroups(ctx.store, id, clients.parseList(optional(v, 'groups'))),
+    (ctx, id, v) => clients.setGroups(ctx.store, id, clients.parseList(optional(v, 'groups')), by(ctx)),
   ),
   change(
     'set-scopes',
@@ -215,30 +303,30 @@ export const clientCommands: CommandDef[] = [
         description: 'allowed scopes, space- or comma-separated',
       },
     },
-    (ctx, id, v) => clients.setScopes(ctx.store, id, clients.parseList(optional(v, 'scopes'))),
+    (ctx, id, v) => clients.setScopes(ctx.store, id, clients.parseList(optional(v, 'scopes')), by(ctx)),
   ),
   change(
     'grant-orgs',
     'organizations the client may administer through the passkey API',
     { orgs: ORGS },
     async (ctx, id, v) =>
-      clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'admin'),
+      clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'admin', by(ctx)),
   ),
   change('revoke-orgs', 'stop the client administering organizations', { orgs: ORGS }, async (ctx, id, v) =>
-    clients.revokeOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'admin'),
+    clients.revokeOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'admin', by(ctx)),
   ),
   change(
     'grant-checkuser',
     'organizations the client may query for user existence',
     { orgs: ORGS },
     async (ctx, id, v) =>
-      clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'checkuser'),
+      clients.grantOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'checkuser', by(ctx)),
   ),
   change(
     'revoke-checkuser',
     'stop the client querying organizations for user existence',
     { orgs: ORGS },
     async (ctx, id, v) =>
-      clients.revokeOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'checkuser'),
+      clients.revokeOrganizations(ctx.store, id, await existingOrgs(ctx, required(v, 'orgs')), 'checkuser', by(ctx)),
   ),
 ];

@@ -2,7 +2,7 @@
 import { ensureSigningKeys, rotateSigningKeys } from '../../oauth/keys.ts';
 import { keyTiming } from '../../oauth/key-manager.ts';
 import { iso } from '../../time.ts';
-import type { CommandDef } from '../command.ts';
+import { by, type CommandDef } from '../command.ts';
 
 export const keysCommands: CommandDef[] = [
   {
@@ -12,7 +12,7 @@ export const keysCommands: CommandDef[] = [
     options: {},
     async run(ctx) {
       await ensureSigningKeys(ctx.store, ctx.keys);
-      const added = await rotateSigningKeys(ctx.store, ctx.keys, keyTiming(ctx.config));
+      const added = await rotateSigningKeys(ctx.store, ctx.keys, keyTiming(ctx.config), by(ctx));
       const view = added.map((k) => ({ kid: k.kid, alg: k.alg, activates_at: iso(k.activatesAt) }));
       return ctx.json
         ? view

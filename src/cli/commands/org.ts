@@ -2,7 +2,9 @@
 import { addOrganization } from '../../directory/index.ts';
 import { listOrganizations } from '../../store/directory.ts';
 import { iso } from '../../time.ts';
-import { intOption, required, table, type CommandDef } from '../command.ts';
+import { removeOrganization, organizationFootprint } from '../../oauth/account-lifecycle.ts';
+import { AppError } from '../../errors.ts';
+import { by, confirmed, intOption, required, table, type CommandDef, type Ctx } from '../command.ts';
 
 export const orgCommands: CommandDef[] = [
   {
@@ -25,11 +27,11 @@ export const orgCommands: CommandDef[] = [
       name: { type: 'string', value: '<name>', required: true, description: 'display name' },
     },
     async run(ctx, v) {
-      const org = await addOrganization(ctx.store, {
-        id: intOption(required(v, 'id'), 'id'),
-        realm: required(v, 'realm'),
-        name: required(v, 'name'),
-      });
+      const org = await addOrganization(
+        ctx.store,
+        { id: intOption(required(v, 'id'), 'id'), realm: required(v, 'realm'), name: required(v, 'name') },
+        by(ctx),
+      );
       return ctx.json ? { ...org, created_at: iso(org.created_at) } : `organization ${org.id} (${org.realm}) added`;
     },
   },
@@ -43,4 +45,37 @@ export const orgCommands: CommandDef[] = [
       return ctx.json ? orgs : table(orgs, ['id', 'realm', 'name', 'created_at']);
     },
   },
+  {
+    group: 'org',
+    name: 'remove',
+    summary: 'remove an organization; refused while it has users unless --force (shows what goes, then asks)',
+    args: [{ name: 'org_id', description: 'the organization' }],
+    options: {
+      force: {
+        type: 'boolean',
+        description: 'also remove its users with their passkeys, photos, consents and sessions',
+      },
+      yes: { type: 'boolean', description: 'with --force: do not ask for confirmation (scripts)' },
+    },
+    async run(ctx, v, [id]) {
+      const orgId = intOption(id, 'org_id');
+      const force = v.force === true;
+      if (force && v.yes !== true) await confirmRemoval(ctx, orgId);
+      const r = await removeOrganization(ctx.store, orgId, { ...by(ctx), force });
+      return ctx.json
+        ? { id: r.id, removed: true, users_removed: r.users, passkeys_deleted: r.passkeys }
+        : `organization ${r.id} removed (${r.users} user(s), ${r.passkeys} passkey(s))`;
+    },
+  },
 ];
+
+/** The dry run of --force: what would go, then a typed confirmation (the organization id). */
+async function confirmRemoval(ctx: Ctx, orgId: number): Promise<void> {
+  const f = await organizationFootprint(ctx.store, orgId);
+  ctx.io.err(
+    `organization ${f.id} (${f.realm}, ${f.name}) would be removed with ${f.users} user(s) and ${f.passkeys} passkey(s), ` +
+      'their photos, consents, sessions, grants and tokens; clients lose their grants for it.',
+  );
+  if (!(await confirmed(ctx, `type the organization id (${f.id}) to confirm: `, String(f.id))))
+    throw new AppError(409, 'not confirmed; nothing was removed');
+}

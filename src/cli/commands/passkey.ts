@@ -6,7 +6,7 @@ import { normalizeEppn } from '../../directory/index.ts';
 import { findOrganization, findUserByEppn } from '../../store/directory.ts';
 import { listOrganizationPasskeys, listUserPasskeys } from '../../store/passkeys.ts';
 import { importPasskeys } from '../../webauthn/import.ts';
-import { intOption, optional, required, table, type CommandDef } from '../command.ts';
+import { by, intOption, optional, required, table, type CommandDef } from '../command.ts';
 
 export const passkeyCommands: CommandDef[] = [
   {
@@ -31,7 +31,7 @@ export const passkeyCommands: CommandDef[] = [
           `${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : 'not valid JSON'}`,
         );
       }
-      const result = await importPasskeys(ctx.store, data);
+      const result = await importPasskeys(ctx.store, data, by(ctx));
       return ctx.json ? result : `imported ${result.imported} passkeys`;
     },
   },

@@ -2,7 +2,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { AppError, badRequest } from '../../errors.ts';
 import { PHOTO_LIMITS, removePhotoByEppn, setPhotoByEppn } from '../../directory/photos.ts';
-import { required, type CommandDef } from '../command.ts';
+import { by, required, type CommandDef } from '../command.ts';
 
 function readImage(path: string): Buffer {
   try {
@@ -39,7 +39,7 @@ export const photoCommands: CommandDef[] = [
       const image = readImage(path);
       let stored;
       try {
-        stored = await setPhotoByEppn(ctx.store, eppn, image);
+        stored = await setPhotoByEppn(ctx.store, eppn, image, by(ctx));
       } catch (err) {
         // Name the file in image errors, so the operator knows which of several uploads failed.
         if (err instanceof AppError && err.status === 400) throw badRequest(`${path}: ${err.message}`);
@@ -63,7 +63,7 @@ export const photoCommands: CommandDef[] = [
     summary: 'remove a profile photo',
     options: { eppn: EPPN },
     async run(ctx, v) {
-      const result = await removePhotoByEppn(ctx.store, required(v, 'eppn'));
+      const result = await removePhotoByEppn(ctx.store, required(v, 'eppn'), by(ctx));
       return ctx.json
         ? result
         : result.removed

@@ -1,8 +1,17 @@
 // `user` commands: users, their passwords and secondary ids (photos are in photo.ts).
-import { addSecondaryId, addUser, normalizeEppn, removeSecondaryId, setPassword } from '../../directory/index.ts';
+import {
+  addSecondaryId,
+  addUser,
+  normalizeEppn,
+  removeSecondaryId,
+  setPassword,
+  setUserAttributes,
+  type User,
+} from '../../directory/index.ts';
+import { disableUser, enableUser, removeUser } from '../../oauth/account-lifecycle.ts';
 import { listUsersOfOrganization } from '../../store/directory.ts';
 import { iso } from '../../time.ts';
-import { intOption, optional, readPassword, required, table, type CommandDef } from '../command.ts';
+import { by, intOption, optional, readPassword, required, table, type CommandDef } from '../command.ts';
 
 const EPPN = {
   type: 'string',
@@ -16,6 +25,22 @@ const SECONDARY_ID = {
   required: true,
   description: 'secondary id; namespaces edugain, eidas, facebook, google, ...',
 } as const;
+
+const USER = [{ name: 'eppn', description: 'the user (eduPersonPrincipalName, user@realm)' }];
+
+function userView(user: User) {
+  return {
+    sub: user.sub,
+    org_id: user.org_id,
+    eppn: user.eppn,
+    name: user.name,
+    display_name: user.display_name,
+    email: user.email,
+    email_verified: user.email_verified === 1,
+    disabled: user.disabled_at !== null,
+    has_password: user.password_hash !== null,
+  };
+}
 
 export const userCommands: CommandDef[] = [
   {
@@ -32,23 +57,19 @@ export const userCommands: CommandDef[] = [
     },
     async run(ctx, v) {
       const password = v['password-stdin'] ? await readPassword(ctx) : undefined;
-      const user = await addUser(ctx.store, {
-        orgId: intOption(required(v, 'org'), 'org'),
-        eppn: required(v, 'eppn'),
-        name: required(v, 'name'),
-        email: optional(v, 'email'),
-        nin: optional(v, 'nin'),
-        password,
-      });
-      const view = {
-        sub: user.sub,
-        org_id: user.org_id,
-        eppn: user.eppn,
-        name: user.name,
-        email: user.email,
-        has_password: user.password_hash !== null,
-      };
-      return ctx.json ? view : `user ${user.eppn} added (sub ${user.sub})`;
+      const user = await addUser(
+        ctx.store,
+        {
+          orgId: intOption(required(v, 'org'), 'org'),
+          eppn: required(v, 'eppn'),
+          name: required(v, 'name'),
+          email: optional(v, 'email'),
+          nin: optional(v, 'nin'),
+          password,
+        },
+        by(ctx),
+      );
+      return ctx.json ? userView(user) : `user ${user.eppn} added (sub ${user.sub})`;
     },
   },
   {
@@ -64,9 +85,10 @@ export const userCommands: CommandDef[] = [
         name: u.name,
         email: u.email,
         password: u.password_hash ? 'yes' : 'no',
+        status: u.disabled_at === null ? 'active' : 'disabled',
         created_at: iso(u.created_at),
       }));
-      return ctx.json ? rows : table(rows, ['eppn', 'name', 'email', 'password', 'sub', 'created_at']);
+      return ctx.json ? rows : table(rows, ['eppn', 'name', 'email', 'password', 'status', 'sub', 'created_at']);
     },
   },
   {
@@ -83,7 +105,7 @@ export const userCommands: CommandDef[] = [
     },
     async run(ctx, v) {
       const eppn = required(v, 'eppn');
-      await setPassword(ctx.store, eppn, await readPassword(ctx));
+      await setPassword(ctx.store, eppn, await readPassword(ctx), by(ctx));
       return ctx.json ? { eppn: normalizeEppn(eppn), password_set: true } : `password set for ${normalizeEppn(eppn)}`;
     },
   },
@@ -93,7 +115,7 @@ export const userCommands: CommandDef[] = [
     summary: 'add a secondary id, released in userid_sec and searchable by the user-existence API',
     options: { eppn: EPPN, id: SECONDARY_ID },
     async run(ctx, v) {
-      const added = await addSecondaryId(ctx.store, required(v, 'eppn'), required(v, 'id'));
+      const added = await addSecondaryId(ctx.store, required(v, 'eppn'), required(v, 'id'), by(ctx));
       return ctx.json ? added : `${added.id} added to ${added.eppn}`;
     },
   },
@@ -103,8 +125,84 @@ export const userCommands: CommandDef[] = [
     summary: 'remove a secondary id',
     options: { eppn: EPPN, id: SECONDARY_ID },
     async run(ctx, v) {
-      await removeSecondaryId(ctx.store, required(v, 'eppn'), required(v, 'id'));
+      await removeSecondaryId(ctx.store, required(v, 'eppn'), required(v, 'id'), by(ctx));
       return ctx.json ? { removed: true } : 'removed';
+    },
+  },
+  {
+    group: 'user',
+    name: 'set',
+    summary: "change a user's name, display name or e-mail; userinfo and new ID tokens carry the change",
+    args: USER,
+    options: {
+      name: { type: 'string', value: '<name>', description: 'name (the name claim)' },
+      'display-name': {
+        type: 'string',
+        value: '<name>',
+        description: 'how pages and authenticators show the user; "" clears it (the name is shown)',
+      },
+      email: {
+        type: 'string',
+        value: '<email>',
+        description: 'e-mail address; "" removes it; a new address is unverified',
+      },
+      'email-verified': {
+        type: 'boolean',
+        description: 'the organization verified the address: email_verified becomes true',
+      },
+    },
+    async run(ctx, v, [eppn]) {
+      const user = await setUserAttributes(
+        ctx.store,
+        eppn!,
+        {
+          name: optional(v, 'name'),
+          displayName: optional(v, 'display-name'),
+          email: optional(v, 'email'),
+          emailVerified: v['email-verified'] === true ? true : undefined,
+        },
+        by(ctx),
+      );
+      return ctx.json ? userView(user) : `user ${user.eppn} changed`;
+    },
+  },
+  {
+    group: 'user',
+    name: 'disable',
+    summary: 'refuse sign-in, end sessions, revoke grants and tokens (passkeys, password and photo are kept)',
+    args: USER,
+    options: {},
+    async run(ctx, _v, [eppn]) {
+      const r = await disableUser(ctx.store, eppn!, by(ctx));
+      if (ctx.json) return { eppn: r.eppn, disabled: true, changed: r.changed, sessions_ended: r.sessions };
+      return r.changed
+        ? `user ${r.eppn} disabled; ${r.sessions} session(s) ended, grants and tokens revoked`
+        : `user ${r.eppn} was already disabled`;
+    },
+  },
+  {
+    group: 'user',
+    name: 'enable',
+    summary: 'allow a disabled user to sign in again',
+    args: USER,
+    options: {},
+    async run(ctx, _v, [eppn]) {
+      const r = await enableUser(ctx.store, eppn!, by(ctx));
+      if (ctx.json) return { eppn: r.eppn, disabled: false, changed: r.changed };
+      return r.changed ? `user ${r.eppn} enabled` : `user ${r.eppn} was not disabled`;
+    },
+  },
+  {
+    group: 'user',
+    name: 'remove',
+    summary: 'delete a user with their passkeys, photo, consents, sessions, grants and tokens (the audit trail stays)',
+    args: USER,
+    options: {},
+    async run(ctx, _v, [eppn]) {
+      const r = await removeUser(ctx.store, eppn!, by(ctx));
+      return ctx.json
+        ? { eppn: r.eppn, removed: true, passkeys_deleted: r.passkeys }
+        : `user ${r.eppn} removed with ${r.passkeys} passkey(s)`;
     },
   },
 ];

@@ -1,0 +1,152 @@
+// A user's lifecycle beyond the directory: disabling, re-enabling and removing users and whole
+// organizations. Each is one transaction that also ends what the authorization server holds for
+// the user (sessions, grants, codes, access and refresh tokens) and writes its audit records. The
+// relying parties of the ended sessions are told by back-channel logout: the deliveries are
+// recorded in the same transaction, due at once, and sent by the running service's delivery job
+// (src/oauth/backchannel-logout.ts), whichever process made the change (the admin CLI included).
+import type { Store } from '../store/index.ts';
+import type { Transaction } from 'kysely';
+import type { DB } from '../store/schema.ts';
+import * as dir from '../store/directory.ts';
+import { findClient } from '../store/clients.ts';
+import { deleteUserPasskeys, countOrganizationPasskeys } from '../store/passkeys.ts';
+import { deleteAccountArtifacts, findSessionsByAccount } from '../store/oidc-payloads.ts';
+import { insertLogoutDelivery } from '../store/logout-deliveries.ts';
+import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
+import { normalizeEppn } from '../directory/index.ts';
+import { AUDIT_DELETE_USER } from '../webauthn/passkey-removal.ts';
+import { conflict, notFound } from '../errors.ts';
+
+type Trx = Transaction<DB>;
+
+interface StoredSession {
+  authorizations?: Record<string, { sid?: string }>;
+}
+
+/**
+ * Ends every session of the account inside the transaction: deletes the sessions, grants and all
+ * issued under them, and records a logout delivery, due now, for each client of an ended session
+ * that registered a back-channel logout URI. Returns how many sessions ended.
+ */
+export async function endSessionsInTransaction(trx: Trx, sub: string, now: number): Promise<number> {
+  const sessions = (await findSessionsByAccount(trx, sub, now)).map((p) => JSON.parse(p) as StoredSession);
+  await deleteAccountArtifacts(trx, sub);
+  for (const session of sessions) {
+    for (const [clientId, { sid }] of Object.entries(session.authorizations ?? {})) {
+      const client = await findClient(trx, clientId);
+      if (!client?.backchannel_logout_uri) continue;
+      await insertLogoutDelivery(trx, { client_id: clientId, sub, sid: sid ?? null, created_at: now }, now);
+    }
+  }
+  return sessions.length;
+}
+
+async function userOrFail(trx: Trx, eppnInput: string): Promise<dir.User> {
+  const eppn = normalizeEppn(eppnInput);
+  const user = await dir.findUserByEppn(trx, eppn);
+  if (!user) throw notFound(`user '${eppn}' does not exist`);
+  return user;
+}
+
+export interface LifecycleResult {
+  eppn: string;
+  /** false when the user already was in the state asked for (nothing was written) */
+  changed: boolean;
+  /** sessions ended */
+  sessions: number;
+}
+
+/**
+ * Disables a user: sign-in is refused, their sessions end, their grants, refresh and access tokens
+ * are deleted (so every endpoint refuses them at once), and the relying parties are told.
+ * Passkeys, password and photo are kept, so enabling gives the same account back.
+ */
+export function disableUser(store: Store, eppn: string, { actor = SYSTEM, now = Date.now() }: Change = {}) {
+  return store.db.transaction().execute(async (trx): Promise<LifecycleResult> => {
+    const user = await userOrFail(trx, eppn);
+    if (user.disabled_at !== null) return { eppn: user.eppn, changed: false, sessions: 0 };
+    await dir.updateUser(trx, user.id, { disabled_at: now, updated_at: now });
+    const sessions = await endSessionsInTransaction(trx, user.sub, now);
+    const entry = { actor, at: now, orgId: user.org_id, eppn: user.eppn, details: { sessions } };
+    await recordAudit(trx, { action: 'user.disable', ...entry });
+    return { eppn: user.eppn, changed: true, sessions };
+  });
+}
+
+/** Enables a disabled user: they can sign in again (with what they had: passkeys, password). */
+export function enableUser(store: Store, eppn: string, { actor = SYSTEM, now = Date.now() }: Change = {}) {
+  return store.db.transaction().execute(async (trx): Promise<LifecycleResult> => {
+    const user = await userOrFail(trx, eppn);
+    if (user.disabled_at === null) return { eppn: user.eppn, changed: false, sessions: 0 };
+    await dir.updateUser(trx, user.id, { disabled_at: null, updated_at: now });
+    await recordAudit(trx, { action: 'user.enable', actor, at: now, orgId: user.org_id, eppn: user.eppn });
+    return { eppn: user.eppn, changed: true, sessions: 0 };
+  });
+}
+
+/** Removes one user inside a transaction: passkeys (audited like the passkey API's deletions), sessions, then the user. */
+async function removeUserInTransaction(trx: Trx, user: dir.User, actor: Actor, now: number): Promise<number> {
+  const passkeyIds = await deleteUserPasskeys(trx, user.id);
+  if (passkeyIds.length > 0) {
+    const entry = { actor, at: now, orgId: user.org_id, eppn: user.eppn, passkeyIds };
+    await recordAudit(trx, { action: AUDIT_DELETE_USER, ...entry });
+  }
+  const sessions = await endSessionsInTransaction(trx, user.sub, now);
+  await dir.deleteUser(trx, user.id);
+  const details = { passkeys: passkeyIds.length, sessions, sub: user.sub };
+  await recordAudit(trx, { action: 'user.remove', actor, at: now, orgId: user.org_id, eppn: user.eppn, details });
+  return passkeyIds.length;
+}
+
+/**
+ * Removes a user and everything that is theirs: passkeys, photo, consents, secondary ids, sessions,
+ * grants and tokens, in one transaction. The audit trail keeps the records about them.
+ */
+export function removeUser(store: Store, eppn: string, { actor = SYSTEM, now = Date.now() }: Change = {}) {
+  return store.db.transaction().execute(async (trx) => {
+    const user = await userOrFail(trx, eppn);
+    const passkeys = await removeUserInTransaction(trx, user, actor, now);
+    return { eppn: user.eppn, sub: user.sub, passkeys };
+  });
+}
+
+export interface OrganizationFootprint {
+  id: number;
+  realm: string;
+  name: string;
+  users: number;
+  passkeys: number;
+}
+
+/** What removing an organization would remove (the dry run of `org remove --force`). */
+export async function organizationFootprint(store: Store, orgId: number): Promise<OrganizationFootprint> {
+  const org = await dir.findOrganization(store.db, orgId);
+  if (!org) throw notFound(`organization ${orgId} does not exist`);
+  const users = await dir.countUsersOfOrganization(store.db, orgId);
+  const passkeys = await countOrganizationPasskeys(store.db, orgId);
+  return { id: org.id, realm: org.realm, name: org.name, users, passkeys };
+}
+
+/**
+ * Removes an organization. With users it is refused unless `force`, which removes each user as
+ * removeUser() does, all in one transaction; clients lose their grants for it.
+ */
+export function removeOrganization(
+  store: Store,
+  orgId: number,
+  { actor = SYSTEM, now = Date.now(), force = false }: Change & { force?: boolean } = {},
+) {
+  return store.db.transaction().execute(async (trx) => {
+    const org = await dir.findOrganization(trx, orgId);
+    if (!org) throw notFound(`organization ${orgId} does not exist`);
+    const users = await dir.listUsersOfOrganization(trx, orgId);
+    if (users.length > 0 && !force)
+      throw conflict(`organization ${orgId} has ${users.length} user(s); --force removes them with the organization`);
+    let passkeys = 0;
+    for (const user of users) passkeys += await removeUserInTransaction(trx, user, actor, now);
+    await dir.deleteOrganization(trx, orgId);
+    const details = { realm: org.realm, users: users.length, passkeys };
+    await recordAudit(trx, { action: 'org.remove', actor, at: now, subject: String(orgId), orgId, details });
+    return { id: orgId, users: users.length, passkeys };
+  });
+}
