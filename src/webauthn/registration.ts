@@ -28,7 +28,7 @@ export async function registrationOptions(
     rpName: ceremony.rpId,
     rpID: ceremony.rpId,
     userName: user.eppn,
-    userDisplayName: user.name,
+    userDisplayName: user.display_name ?? user.name,
     // The user handle is the opaque subject: it names nobody outside this service.
     userID: new TextEncoder().encode(user.sub),
     attestationType: 'none',
