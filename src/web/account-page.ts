@@ -151,7 +151,11 @@ async function renderAccount(
   const rows = await listUserCredentials(kit.store.db, who.user.id);
   const view: AccountView = { user: who.user, t: frame.t, csrf: { field: csrf.field, token } };
   const page = accountPage(frame, {
-    user: { eppn: who.user.eppn, name: who.user.display_name ?? who.user.name, hasPassword: who.user.password_hash !== null },
+    user: {
+      eppn: who.user.eppn,
+      name: who.user.display_name ?? who.user.name,
+      hasPassword: who.user.password_hash !== null,
+    },
     passkeys: rows.map((r) => ({
       id: r.id,
       label: r.label,
