@@ -42,6 +42,7 @@ const DONE: Record<string, MessageKey> = {
   added: 'account.added',
   renamed: 'account.renamed',
   deleted: 'account.deleted',
+  password: 'password.changed',
 };
 const SIGN_IN_SCOPE = 'account-signin';
 /** Adding or deleting a passkey needs a sign-in at most this long ago. */

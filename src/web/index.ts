@@ -10,6 +10,7 @@ import { AppError } from '../errors.ts';
 import { accountPlugin } from './account-page.ts';
 import { accountPhoto } from './account-photo.ts';
 import { accountConsents } from './account-consents.ts';
+import { accountPassword } from './account-password.ts';
 import { staticPlugin } from './static.ts';
 import { devicePlugin } from './device-pages.ts';
 
@@ -48,7 +49,7 @@ function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<
 export function webPlugin(deps: WebDeps) {
   const kit = createKit(deps);
   const photo = accountPhoto(kit);
-  const accountRoutes = accountPlugin(kit, [photo.section, accountConsents(kit)]);
+  const accountRoutes = accountPlugin(kit, [accountPassword(kit), photo.section, accountConsents(kit)]);
   return async function web(app: FastifyInstance) {
     // Parses cookies and writes the browser-id cookie for the pages and the photo section alike.
     await app.register(cookie);

@@ -17,9 +17,11 @@ import { insertAuditEvent, listAuditEvents, type AuditRow } from '../../src/stor
 import { saveConsent } from '../../src/store/consents.ts';
 import { findUserByEppn, findOrganization } from '../../src/store/directory.ts';
 import { giveConsent } from '../../src/clients/consents.ts';
+import { setPassword } from '../../src/directory/index.ts';
 import { sweepExpired } from '../../src/store/housekeeping.ts';
 
 const PASSWORD = 'correct horse battery staple';
+const NEW_PASSWORD = 'a different long passphrase';
 const V6 = '2001:db8:1:2:3:4:5:6';
 const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
 
@@ -65,10 +67,10 @@ for (const dialect of dialects()) {
       };
     }
 
-    async function signedIn(eppn: string) {
+    async function signedIn(eppn: string, password = PASSWORD) {
       const b = browser();
       const form = csrfOf((await b.get('/account')).body);
-      const res = await b.post('/account/login', { _csrf: form, username: eppn, password: PASSWORD });
+      const res = await b.post('/account/login', { _csrf: form, username: eppn, password });
       assert.equal(res.statusCode, 303, res.body);
       return { b, csrf: csrfOf((await b.get('/account')).body) };
     }
@@ -191,6 +193,36 @@ for (const dialect of dialects()) {
           org_id: 1,
           client_id: 'RP',
           source: '2001:db8:1:2::/64',
+        },
+      ],
+      [
+        'password.change',
+        async () => {
+          const { b, csrf } = await signedIn('ada@example.org');
+          const wrong = await b.post('/account/password', {
+            _csrf: csrf,
+            current: 'not it at all',
+            password: 'another long one',
+          });
+          assert.equal(wrong.statusCode, 400);
+          assert.match(wrong.body, /current password is wrong/);
+          const short = await b.post('/account/password', { _csrf: csrf, current: PASSWORD, password: 'short' });
+          assert.equal(short.statusCode, 400);
+          const ok = await b.post('/account/password', { _csrf: csrf, current: PASSWORD, password: NEW_PASSWORD });
+          assert.equal(ok.statusCode, 303, ok.body);
+          assert.equal(ok.headers.location, '/account?done=password');
+          // the new password signs in; put the old one back for the rows after this one
+          const again = await signedIn('ada@example.org', NEW_PASSWORD);
+          await setPassword(ctx.store, 'ada@example.org', PASSWORD);
+          return again;
+        },
+        {
+          actor_type: 'user',
+          actor: 'ada@example.org',
+          subject: 'ada@example.org',
+          org_id: 1,
+          source: '2001:db8:1:2::/64',
+          request_id: /./,
         },
       ],
       [

@@ -1,0 +1,61 @@
+// The account page's password section: a user who has a password changes it by giving the
+// current one (counted against the account's sign-in limit, so it cannot be used to guess).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { setPassword } from '../directory/index.ts';
+import { validatePassword, verifyPassword } from '../directory/passwords.ts';
+import { userActor } from '../audit/index.ts';
+import { html, type Html } from './html.ts';
+import { bodyField, frameFor, overLimit, sendMessage, type Kit } from './kit.ts';
+import { checkSessionCsrf, redirect, requireSignedIn, type AccountSection, type AccountView } from './account-page.ts';
+
+const CHANGE_PATH = '/account/password';
+
+function passwordSection(view: AccountView): Html {
+  const { t } = view;
+  if (view.user.password_hash === null) return html``;
+  // prettier-ignore
+  return html`<section aria-labelledby="password-heading" id="password">
+<h2 id="password-heading">${t('password.title')}</h2>
+<form method="post" action="${CHANGE_PATH}">
+<input type="hidden" name="${view.csrf.field}" value="${view.csrf.token}">
+<label for="current-password">${t('password.current')}</label>
+<input id="current-password" name="current" type="password" autocomplete="current-password" required>
+<label for="new-password">${t('password.new')}</label>
+<input id="new-password" name="password" type="password" autocomplete="new-password" minlength="8" maxlength="1024" required aria-describedby="new-password-hint">
+<p class="hint" id="new-password-hint">${t('password.rules')}</p>
+<button type="submit" class="secondary">${t('password.change')}</button>
+</form>
+</section>`;
+}
+
+const text = (request: FastifyRequest, name: string) => {
+  const value = bodyField(request, name);
+  return typeof value === 'string' && value.length <= 1024 ? value : undefined;
+};
+
+async function change(kit: Kit, request: FastifyRequest, reply: FastifyReply) {
+  const frame = frameFor(request);
+  const who = await requireSignedIn(kit, request, reply);
+  if (!who) return reply;
+  if (!checkSessionCsrf(kit, request, reply, frame, { who, presented: bodyField(request, kit.csrf.field) }))
+    return reply;
+  const current = text(request, 'current');
+  const next = text(request, 'password');
+  if (!current || !next || validatePassword(next)) return sendMessage(reply, frame, 400, 'password.invalid');
+  const retry = await overLimit(kit.limits.account, who.user.eppn);
+  if (retry) return sendMessage(reply, frame, 429, 'error.rate_limited', { headers: { 'retry-after': retry } });
+  if (!(await verifyPassword(current, who.user.password_hash))) return sendMessage(reply, frame, 400, 'password.wrong');
+  await kit.limits.account.reset(who.user.eppn);
+  const actor = userActor(who.user, request);
+  await setPassword(kit.store, who.user.eppn, next, { actor, now: kit.now(), action: 'password.change' });
+  return redirect(reply, '/account?done=password');
+}
+
+export function accountPassword(kit: Kit): AccountSection {
+  return {
+    render: passwordSection,
+    routes: async (app: FastifyInstance) => {
+      app.post(CHANGE_PATH, (request, reply) => change(kit, request, reply));
+    },
+  };
+}
