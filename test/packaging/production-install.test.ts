@@ -1,0 +1,170 @@
+// The README's production install, done for real: `npm run build` output (built here from the
+// current sources into a temporary directory) copied elsewhere, `npm ci --omit=dev` there, and the
+// compiled service started with `npm start`. Without any development dependency it serves discovery,
+// client_credentials tokens for a client made with the compiled admin CLI, and a password sign-in
+// whose access token gets the user's claims from userinfo.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as oidc from 'openid-client';
+import type { Browser } from 'playwright-core';
+import { authorizationRequest, freePort, launchBrowser } from '../e2e/helpers.ts';
+import { commandLines, operatorEnv, ROOT, run, startAndWait, type Running } from './helpers.ts';
+
+const INSTALL_TIMEOUT = 15 * 60_000;
+
+describe('production install: the built directory, npm ci --omit=dev, npm start', { timeout: INSTALL_TIMEOUT }, () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'idp-production-'));
+  const built = join(tmp, 'built');
+  const app = join(tmp, 'srv', 'passkey-idp');
+  const dataDir = join(tmp, 'data');
+  let url: string;
+  let env: Record<string, string>;
+  let service: Running | undefined;
+  let browser: Browser | undefined;
+
+  /** The compiled admin CLI of the installed copy, through its own `npm run idp`. */
+  const idp = (args: string[], input?: string): Record<string, string> =>
+    JSON.parse(run('npm', ['run', '--silent', 'idp', '--', ...args, '--json'], app, env, input)) as Record<
+      string,
+      string
+    >;
+
+  before(async () => {
+    run(process.execPath, [join(ROOT, 'scripts', 'build.ts'), '--out', built], ROOT);
+    mkdirSync(join(tmp, 'srv'));
+    cpSync(built, app, { recursive: true });
+    mkdirSync(dataDir);
+    run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund'], app);
+    const port = await freePort();
+    url = `http://localhost:${port}`;
+    env = operatorEnv({ PORT: String(port), PUBLIC_URL: url, DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+    service = await startAndWait('npm', ['start'], app, env, url);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await service?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('is installed without development dependencies and carries no TypeScript', () => {
+    const pkg = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
+    assert.equal(pkg.scripts.prepare, undefined);
+    assert.equal(pkg.scripts.build, undefined);
+    assert.ok(existsSync(join(app, 'node_modules', 'oidc-provider')));
+    for (const dev of Object.keys(pkg.devDependencies ?? {}))
+      assert.ok(!existsSync(join(app, 'node_modules', dev)), `development dependency ${dev} was installed`);
+    assert.ok(existsSync(join(app, 'src', 'main.js')) && existsSync(join(app, 'src', 'main.js.map')));
+    assert.ok(!existsSync(join(app, 'src', 'main.ts')));
+    // The runtime is the pinned one from the `node` package, whatever Node the machine has.
+    assert.match(run(join(app, 'node_modules', '.bin', 'node'), ['--version'], app), /^v24\./);
+  });
+
+  it('npm start runs the compiled service with source maps and the heap flags', () => {
+    const lines = commandLines(service!.child.pid!);
+    const node = lines.find((argv) => argv.includes('serve'));
+    assert.ok(node, `no serving process among ${JSON.stringify(lines)}`);
+    assert.deepEqual(node.slice(1), [
+      '--enable-source-maps',
+      '--max-heap-size=256',
+      '--max-semi-space-size=16',
+      'src/main.js',
+      'serve',
+    ]);
+  });
+
+  it('serves the discovery document with PUBLIC_URL as the issuer', async () => {
+    const res = await fetch(`${url}/.well-known/openid-configuration`);
+    assert.equal(res.status, 200);
+    const discovery = (await res.json()) as Record<string, unknown>;
+    assert.equal(discovery.issuer, url);
+    assert.equal(discovery.token_endpoint, `${url}/oauth/token`);
+  });
+
+  it('issues a client_credentials token to a client made with the compiled admin CLI', async () => {
+    idp(['org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example University']);
+    const client = idp(['client', 'add', '--name', 'Helpdesk', '--scopes', 'passkey.read', '--orgs', '1']);
+    const basic = Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64');
+    const token = await fetch(`${url}/oauth/token`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials&scope=passkey.read',
+    });
+    assert.equal(token.status, 200);
+    const { access_token } = (await token.json()) as { access_token: string };
+    const list = await fetch(`${url}/2/passkey/1`, { headers: { authorization: `Bearer ${access_token}` } });
+    assert.equal(list.status, 200);
+    assert.deepEqual(await list.json(), []);
+  });
+
+  it('signs a user in with a password and answers userinfo for her access token', async () => {
+    // The organization was added above.
+    idp(
+      [
+        'user',
+        'add',
+        '--org',
+        '1',
+        '--eppn',
+        'ada@example.org',
+        '--name',
+        'Ada Lovelace',
+        '--email',
+        'ada@example.org',
+        '--password-stdin',
+      ],
+      'correct horse battery staple',
+    );
+    const redirectUri = 'https://portal.example.org/oidc/callback';
+    const client = idp([
+      'client',
+      'add',
+      '--name',
+      'Course portal',
+      '--redirect-uri',
+      redirectUri,
+      '--groups',
+      'userinfo-name email',
+      '--first-party',
+    ]);
+    assert.equal((await fetch(`${url}/openid/userinfo`)).status, 401);
+    const config = await oidc.discovery(
+      new URL(url),
+      client.client_id!,
+      undefined,
+      oidc.ClientSecretBasic(client.client_secret!),
+      { execute: [oidc.allowInsecureRequests] },
+    );
+    const begun = await authorizationRequest(config, redirectUri, { scope: 'openid profile email' });
+    browser = await launchBrowser();
+    const page = await browser.newPage();
+    await page.goto(begun.url);
+    // A first-party client: no consent page. The portal's host does not exist here: the browser's
+    // request for the callback is what the portal would receive.
+    await page.fill('#username', 'ada@example.org');
+    await page.fill('#password', 'correct horse battery staple');
+    const [callback] = await Promise.all([
+      page.waitForRequest((r) => r.url().startsWith(redirectUri)),
+      page.click('#password-form button[type=submit]'),
+    ]);
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(callback.url()), {
+      pkceCodeVerifier: begun.codeVerifier,
+      expectedState: begun.state,
+      expectedNonce: begun.nonce,
+    });
+    const info = await oidc.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub);
+    assert.equal(info.name, 'Ada Lovelace');
+    assert.equal(info.email, 'ada@example.org');
+  });
+
+  it('README documents exactly this install', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Production install'));
+    assert.ok(readme.includes('## Production install'), 'README has a Production install section');
+    for (const step of ['npm ci', 'cp -r dist', 'npm ci --omit=dev', 'npm start', 'npm run idp --'])
+      assert.ok(section.includes(step), `the Production install section shows ${step}`);
+  });
+});
