@@ -14,7 +14,11 @@ import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
 import { createDpopVerifier, dpopNonces } from './http/dpop.ts';
 import { startKeyManager, type KeyManager } from './oauth/key-manager.ts';
 import { createProviderHolder, oauthPlugin, PROVIDER_PATHS, type ProviderHolder } from './oauth/plugin.ts';
-import { basicAccounts } from './oauth/provider.ts';
+import { basicAccounts, ROUTES } from './oauth/provider.ts';
+import { providerRoutePatterns } from './oauth/metrics.ts';
+import { registerHttpMetrics } from './http/metrics-http.ts';
+import { observeStore } from './http/metrics-db.ts';
+import { observeSigningKeys } from './http/metrics-keys.ts';
 import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { passkeyAdminPlugin } from './passkey-admin/index.ts';
@@ -83,6 +87,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
   });
 
+  // First, so every answer is counted, refusals by the hooks below included.
+  registerHttpMetrics(app, { behindWildcards: providerRoutePatterns(ROUTES) });
   const https = config.publicUrl.startsWith('https:');
   // Headers every answer carries; set before routing, so a route may still replace them (a photo
   // sets its own cache-control). A synchronous hook: this runs on every request.
@@ -99,6 +105,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const keyManager = await startKeyManager(config, store, keys, app.log);
   app.addHook('onClose', async () => keyManager.stop());
+  observeStore(app, store);
+  observeSigningKeys(app, { store, active: () => keyManager.current().active });
   const jwksOf = new WeakMap<object, JSONWebKeySet>();
   const publishedKeys = () => {
     const current = keyManager.current();

@@ -1,14 +1,49 @@
 // Prometheus metrics registry, served at /metrics, and who may scrape it.
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import ipaddr from 'ipaddr.js';
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { parseRange, type Config } from '../config.ts';
 import { AppError, forbidden } from '../errors.ts';
 import { parseBearer } from './bearer.ts';
 
 export const metrics = new Registry();
 collectDefaultMetrics({ register: metrics });
+
+/** The path the metrics are served at; scrapes themselves are not counted as requests. */
+export const METRICS_PATH = '/metrics';
+
+/** The version in package.json (dist/package.json in a compiled install), 'unknown' without one. */
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+new Gauge({
+  name: 'idp_info',
+  help: 'Always 1; the version label names the running release',
+  labelNames: ['version'],
+  registers: [metrics],
+}).set({ version: packageVersion() }, 1);
+
+const rateLimited = new Counter({
+  name: 'idp_rate_limited_total',
+  help: 'Requests refused by a rate limit, by limiter',
+  labelNames: ['limiter'],
+  registers: [metrics],
+});
+
+/** Counts one refusal by the named limiter (names are fixed in code, so the label is bounded). */
+export function countRateLimited(limiter: string): void {
+  rateLimited.inc({ limiter });
+}
 
 const auditEvents = new Counter({
   name: 'idp_audit_events_total',

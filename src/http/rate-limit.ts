@@ -3,6 +3,7 @@ import ipaddr from 'ipaddr.js';
 import type { Store } from '../store/index.ts';
 import * as counters from '../store/rate-limits.ts';
 import { tooManyRequests } from '../errors.ts';
+import { countRateLimited } from './metrics.ts';
 
 export interface RateLimit {
   /** counts one event for key; throws 429 (with Retry-After) once over the limit */
@@ -51,8 +52,9 @@ export function rateLimit(
       const w = windowOf();
       const count = await counters.hit(store.db, `${name}:${key}`, w.start);
       if (count <= limit) return;
-      if ((await used(key, w.start, count)) > limit)
-        throw tooManyRequests('Too many requests; try again later', w.retryAfter);
+      if ((await used(key, w.start, count)) <= limit) return;
+      countRateLimited(name);
+      throw tooManyRequests('Too many requests; try again later', w.retryAfter);
     },
     async exceeded(key) {
       return (await used(key, windowOf().start)) >= limit;

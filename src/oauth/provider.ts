@@ -1,5 +1,6 @@
 // The OAuth 2.0 / OpenID Connect authorization server: oidc-provider configured for this service.
 import { auditClientAuthFailures } from './client-auth-audit.ts';
+import { countIssuedTokens } from './metrics.ts';
 import Provider, {
   errors,
   type AccessToken,
@@ -255,6 +256,7 @@ export function createProvider(
   const provider = new Provider(config.publicUrl, configuration);
   recordBackchannelLogouts(provider, store, log);
   auditClientAuthFailures(provider, store, log);
+  countIssuedTokens(provider, log);
   if (accounts.frontchannelLogoutSource) provider.use(frontchannelLogout(store, accounts.frontchannelLogoutSource));
   provider.use(devicePollPace(store, config.deviceCodeTtl));
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client
