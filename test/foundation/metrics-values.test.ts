@@ -65,7 +65,7 @@ for (const dialect of dialects()) {
       secrets.push(reader.secret, checker.secret, checkToken);
 
       before_ = await scrape(w.app);
-      const tokens = [];
+      const tokens: string[] = [];
       for (let i = 0; i < 3; i++) tokens.push(await clientToken(w, reader.clientId, reader.secret, 'passkey.read'));
       secrets.push(...tokens);
       for (let i = 0; i < 2; i++) {
@@ -79,7 +79,7 @@ for (const dialect of dialects()) {
       assert.equal((await w.app.inject({ method: 'GET', url: '/no/such/path/alice@example.org' })).statusCode, 404);
       assert.equal((await w.app.inject({ method: 'GET', url: '/oauth/no-such-endpoint' })).statusCode, 404);
       // CHECKUSER_RATE_LIMIT=1: the second lookup of the minute is refused
-      const lookups = [];
+      const lookups: number[] = [];
       for (let i = 0; i < 2; i++) {
         const res = await w.app.inject({
           method: 'GET',
