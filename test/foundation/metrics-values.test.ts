@@ -22,6 +22,8 @@ import {
 } from '../helpers.ts';
 import { scrape, scrapeText, total, type Sample } from './metrics-scrape.ts';
 
+const REDIRECT = 'https://rp.example.test/callback';
+
 interface World extends App {
   store: Store;
   database: TestDatabase;
@@ -40,6 +42,34 @@ async function startWorld(dialect: 'sqlite' | 'postgres'): Promise<World> {
   return { ...built, store, database, logs: () => logged };
 }
 
+/** A code exactly as the authorization endpoint stores it after sign-in and consent. */
+async function mintCode(w: World, accountId: string, clientId: string, scope: string): Promise<string> {
+  const provider = w.provider.current();
+  const grant = new provider.Grant({ accountId, clientId });
+  grant.addOIDCScope(scope);
+  const grantId = await grant.save();
+  const client = await provider.Client.find(clientId);
+  const authTime = Math.floor(Date.now() / 1000);
+  return new provider.AuthorizationCode({
+    accountId,
+    client: client!,
+    grantId,
+    scope,
+    redirectUri: REDIRECT,
+    authTime,
+    gty: 'authorization_code',
+  }).save();
+}
+
+async function tokenRequest(w: World, auth: string, form: Record<string, string>) {
+  return w.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams(form).toString(),
+  });
+}
+
 const delta = (before: Sample[], after: Sample[], name: string, labels: Record<string, string> = {}) =>
   total(after, name, labels) - total(before, name, labels);
 
@@ -51,23 +81,43 @@ for (const dialect of dialects()) {
     let text: string;
     const secrets: string[] = [];
     let passkeyClient: string;
+    let application: string;
 
     before(async () => {
       w = await startWorld(dialect);
       await seedOrg({ store: w.store });
-      await seedUser({ store: w.store }, 1, 'alice@example.org');
+      const alice = await seedUser({ store: w.store }, 1, 'alice@example.org');
       const keys = keyring(TEST_SECRET);
+      const rp = await seedClient({ store: w.store, keys }, { redirectUris: [REDIRECT], scopes: ['offline_access'] });
+      application = rp.clientId;
+      const code = await mintCode(w, alice.sub, rp.clientId, 'openid offline_access');
       const reader = await seedClient({ store: w.store, keys }, { scopes: ['passkey.read'], orgs: [1] });
       const checker = await seedClient({ store: w.store, keys }, { scopes: ['system-check-user-existence'] });
       await grantOrganizations(w.store, checker.clientId, [1], 'checkuser');
       const checkToken = await clientToken(w, checker.clientId, checker.secret, 'system-check-user-existence');
       passkeyClient = reader.clientId;
-      secrets.push(reader.secret, checker.secret, checkToken);
+      secrets.push(reader.secret, checker.secret, rp.secret, checkToken, code);
 
       before_ = await scrape(w.app);
       const tokens: string[] = [];
       for (let i = 0; i < 3; i++) tokens.push(await clientToken(w, reader.clientId, reader.secret, 'passkey.read'));
       secrets.push(...tokens);
+      // a sign-in's code redeemed, its refresh token used, then the code replayed (refused)
+      const rpAuth = basicAuth(rp.clientId, rp.secret);
+      const exchange = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT };
+      const signedIn = await tokenRequest(w, rpAuth, exchange);
+      assert.equal(signedIn.statusCode, 200, signedIn.body);
+      const { access_token, id_token, refresh_token } = signedIn.json();
+      const refreshed = await tokenRequest(w, rpAuth, { grant_type: 'refresh_token', refresh_token });
+      assert.equal(refreshed.statusCode, 200, refreshed.body);
+      assert.equal((await tokenRequest(w, rpAuth, exchange)).statusCode, 400);
+      secrets.push(
+        access_token,
+        id_token,
+        refresh_token,
+        refreshed.json().access_token,
+        refreshed.json().refresh_token,
+      );
       for (let i = 0; i < 2; i++) {
         const res = await w.app.inject({
           method: 'GET',
@@ -111,27 +161,28 @@ for (const dialect of dialects()) {
 
     it('counts requests by route pattern, method and status, oidc-provider routes and 404s included', () => {
       const requests = (labels: Record<string, string>) => delta(before_, after_, 'idp_http_requests_total', labels);
-      assert.equal(requests({ route: '/oauth/token', method: 'POST', status: '200' }), 3);
+      assert.equal(requests({ route: '/oauth/token', method: 'POST', status: '200' }), 5);
+      assert.equal(requests({ route: '/oauth/token', method: 'POST', status: '400' }), 1);
       assert.equal(requests({ route: '/oauth/token', method: 'POST', status: '401' }), 1);
       assert.equal(requests({ route: '/2/passkey/:org_id', method: 'GET', status: '200' }), 2);
       assert.equal(requests({ route: 'unmatched', method: 'GET', status: '404' }), 2);
       assert.equal(requests({ route: '/userinfo/v1/exists/:userid_sec', method: 'GET', status: '200' }), 1);
       assert.equal(requests({ route: '/userinfo/v1/exists/:userid_sec', method: 'GET', status: '429' }), 1);
       // nothing else was asked, and /metrics scrapes are not counted
-      assert.equal(requests({}), 3 + 1 + 2 + 2 + 2);
+      assert.equal(requests({}), 7 + 2 + 2 + 2);
       assert.equal(total(after_, 'idp_http_requests_total', { route: '/metrics' }), 0);
     });
 
     it('times every counted request in the latency histogram, by status class', () => {
       const count = (labels: Record<string, string>) =>
         delta(before_, after_, 'idp_http_request_duration_seconds_count', labels);
-      assert.equal(count({ route: '/oauth/token', method: 'POST', status_class: '2xx' }), 3);
-      assert.equal(count({ route: '/oauth/token', method: 'POST', status_class: '4xx' }), 1);
+      assert.equal(count({ route: '/oauth/token', method: 'POST', status_class: '2xx' }), 5);
+      assert.equal(count({ route: '/oauth/token', method: 'POST', status_class: '4xx' }), 2);
       assert.equal(count({ route: 'unmatched', status_class: '4xx' }), 2);
-      assert.equal(count({}), 10);
+      assert.equal(count({}), 13);
       const le5 = delta(before_, after_, 'idp_http_request_duration_seconds_bucket', { le: '5' });
       const inf = delta(before_, after_, 'idp_http_request_duration_seconds_bucket', { le: '+Inf' });
-      assert.ok(le5 <= inf && inf === 10, `${le5} ${inf}`);
+      assert.ok(le5 <= inf && inf === 13, `${le5} ${inf}`);
       assert.ok(delta(before_, after_, 'idp_http_request_duration_seconds_sum') > 0);
     });
 
@@ -145,30 +196,31 @@ for (const dialect of dialects()) {
     });
 
     it('counts each token issued once, by grant type and client, and logs it without the token', () => {
-      assert.equal(
-        delta(before_, after_, 'idp_tokens_issued_total', { grant_type: 'client_credentials', client: passkeyClient }),
-        3,
-      );
-      assert.equal(delta(before_, after_, 'idp_tokens_issued_total'), 3);
+      const issued = (labels: Record<string, string>) => delta(before_, after_, 'idp_tokens_issued_total', labels);
+      assert.equal(issued({ grant_type: 'client_credentials', client: passkeyClient }), 3);
+      assert.equal(issued({ grant_type: 'authorization_code', client: application }), 1);
+      assert.equal(issued({ grant_type: 'refresh_token', client: application }), 1);
+      assert.equal(issued({}), 5);
       const lines = w
         .logs()
         .split('\n')
         .filter((l) => l.includes('"token issued"'))
         .map((l) => JSON.parse(l) as Record<string, unknown>);
-      const ours = lines.filter((l) => l.client_id === passkeyClient);
-      assert.equal(ours.length, 3);
-      for (const line of ours) {
-        assert.equal(line.level, 30);
-        assert.equal(line.grant_type, 'client_credentials');
-        assert.match(String(line.reqId), /^[0-9a-f-]{36}$/);
-      }
+      const logged = (clientId: string) =>
+        lines.filter((l) => l.client_id === clientId).map((l) => [l.level, l.grant_type]);
+      assert.deepEqual(logged(passkeyClient), Array(3).fill([30, 'client_credentials']));
+      assert.deepEqual(logged(application), [
+        [30, 'authorization_code'],
+        [30, 'refresh_token'],
+      ]);
+      for (const line of lines) assert.match(String(line.reqId), /^[0-9a-f-]{36}$/);
     });
 
     it('never logs a token, a client secret or an Authorization header', () => {
       const logs = w.logs();
       assert.ok(logs.length > 0);
       for (const secret of secrets) assert.ok(!logs.includes(secret), `${secret.slice(0, 12)}... was logged`);
-      assert.doesNotMatch(logs, /authorization|bearer |basic /i);
+      assert.doesNotMatch(logs, /"authorization"\s*:|\bbearer\s+\S|\bbasic\s+\S|"cookie"\s*:/i);
     });
 
     it('counts rate-limit refusals by limiter', () => {
