@@ -3,6 +3,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { buildApp, type App } from '../../src/app.ts';
 import { grantOrganizations } from '../../src/clients/index.ts';
@@ -16,6 +17,7 @@ import {
   seedClient,
   seedOrg,
   seedUser,
+  startTestApp,
   testConfig,
   TEST_SECRET,
   type TestDatabase,
@@ -262,3 +264,38 @@ for (const dialect of dialects()) {
     });
   });
 }
+
+describe('/metrics over real HTTP: answers oidc-provider writes itself are counted too', () => {
+  it('counts discovery, JWKS, the authorization endpoint and unknown provider paths by their pattern', async () => {
+    const ctx = await startTestApp('sqlite', {}, { listen: 0 });
+    try {
+      const base = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
+      const before_ = await scrape(ctx.app);
+      const statuses: number[] = [];
+      for (const path of [
+        '/.well-known/openid-configuration',
+        '/.well-known/oauth-authorization-server',
+        '/openid/jwks',
+        '/oauth/authorization?client_id=nobody',
+        '/openid/endsession/confirm',
+        '/openid/no-such-thing',
+      ]) {
+        const res = await fetch(`${base}${path}`, { redirect: 'manual' });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      await (await fetch(`${base}/metrics`)).text();
+      const after_ = await scrape(ctx.app);
+      const requests = (labels: Record<string, string>) => delta(before_, after_, 'idp_http_requests_total', labels);
+      assert.equal(requests({ route: '/.well-known/openid-configuration', status: '200' }), 1);
+      assert.equal(requests({ route: '/.well-known/oauth-authorization-server', status: '200' }), 1);
+      assert.equal(requests({ route: '/openid/jwks', method: 'GET', status: '200' }), 1);
+      assert.equal(requests({ route: '/oauth/authorization', status: String(statuses[3]) }), 1);
+      assert.equal(requests({ route: '/openid/endsession/confirm', status: String(statuses[4]) }), 1);
+      assert.equal(requests({ route: 'unmatched', status: '404' }), 1);
+      assert.equal(requests({}), 6);
+    } finally {
+      await ctx.close();
+    }
+  });
+});
