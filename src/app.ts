@@ -63,6 +63,14 @@ export function trustProxyOption(trust: Config['trustProxy']) {
   return typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust;
 }
 
+/** Caches drop what other processes change (src/store/invalidation.ts), from before any route serves. */
+async function receiveInvalidations(app: FastifyInstance, store: Store): Promise<void> {
+  const receiver = await store.receiveInvalidations?.((err) =>
+    app.log.warn({ err }, 'cache invalidations: receiving failed, retrying'),
+  );
+  app.addHook('onClose', async () => receiver?.stop());
+}
+
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, keys } = deps;
   const app = Fastify({
@@ -136,6 +144,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   const now = deps.now ?? Date.now;
+  await receiveInvalidations(app, store);
   const stopHousekeeping = startHousekeeping(store, app.log, config.auditRetentionDays);
   app.addHook('onClose', async () => stopHousekeeping());
   const stopLogoutRetries = startLogoutRetries(store, () => provider.current(), app.log);

@@ -8,6 +8,7 @@ import { hmac, safeEqual, type Keyring } from '../crypto.ts';
 import { API_SCOPES, ATTRIBUTE_GROUPS, KNOWN_SCOPES, STANDARD_OIDC_SCOPES } from '../vocabulary.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { deleteClientArtifacts } from '../store/oidc-payloads.ts';
+import { publish } from '../store/invalidation.ts';
 
 export type { ClientRow, GrantKind } from '../store/clients.ts';
 
@@ -283,6 +284,8 @@ export async function createClient(
       updated_at: now,
     });
     await repo.grantOrganizations(trx, clientId, orgs, 'admin');
+    // a lookup of the new id that raced the insert may have found nothing
+    await publish(trx, 'client', clientId);
     const details = { name, grant_types: grantTypes, scopes, groups, orgs };
     await recordAudit(trx, { action: 'client.add', actor, at: now, subject: clientId, clientId, details });
   });
@@ -314,6 +317,7 @@ export async function rotateSecret(
       previous_secret_expires_at: previousValidUntil,
       updated_at: now,
     });
+    await publish(trx, 'client', clientId);
     const details = { overlap_seconds: Math.round(overlapMs / 1000) };
     await recordAudit(trx, { action: 'client.secret_rotate', actor, at: now, subject: clientId, clientId, details });
   });
@@ -361,7 +365,8 @@ function clientChanges(row: repo.ClientRow, input: ClientUpdate): Partial<repo.C
   return changes;
 }
 
-/** Changes a client's registration; the authorization server sees it within a second on every instance. */
+/** Changes a client's registration; the authorization server and userinfo see it at once here, and
+ * within a fraction of a second on every other instance (the change publishes an invalidation). */
 export async function updateClient(
   store: Store,
   clientId: string,
@@ -373,6 +378,7 @@ export async function updateClient(
     if (!row) throw notFound(`client '${clientId}' does not exist`);
     const changes = clientChanges(row, input);
     await repo.updateClient(trx, clientId, { ...changes, updated_at: now });
+    await publish(trx, 'client', clientId);
     const details = { fields: Object.keys(changes) };
     await recordAudit(trx, { action: 'client.update', actor, at: now, subject: clientId, clientId, details });
   });
@@ -395,6 +401,7 @@ export async function setClientEnabled(
     if (!row) throw notFound(`client '${clientId}' does not exist`);
     if ((row.disabled_at === null) === enabled) return false;
     await repo.updateClient(trx, clientId, { disabled_at: enabled ? null : now, updated_at: now });
+    await publish(trx, 'client', clientId);
     // Its grants and tokens go: re-enabling does not bring back what was issued before.
     const artifacts = enabled ? 0 : await deleteClientArtifacts(trx, clientId, store.dialect);
     const action = enabled ? 'client.enable' : 'client.disable';
@@ -416,6 +423,7 @@ export async function removeClient(
     if (!row) throw notFound(`client '${clientId}' does not exist`);
     const artifacts = await deleteClientArtifacts(trx, clientId, store.dialect);
     await repo.deleteClient(trx, clientId);
+    await publish(trx, 'client', clientId);
     const details = { name: row.name, artifacts };
     await recordAudit(trx, { action: 'client.remove', actor, at: now, subject: clientId, clientId, details });
     return { artifacts };
@@ -453,6 +461,7 @@ async function changeOrganizations(
   await store.db.transaction().execute(async (trx) => {
     if (grant) await repo.grantOrganizations(trx, clientId, orgs, kind);
     else await repo.revokeOrganizations(trx, clientId, orgs, kind);
+    await publish(trx, 'client', clientId);
     const action = grant ? 'client.grant' : 'client.revoke';
     await recordAudit(trx, { action, actor, at: now, subject: clientId, clientId, details: { kind, orgs } });
   });

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/index.ts';
 import { isUniqueViolation } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
+import { publish } from '../store/invalidation.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { hashPassword, validatePassword } from './passwords.ts';
 import { SECONDARY_NAMESPACES } from '../vocabulary.ts';
@@ -149,6 +150,7 @@ export async function setPassword(
   await store.db.transaction().execute(async (trx) => {
     const user = await dir.findUserByEppn(trx, eppn);
     if (!user || !(await dir.updateUserPassword(trx, eppn, hash, now))) throw notFound(`user '${eppn}' does not exist`);
+    await publish(trx, 'user', user.sub);
     await recordAudit(trx, { action, actor, at: now, orgId: user.org_id, eppn });
   });
 }
@@ -183,6 +185,7 @@ export async function addSecondaryId(
   try {
     await store.db.transaction().execute(async (trx) => {
       await dir.insertUserId(trx, user.id, namespace, identifier);
+      await publish(trx, 'user', user.sub);
       const details = { namespace };
       await recordAudit(trx, { action: 'user.id_add', actor, at: now, orgId: user.org_id, eppn, details });
     });
@@ -205,6 +208,7 @@ export async function removeSecondaryId(
     const user = await dir.findUserByEppn(trx, eppn);
     if (!user || !(await dir.deleteUserId(trx, user.id, namespace, identifier)))
       throw notFound(`user '${eppn}' has no id '${namespace}:${identifier}'`);
+    await publish(trx, 'user', user.sub);
     const details = { namespace };
     await recordAudit(trx, { action: 'user.id_remove', actor, at: now, orgId: user.org_id, eppn, details });
   });
@@ -249,7 +253,7 @@ function attributeChanges(user: dir.User, input: UserAttributes, now: number): d
 
 /**
  * Changes a user's name, display name or e-mail. Userinfo and ID tokens read the user when they
- * are issued, so the next ones carry the change. The audit record names the fields, not their values.
+ * are issued, so the next ones carry the change (userinfo's cached claims are invalidated). The audit record names the fields, not their values.
  */
 export async function setUserAttributes(
   store: Store,
@@ -263,6 +267,7 @@ export async function setUserAttributes(
     if (!user) throw notFound(`user '${eppn}' does not exist`);
     const changes = attributeChanges(user, input, now);
     await dir.updateUser(trx, user.id, changes);
+    await publish(trx, 'user', user.sub);
     const fields = Object.keys(changes).filter((f) => f !== 'updated_at');
     await recordAudit(trx, { action: 'user.update', actor, at: now, orgId: user.org_id, eppn, details: { fields } });
     return { ...user, ...changes };

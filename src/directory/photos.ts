@@ -6,6 +6,7 @@ import type { Metadata } from 'sharp';
 import type { Store } from '../store/index.ts';
 import { findUserByEppn, type User } from '../store/directory.ts';
 import * as photos from '../store/photos.ts';
+import { publish } from '../store/invalidation.ts';
 import { normalizeEppn } from './index.ts';
 import { badRequest, notFound } from '../errors.ts';
 
@@ -114,7 +115,7 @@ async function userByEppn(store: Store, eppn: string): Promise<User> {
 /** Stores a new photo for the user under a new handle; the previous photo goes in the same transaction. */
 export async function setPhoto(
   store: Store,
-  user: Pick<User, 'id' | 'photo_handle' | 'org_id' | 'eppn'>,
+  user: Pick<User, 'id' | 'photo_handle' | 'org_id' | 'eppn' | 'sub'>,
   input: Buffer,
   { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<StoredPhoto> {
@@ -133,6 +134,7 @@ export async function setPhoto(
       height: photo.height,
       updated_at: now,
     });
+    await publish(trx, 'user', user.sub);
     await recordAudit(trx, { action: 'user.photo_set', actor, at: now, orgId: user.org_id, eppn: user.eppn });
   });
   return { handle, width: photo.width, height: photo.height, replaced: user.photo_handle };
@@ -151,12 +153,13 @@ export async function setPhotoByEppn(
 /** Removes the user's photo; returns the handle it had. */
 export async function removePhoto(
   store: Store,
-  user: Pick<User, 'id' | 'photo_handle' | 'org_id' | 'eppn'>,
+  user: Pick<User, 'id' | 'photo_handle' | 'org_id' | 'eppn' | 'sub'>,
   { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<string | null> {
   await store.db.transaction().execute(async (trx) => {
     await photos.setUserPhotoHandle(trx, user.id, null, now);
     const removed = await photos.deletePhotosOfUser(trx, user.id, null);
+    await publish(trx, 'user', user.sub);
     if (removed > 0)
       await recordAudit(trx, { action: 'user.photo_remove', actor, at: now, orgId: user.org_id, eppn: user.eppn });
   });

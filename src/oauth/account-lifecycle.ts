@@ -12,6 +12,7 @@ import { findClient } from '../store/clients.ts';
 import { deleteUserPasskeys, countOrganizationPasskeys } from '../store/passkeys.ts';
 import { deleteAccountArtifacts, findSessionsByAccount } from '../store/oidc-payloads.ts';
 import { insertLogoutDelivery } from '../store/logout-deliveries.ts';
+import { publish } from '../store/invalidation.ts';
 import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
 import { normalizeEppn } from '../directory/index.ts';
 import { AUDIT_DELETE_USER } from '../webauthn/passkey-removal.ts';
@@ -30,6 +31,7 @@ interface StoredSession {
  */
 export async function endSessionsInTransaction(trx: Trx, sub: string, now: number): Promise<number> {
   const sessions = (await findSessionsByAccount(trx, sub, now)).map((p) => JSON.parse(p) as StoredSession);
+  // publishes the account's invalidation: userinfo drops what it kept for the user's tokens
   await deleteAccountArtifacts(trx, sub);
   for (const session of sessions) {
     for (const [clientId, { sid }] of Object.entries(session.authorizations ?? {})) {
@@ -66,6 +68,7 @@ export function disableUser(store: Store, eppn: string, { actor = SYSTEM, now = 
     const user = await userOrFail(trx, eppn);
     if (user.disabled_at !== null) return { eppn: user.eppn, changed: false, sessions: 0 };
     await dir.updateUser(trx, user.id, { disabled_at: now, updated_at: now });
+    await publish(trx, 'user', user.sub);
     const sessions = await endSessionsInTransaction(trx, user.sub, now);
     const entry = { actor, at: now, orgId: user.org_id, eppn: user.eppn, details: { sessions } };
     await recordAudit(trx, { action: 'user.disable', ...entry });
@@ -79,6 +82,7 @@ export function enableUser(store: Store, eppn: string, { actor = SYSTEM, now = D
     const user = await userOrFail(trx, eppn);
     if (user.disabled_at === null) return { eppn: user.eppn, changed: false, sessions: 0 };
     await dir.updateUser(trx, user.id, { disabled_at: null, updated_at: now });
+    await publish(trx, 'user', user.sub);
     await recordAudit(trx, { action: 'user.enable', actor, at: now, orgId: user.org_id, eppn: user.eppn });
     return { eppn: user.eppn, changed: true, sessions: 0 };
   });
@@ -93,6 +97,7 @@ async function removeUserInTransaction(trx: Trx, user: dir.User, actor: Actor, n
   }
   const sessions = await endSessionsInTransaction(trx, user.sub, now);
   await dir.deleteUser(trx, user.id);
+  await publish(trx, 'user', user.sub);
   const details = { passkeys: passkeyIds.length, sessions, sub: user.sub };
   await recordAudit(trx, { action: 'user.remove', actor, at: now, orgId: user.org_id, eppn: user.eppn, details });
   return passkeyIds.length;

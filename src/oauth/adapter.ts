@@ -60,16 +60,35 @@ function live(row: payloads.PayloadRow | undefined): AdapterPayload | undefined 
   return payload;
 }
 
-// Every token request looks its client up; a burst from one client shares one lookup for a
-// second. A rotated secret or changed registration therefore takes effect within a second on
-// every instance. Unknown ids are not cached (they must not fill memory).
-const CLIENT_CACHE_MS = 1000;
+// Every token request looks its client up; the metadata is kept until the client changes. Every
+// change to a client publishes an invalidation (src/clients/index.ts), which drops the entry at once
+// in this process and within a fraction of a second in every other (src/store/invalidation.ts).
+// The time limit is only a safety net for an invalidation lost on its way (see docs/architecture.md);
+// a store without invalidations keeps entries for a second. Unknown ids are not cached (they must
+// not fill memory).
+const CLIENT_CACHE_MS = 60_000;
+const UNINVALIDATED_CLIENT_CACHE_MS = 1000;
 const CLIENT_CACHE_ENTRIES = 1000;
 
-function cachedClients(store: Store) {
+type ClientLookup = (id: string) => Promise<AdapterPayload | undefined>;
+
+/** One cache (and one subscription) per store, shared by the providers built on it over key rotations. */
+const clientCaches = new WeakMap<Store, ClientLookup>();
+
+function cachedClients(store: Store): ClientLookup {
+  let lookup = clientCaches.get(store);
+  if (!lookup) clientCaches.set(store, (lookup = newClientCache(store)));
+  return lookup;
+}
+
+function newClientCache(store: Store): ClientLookup {
   const cache = new LRUCache<string, Promise<AdapterPayload | undefined>>({
     max: CLIENT_CACHE_ENTRIES,
-    ttl: CLIENT_CACHE_MS,
+    ttl: store.invalidations ? CLIENT_CACHE_MS : UNINVALIDATED_CLIENT_CACHE_MS,
+  });
+  store.invalidations?.subscribe((invalidation) => {
+    if (invalidation === null) cache.clear();
+    else if (invalidation.topic === 'client') cache.delete(invalidation.key);
   });
   const forget = (id: string, metadata: Promise<AdapterPayload | undefined>) => {
     if (cache.peek(id) === metadata) cache.delete(id);
@@ -79,9 +98,11 @@ function cachedClients(store: Store) {
     if (hit) return hit;
     // Concurrent lookups of one id share the query in flight.
     const metadata = clientMetadata(store, id);
+    const sequence = store.invalidations?.sequence;
     cache.set(id, metadata);
     metadata.then(
-      (found) => void (found || forget(id, metadata)),
+      // an invalidation that arrived during the lookup may concern what it read
+      (found) => void ((found && store.invalidations?.sequence === sequence) || forget(id, metadata)),
       () => forget(id, metadata),
     );
     return metadata;

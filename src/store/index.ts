@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { DB } from './schema.ts';
 import { sqliteDialect } from './sqlite.ts';
 import { migrate } from './migrations.ts';
+import { Invalidations, publishedBy, startReceiver, type Receiver } from './invalidation.ts';
 
 // int8 (bigint) columns hold ids and epoch-millisecond timestamps, all well below 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -16,6 +17,12 @@ export interface Store {
   /** true when the database answers a trivial query */
   ping(): Promise<boolean>;
   close(): Promise<void>;
+  // Optional like the metrics below, for a store wrapped around another Kysely instance; without
+  // them nothing is cached that a change elsewhere could make stale.
+  /** what caches must drop (src/store/invalidation.ts); changes made through this store arrive at once */
+  invalidations?: Invalidations;
+  /** starts receiving other processes' invalidations; the last stop() of several ends it */
+  receiveInvalidations?(onError?: (err: unknown) => void): Promise<Receiver>;
   // For metrics; optional so a store wrapped around another Kysely instance may leave them out.
   /** calls listener after every query; returns the function that stops it */
   onQuery?(listener: (query: QueryTiming) => void): () => void;
@@ -71,6 +78,42 @@ function withIdleErrorsHandled(pool: pg.Pool): pg.Pool {
   return pool;
 }
 
+/** The PostgreSQL connection that LISTENs for invalidations, named so operators can tell it apart. */
+function listenerConnection(databaseUrl: string): pg.Client {
+  return new pg.Client({
+    connectionString: databaseUrl,
+    application_name: 'idp-invalidations',
+    keepAlive: true,
+    query_timeout: 3000,
+  });
+}
+
+/** One receiver per store however many apps share it; it stops with the last of them. */
+function sharedReceiver(start: (onError: (err: unknown) => void) => Promise<Receiver>) {
+  let running: Promise<Receiver> | undefined;
+  let users = 0;
+  let onErrors: ((err: unknown) => void)[] = [];
+  return async (onError?: (err: unknown) => void): Promise<Receiver> => {
+    users++;
+    if (onError) onErrors.push(onError);
+    running ??= start((err) => {
+      for (const report of onErrors) report(err);
+    });
+    const receiver = await running;
+    let stopped = false;
+    return {
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        if (onError) onErrors = onErrors.filter((f) => f !== onError);
+        if (--users > 0) return;
+        running = undefined;
+        await receiver.stop();
+      },
+    };
+  };
+}
+
 export async function openStore(databaseUrl: string, options: StoreOptions = {}): Promise<Store> {
   const dialect: Dialect = /^postgres(ql)?:\/\//.test(databaseUrl) ? 'postgres' : 'sqlite';
   const pool =
@@ -78,9 +121,13 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
       ? withIdleErrorsHandled(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }))
       : undefined;
   const listeners = new Set<(query: QueryTiming) => void>();
+  const invalidations = new Invalidations();
   const db = new Kysely<DB>({
     dialect: pool ? new PostgresDialect({ pool }) : sqliteDialect(databaseUrl),
     log: (event) => {
+      // A change this process made takes effect here before its publishing statement returns.
+      const published = event.level === 'query' && publishedBy(event.query.sql, event.query.parameters);
+      if (published) invalidations.deliver(published);
       if (listeners.size === 0) return;
       const timing = {
         kind: statementKind(event),
@@ -96,9 +143,19 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
     await db.destroy();
     throw err;
   }
+  const receiving = sharedReceiver((onError) =>
+    startReceiver({
+      db,
+      bus: invalidations,
+      onError,
+      ...(pool ? { connect: () => listenerConnection(databaseUrl) } : {}),
+    }),
+  );
   return {
     db,
     dialect,
+    invalidations,
+    receiveInvalidations: (onError) => receiving(onError),
     async ping() {
       try {
         await sql`select 1`.execute(db);

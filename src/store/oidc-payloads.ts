@@ -1,8 +1,22 @@
 // Storage for oidc-provider's artifacts (sessions, codes, grants, interactions, ...).
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from './schema.ts';
+import { publish, type Topic } from './invalidation.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
+
+/** Runs a change with its invalidations in one transaction (the caller's, if it is in one). */
+function withInvalidations<T>(db: Q, change: (trx: Q) => Promise<T>, ...topics: [Topic, string][]): Promise<T> {
+  const run = async (trx: Q) => {
+    const result = await change(trx);
+    for (const [topic, key] of topics) await publish(trx, topic, key);
+    return result;
+  };
+  return db.isTransaction ? run(db) : db.transaction().execute(run);
+}
+
+/** The caches keyed by an artifact: access tokens (userinfo's claims) and grants. */
+const ARTIFACT_TOPICS: Record<string, Topic> = { AccessToken: 'token', Grant: 'grant' };
 
 export interface PayloadRow {
   payload: string;
@@ -80,19 +94,25 @@ export async function payloadGrantId(db: Q, type: string, id: string): Promise<s
 }
 
 export async function destroyPayload(db: Q, type: string, id: string): Promise<void> {
-  await db.deleteFrom('oidc_payloads').where('type', '=', type).where('id', '=', id).execute();
+  const remove = (q: Q) => q.deleteFrom('oidc_payloads').where('type', '=', type).where('id', '=', id).execute();
+  const topic = ARTIFACT_TOPICS[type];
+  if (!topic) return void (await remove(db));
+  await withInvalidations(db, remove, [topic, id]);
 }
 
 export async function revokePayloadsByGrant(db: Q, grantId: string): Promise<void> {
-  await db.deleteFrom('oidc_payloads').where('grant_id', '=', grantId).execute();
+  const remove = (q: Q) => q.deleteFrom('oidc_payloads').where('grant_id', '=', grantId).execute();
+  await withInvalidations(db, remove, ['grant', grantId]);
 }
 
 /** Revokes a grant: the grant itself and everything issued under it (codes, tokens), in one statement. */
 export async function revokeGrant(db: Q, grantId: string): Promise<void> {
-  await db
-    .deleteFrom('oidc_payloads')
-    .where((eb) => eb.or([eb('grant_id', '=', grantId), eb.and([eb('type', '=', 'Grant'), eb('id', '=', grantId)])]))
-    .execute();
+  const remove = (q: Q) =>
+    q
+      .deleteFrom('oidc_payloads')
+      .where((eb) => eb.or([eb('grant_id', '=', grantId), eb.and([eb('type', '=', 'Grant'), eb('id', '=', grantId)])]))
+      .execute();
+  await withInvalidations(db, remove, ['grant', grantId]);
 }
 
 export async function deleteExpiredPayloads(db: Q, now: number): Promise<number> {
@@ -117,6 +137,11 @@ export async function findSessionsByAccount(db: Q, accountId: string, now: numbe
  * all that was issued under them (codes, access and refresh tokens), in one statement.
  */
 export async function deleteAccountArtifacts(db: Q, accountId: string): Promise<number> {
+  const remove = (q: Q) => deleteArtifactsOfAccount(q, accountId);
+  return withInvalidations(db, remove, ['user', accountId]);
+}
+
+async function deleteArtifactsOfAccount(db: Q, accountId: string): Promise<number> {
   const r = await db
     .deleteFrom('oidc_payloads')
     .where((eb) =>
@@ -147,12 +172,15 @@ export async function deleteClientArtifacts(db: Q, clientId: string, dialect: 's
     dialect === 'postgres'
       ? sql<string>`(payload::json ->> 'clientId')`
       : sql<string>`json_extract(payload, '$.clientId')`;
-  const r = await db
-    .deleteFrom('oidc_payloads')
-    .where('type', '!=', 'Session')
-    .where(clientOf, '=', clientId)
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
+  const remove = async (q: Q) => {
+    const r = await q
+      .deleteFrom('oidc_payloads')
+      .where('type', '!=', 'Session')
+      .where(clientOf, '=', clientId)
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  };
+  return withInvalidations(db, remove, ['client', clientId]);
 }
 
 /** Deletes an account's grants for one client with everything issued under them; returns how many grants went. */

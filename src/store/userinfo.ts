@@ -1,6 +1,6 @@
 // What claim release needs about one user and one client, in one round trip: userinfo is the
 // hottest authenticated endpoint, and each query is a large share of its cost.
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { DB } from './schema.ts';
 import type { User } from './directory.ts';
 
@@ -50,45 +50,4 @@ export async function findReleaseSubject(db: Q, sub: string, clientId: string): 
       .filter((r) => r.i_ns !== null && r.i_id !== null)
       .map((r) => ({ namespace: r.i_ns as string, identifier: r.i_id as string })),
   };
-}
-
-// Placeholders for compiling the query once; the values are put in at each call.
-const TOKEN = Symbol('token');
-const GRANT = Symbol('grant');
-const NOW = Symbol('now');
-const compiledLive = new WeakMap<Q, CompiledQuery>();
-
-function liveQuery(db: Q): CompiledQuery {
-  let compiled = compiledLive.get(db);
-  if (!compiled) {
-    compiled = db
-      .selectFrom('oidc_payloads')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where((eb) =>
-        eb.or([
-          eb.and([eb('type', '=', 'AccessToken'), eb('id', '=', TOKEN as unknown as string)]),
-          eb.and([eb('type', '=', 'Grant'), eb('id', '=', GRANT as unknown as string)]),
-        ]),
-      )
-      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', NOW as unknown as number)]))
-      .compile();
-    compiledLive.set(db, compiled);
-  }
-  return compiled;
-}
-
-/**
- * True when the access token and its grant are both still stored and unexpired: one indexed
- * lookup, compiled once (building the query each time costs more than running it).
- */
-export async function tokenAndGrantLive(db: Q, tokenId: string, grantId: string, now: number): Promise<boolean> {
-  const compiled = liveQuery(db);
-  const values = new Map<unknown, unknown>([
-    [TOKEN, tokenId],
-    [GRANT, grantId],
-    [NOW, now],
-  ]);
-  const parameters = compiled.parameters.map((p) => (values.has(p) ? values.get(p) : p));
-  const { rows } = await db.executeQuery<{ n: number | string }>(CompiledQuery.raw(compiled.sql, parameters));
-  return Number(rows[0]?.n) === 2;
 }
