@@ -21,6 +21,7 @@ import { observeStore } from './http/metrics-db.ts';
 import { observeSigningKeys } from './http/metrics-keys.ts';
 import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { providerOpenApiPaths } from './oauth/openapi-paths.ts';
 import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
 import { deviceViews, loadExistingGrant, notFoundPage, providerViews, webPlugin } from './web/index.ts';
@@ -154,7 +155,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerErrorHandling(app, { notFoundPage });
 
   // Before the features, so the OpenAPI document sees every route they add.
-  await registerOpenApi(app, config, PROVIDER_PATHS);
+  await registerOpenApi(app, config, { hidden: PROVIDER_PATHS, paths: providerOpenApiPaths(config.publicUrl) });
 
   // Features, each a plugin with its dependencies passed in.
   await app.register(healthPlugin(store, config));

@@ -42,29 +42,61 @@ const orgIdParam = {
   type: 'string',
   pattern: '^[0-9]+$',
   description: 'Numeric organization id; anything else names no organization (404)',
+  examples: ['1234'],
 } as const;
 
 const eppnQuery = {
   type: 'string',
   description: "eduPersonPrincipalName (user@realm), URL-encoded; the realm must be the organization's",
+  examples: ['alice@example.org'],
 } as const;
+
+const passkeyExample = {
+  id: 4711,
+  eppn: 'alice@example.org',
+  label: 'Work laptop',
+  created_at: '2024-01-15T10:30:00+00:00',
+  last_used_at: '2024-03-02T08:12:45+00:00',
+  mfa_verified: true,
+  aaguid: 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4',
+};
 
 const listQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
     eppn: { ...eppnQuery, description: `${eppnQuery.description}. Without it the whole organization is listed` },
-    per_page: { type: 'integer', minimum: 1, maximum: 1000, default: 1000, description: 'Entries per page, 1-1000' },
+    per_page: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1000,
+      default: 1000,
+      description: 'Entries per page, 1-1000',
+      examples: [100],
+    },
     offset: {
       type: 'string',
       description:
         'Opaque continuation token from the Link header; valid for PAGINATION_TOKEN_TTL seconds (default 300) and only for the request it continues',
+      examples: ['AAAAAAAAAAAAAAAA.bm90LWEtcmVhbC10b2tlbg'],
     },
   },
 } as const;
 
 const errors = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((s) => [s, { ...errorBody, description: ERROR_MEANING[s] }]));
+  Object.fromEntries(
+    statuses.map((s) => [
+      s,
+      { ...errorBody, description: ERROR_MEANING[s], examples: [{ code: s, message: ERROR_EXAMPLE[s] }] },
+    ]),
+  );
+
+const ERROR_EXAMPLE: Record<number, string> = {
+  400: "Invalid 'per_page' query parameter -- must be an integer from 1 to 1000",
+  401: 'Token missing or invalid',
+  403: 'Client not authorized for organization',
+  404: 'Organization does not exist',
+};
 
 const ERROR_MEANING: Record<number, string> = {
   400: 'Invalid query parameter (eppn without @, eppn missing on DELETE, per_page outside 1-1000, malformed, altered, expired or misused offset, unknown or repeated parameter)',
@@ -73,11 +105,12 @@ const ERROR_MEANING: Record<number, string> = {
   404: 'Organization or passkey does not exist',
 };
 
-const readSecurity = [{ bearer: ['passkey.read'] }];
-const deleteSecurity = [{ bearer: ['passkey.delete'] }];
+const readSecurity = [{ oauth2: ['passkey.read'] }];
+const deleteSecurity = [{ oauth2: ['passkey.delete'] }];
 const tags = ['passkey'];
 
 export const listSchema = {
+  operationId: 'listPasskeys',
   tags,
   security: readSecurity,
   summary: 'List passkeys of a user (with eppn) or of the whole organization',
@@ -96,12 +129,14 @@ export const listSchema = {
       },
       type: 'array',
       items: passkey,
+      examples: [[passkeyExample]],
     },
     ...errors(400, 401, 403, 404),
   },
 } as const;
 
 export const deleteUserSchema = {
+  operationId: 'deleteUserPasskeys',
   tags,
   security: deleteSecurity,
   summary: "Delete all of a user's passkeys",
@@ -115,12 +150,14 @@ export const deleteUserSchema = {
       type: 'object',
       required: ['deleted_count', 'eppn'],
       properties: { deleted_count: { type: 'integer' }, eppn: { type: 'string' } },
+      examples: [{ deleted_count: 2, eppn: 'alice@example.org' }],
     },
     ...errors(400, 401, 403, 404),
   },
 } as const;
 
 export const deleteOneSchema = {
+  operationId: 'deletePasskey',
   tags,
   security: deleteSecurity,
   summary: 'Delete a single passkey',
@@ -130,7 +167,12 @@ export const deleteOneSchema = {
     required: ['org_id', 'id'],
     properties: {
       org_id: orgIdParam,
-      id: { type: 'string', pattern: '^[0-9]+$', description: 'The id field from the list endpoints' },
+      id: {
+        type: 'string',
+        pattern: '^[0-9]+$',
+        description: 'The id field from the list endpoints',
+        examples: ['4711'],
+      },
     },
   },
   response: {
@@ -139,6 +181,7 @@ export const deleteOneSchema = {
       type: 'object',
       required: ['deleted', 'id'],
       properties: { deleted: { type: 'boolean' }, id: { type: 'integer' } },
+      examples: [{ deleted: true, id: 4711 }],
     },
     ...errors(400, 401, 403, 404),
   },

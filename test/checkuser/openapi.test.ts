@@ -22,7 +22,7 @@ for (const dialect of dialects()) {
       for (const [path, scopes, deprecated] of expected) {
         const get = paths[path]?.get;
         assert.ok(get, path);
-        assert.deepEqual(get.security, [{ bearer: scopes }]);
+        assert.deepEqual(get.security, [{ oauth2: scopes }]);
         assert.equal(Boolean(get.deprecated), deprecated, path);
         assert.deepEqual(Object.keys(get.responses).sort(), ['200', '400', '401', '403', '429']);
         const body = get.responses['200'].content['application/json'].schema;
