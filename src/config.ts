@@ -36,7 +36,7 @@ export interface Config {
   claimsNamespace: string;
   idpNamespace: string; // namespace of userid_sec for the directory's own eppn ids
   sunsetDate: string | undefined; // HTTP-date for Sunset on deprecated endpoints
-  userinfoCacheTtl: number; // seconds userinfo claims are reused per access token (0: never)
+  userinfoCacheTtl: number; // seconds userinfo claims are kept per access token at most (0: never)
   auditRetentionDays: number; // audit records older than this many days are pruned
   checkuserRateLimit: number; // lookups per client per minute
   loginRateLimitAccount: number; // failed logins per account per 15 minutes
@@ -391,10 +391,10 @@ export const SETTINGS: Setting[] = [
   intSetting(
     'USERINFO_CACHE_TTL',
     'userinfoCacheTtl',
-    5,
+    60,
     0,
     300,
-    'Seconds (0-300) /openid/userinfo reuses the claims it computed for an access token; the token itself is checked against the database on every call, so revocation is immediate, while group and profile changes show within this time. 0 disables',
+    'Seconds (0-300) /openid/userinfo keeps the claims it computed for an access token at most: a change to the token, its grant, the user or the client drops them at once on every instance (cache invalidation, see docs/architecture.md), so this bound is only a safety net. 0 disables',
   ),
   intSetting(
     'AUDIT_RETENTION_DAYS',
