@@ -394,7 +394,12 @@ function userinfoPost(): Json {
     security: [{ bearer: [] }, {}],
     requestBody: {
       required: false,
-      content: { [FORM]: { schema: { type: 'object', properties: { access_token: { type: 'string' } } } } },
+      content: {
+        [FORM]: {
+          schema: { type: 'object', properties: { access_token: { type: 'string' } } },
+          example: { access_token: 'Wp9nA2vQ0y8Xr3kLmT5sHc1dFj7gUe4oBi6zNq2aYxE' },
+        },
+      },
     },
     responses: {
       200: jsonAnswer(
