@@ -37,6 +37,12 @@ export async function upsertPayload(
     account_id?: string | null;
   },
 ): Promise<void> {
+  // A grant saved again (a new consent, scopes changed) may release other claims to its tokens.
+  if (row.type === 'Grant') return withInvalidations(db, (q) => upsertRow(q, row), ['grant', row.id]);
+  await upsertRow(db, row);
+}
+
+async function upsertRow(db: Q, row: Parameters<typeof upsertPayload>[1]): Promise<void> {
   await db
     .insertInto('oidc_payloads')
     .values({ ...row, account_id: row.account_id ?? null, consumed_at: null })
