@@ -33,7 +33,14 @@ export async function registerApiReference(app: FastifyInstance, config: Config)
     // no validator badge: it would send the document to a public validator
     validatorUrl: false,
     theme: { title: 'Identity provider API reference' },
-    uiConfig: { deepLinking: true, displayOperationId: true, defaultModelsExpandDepth: 0 },
+    uiConfig: {
+      // Without the standalone layout's top bar: it is a box for loading other documents, and its
+      // logo is an SVG with an inline style element that the policy (rightly) refuses.
+      layout: 'BaseLayout',
+      deepLinking: true,
+      displayOperationId: true,
+      defaultModelsExpandDepth: 0,
+    },
     uiHooks: {
       onRequest: (_request, reply, done) => {
         reply.header('x-frame-options', 'DENY').header('referrer-policy', 'no-referrer');
