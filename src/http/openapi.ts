@@ -22,7 +22,10 @@ export interface OpenApiOptions {
 /** Adds the documentation-only operations to the generated paths; a route's own operation wins. */
 function mergePaths(generated: Record<string, PathItem>, extra: Record<string, PathItem>) {
   const merged: Record<string, PathItem> = { ...generated };
-  for (const [path, item] of Object.entries(extra)) merged[path] = { ...item, ...merged[path] };
+  for (const [path, item] of Object.entries(extra)) {
+    const own = merged[path] ?? {};
+    merged[path] = { ...own, ...Object.fromEntries(Object.entries(item).filter(([method]) => !(method in own))) };
+  }
   return Object.fromEntries(Object.entries(merged).sort(([a], [b]) => a.localeCompare(b)));
 }
 

@@ -220,7 +220,7 @@ function authorization(): Json {
     summary: 'Authorization endpoint (browser)',
     description:
       'Starts a sign-in: the browser is sent to the sign-in pages and, when the user has signed in and consented, ' +
-      'back to redirect_uri with code and state (or error). POST with the same parameters as a form is accepted too.',
+      'back to redirect_uri with code and state (or error). Parameters go in the query (or in a pushed request, request_uri).',
     tags: ['oauth'],
     ...PUBLIC,
     parameters: authorizationParameters(),
@@ -423,33 +423,27 @@ const endSessionFields: Json = {
   ui_locales: { type: 'string' },
 };
 
-function endSession(method: 'get' | 'post'): Json {
+function endSession(): Json {
   const example = {
     id_token_hint: 'eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIn0.eyJzdWIiOiJhIn0.c2ln',
     post_logout_redirect_uri: 'https://wiki.example.org/signed-out',
     state: 'x7Yq',
   };
-  const input =
-    method === 'get'
-      ? {
-          parameters: Object.entries(endSessionFields).map(([name, schema]) => ({
-            name,
-            in: 'query',
-            required: false,
-            schema,
-            ...(name in example ? { example: example[name as keyof typeof example] } : {}),
-          })),
-        }
-      : { requestBody: formBody({ properties: endSessionFields }, example) };
   return {
-    operationId: method === 'get' ? 'endSession' : 'endSessionPost',
-    summary: `End the session: RP-initiated logout (${method.toUpperCase()}, browser)`,
+    operationId: 'endSession',
+    summary: 'End the session: RP-initiated logout (browser)',
     description:
       'Shows the sign-out confirmation page; after it the session ends, back-channel and front-channel logouts are sent ' +
       'and the browser goes to post_logout_redirect_uri (or a signed-out page).',
     tags: ['openid'],
     ...PUBLIC,
-    ...input,
+    parameters: Object.entries(endSessionFields).map(([name, schema]) => ({
+      name,
+      in: 'query',
+      required: false,
+      schema,
+      ...(name in example ? { example: example[name as keyof typeof example] } : {}),
+    })),
     responses: {
       200: {
         description: 'The sign-out confirmation page',
@@ -484,6 +478,6 @@ export function providerOpenApiPaths(publicUrl: string): Record<string, Json> {
     },
     [ROUTES.jwks]: { get: jwks() },
     [ROUTES.userinfo]: { post: userinfoPost() },
-    [ROUTES.end_session]: { get: endSession('get'), post: endSession('post') },
+    [ROUTES.end_session]: { get: endSession() },
   };
 }
