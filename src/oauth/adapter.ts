@@ -6,14 +6,29 @@ import type { Store } from '../store/index.ts';
 import * as payloads from '../store/oidc-payloads.ts';
 import { findClient } from '../store/clients.ts';
 import { recordProof } from '../store/dpop-proofs.ts';
-import { allowedScopes, clientSecretHashes } from '../clients/index.ts';
+import { allowedScopes, clientSecretHashes, type ClientRow } from '../clients/index.ts';
+
+/** The client's oidc-provider metadata; undefined for an unknown or disabled client. */
+export async function clientMetadata(store: Store, clientId: string): Promise<AdapterPayload | undefined> {
+  return (await clientEntry(store, clientId))?.metadata;
+}
+
+/** The metadata, and until when it holds: a previous secret stops working at the end of its overlap. */
+async function clientEntry(
+  store: Store,
+  clientId: string,
+): Promise<{ metadata: AdapterPayload; until: number } | undefined> {
+  const row = await findClient(store.db, clientId);
+  if (!row || row.disabled_at !== null) return undefined;
+  const overlapEnd = row.previous_secret_expires_at ?? Infinity;
+  const until = overlapEnd > Date.now() ? overlapEnd : Infinity;
+  return { metadata: registration(row), until };
+}
 
 /** The registry row as oidc-provider client metadata. client_secret carries the keyed hashes
  * (during a rotation's overlap, two); the provider compares presented secrets through
  * secretMatches() (see provider.ts). A disabled client does not exist for the provider. */
-export async function clientMetadata(store: Store, clientId: string): Promise<AdapterPayload | undefined> {
-  const row = await findClient(store.db, clientId);
-  if (!row || row.disabled_at !== null) return undefined;
+function registration(row: ClientRow): AdapterPayload {
   const grantTypes = JSON.parse(row.grant_types) as string[];
   const secret = clientSecretHashes(row);
   return {
@@ -97,12 +112,17 @@ function newClientCache(store: Store): ClientLookup {
     const hit = cache.get(id);
     if (hit) return hit;
     // Concurrent lookups of one id share the query in flight.
-    const metadata = clientMetadata(store, id);
+    const entry = clientEntry(store, id);
+    const metadata = entry.then((found) => found?.metadata);
     const sequence = store.invalidations?.sequence;
     cache.set(id, metadata);
-    metadata.then(
-      // an invalidation that arrived during the lookup may concern what it read
-      (found) => void ((found && store.invalidations?.sequence === sequence) || forget(id, metadata)),
+    entry.then(
+      (found) => {
+        // an invalidation that arrived during the lookup may concern what it read
+        if (!found || store.invalidations?.sequence !== sequence) return forget(id, metadata);
+        const left = found.until - Date.now();
+        if (left < CLIENT_CACHE_MS && cache.peek(id) === metadata) cache.set(id, metadata, { ttl: Math.max(left, 1) });
+      },
       () => forget(id, metadata),
     );
     return metadata;

@@ -115,6 +115,7 @@ async function sqliteReceiver({ db, bus, onError }: ReceiverOptions): Promise<Re
   let readAt = Date.now();
   let prunedAt = 0;
   let busy = false;
+  let failing = false;
   const poll = async () => {
     if (busy) return;
     busy = true;
@@ -128,12 +129,15 @@ async function sqliteReceiver({ db, bus, onError }: ReceiverOptions): Promise<Re
         if (invalidation) bus.deliver(invalidation);
       }
       readAt = now;
+      failing = false;
       if (now - prunedAt > PRUNE_EVERY_MS) {
         prunedAt = now;
         await prune(db, now);
       }
     } catch (err) {
-      onError?.(err);
+      // reported once per run of failures, not every POLL_MS
+      if (!failing) onError?.(err);
+      failing = true;
     } finally {
       busy = false;
     }
@@ -165,6 +169,7 @@ class PgReceiver implements Receiver {
   #backoff = RECONNECT_MIN_MS;
   #prunedAt = 0;
   #polling = false;
+  #pollFailing = false;
 
   constructor(options: ReceiverOptions & { connect: () => pg.Client }) {
     this.#o = options;
@@ -262,8 +267,11 @@ class PgReceiver implements Receiver {
         );
       for (const row of rows) this.#deliverRow(row);
       this.#pollSince = started - FALLBACK_WINDOW_MS;
+      this.#pollFailing = false;
     } catch (err) {
-      this.#o.onError?.(err);
+      // reported once per run of failures, not every POLL_MS
+      if (!this.#pollFailing) this.#o.onError?.(err);
+      this.#pollFailing = true;
       if (started - this.#pollSince > RETENTION_MS) this.#o.bus.deliver(null);
     } finally {
       this.#polling = false;
