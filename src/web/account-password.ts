@@ -12,10 +12,17 @@ const CHANGE_PATH = '/account/password';
 
 function passwordSection(view: AccountView): Html {
   const { t } = view;
-  if (view.user.password_hash === null) return html``;
+  const status = html`<p id="password-status">${t(view.user.password_hash === null ? 'account.no_password' : 'account.password_works')}</p>`;
+  // prettier-ignore
+  if (view.user.password_hash === null)
+    return html`<section aria-labelledby="password-heading" id="password">
+<h2 id="password-heading">${t('password.title')}</h2>
+${status}
+</section>`;
   // prettier-ignore
   return html`<section aria-labelledby="password-heading" id="password">
 <h2 id="password-heading">${t('password.title')}</h2>
+${status}
 <form method="post" action="${CHANGE_PATH}">
 <input type="hidden" name="${view.csrf.field}" value="${view.csrf.token}">
 <label for="current-password">${t('password.current')}</label>

@@ -189,10 +189,6 @@ ${alert(v.error)}
 ${v.passkeys.length ? html`<ul class="passkeys">${passkeys}</ul>` : html`<p id="no-passkeys">${t('account.no_passkeys')}</p>`}
 ${ceremonyForm(t, 'register', '/account/passkeys', '/account/passkeys/options', v.csrf, t('account.add_passkey'))}
 </section>
-<section aria-labelledby="password-heading">
-<h2 id="password-heading">${t('account.password')}</h2>
-<p id="password-status">${v.user.hasPassword ? t('account.password_works') : t('account.no_password')}</p>
-</section>
 ${v.sections}
 <p><a href="/openid/endsession" id="sign-out">${t('account.sign_out')}</a></p>`;
   return layout(frame, t('account.title'), body, ['/static/webauthn-browser.js', '/static/account.js']);
