@@ -67,6 +67,12 @@ for (const dialect of dialects()) {
       };
     }
 
+    /** a new passkey of the user's, as if registered */
+    async function passkeyOf(eppn: string): Promise<number> {
+      const [id] = await seedPasskeys(ctx.store, 1, [(await findUserByEppn(ctx.store.db, eppn))!.id], 1);
+      return id!;
+    }
+
     async function signedIn(eppn: string, password = PASSWORD) {
       const b = browser();
       const form = csrfOf((await b.get('/account')).body);
@@ -120,12 +126,7 @@ for (const dialect of dialects()) {
         'passkey.rename',
         async () => {
           const { b, csrf } = await signedIn('ada@example.org');
-          const [id] = await seedPasskeys(
-            ctx.store,
-            1,
-            [(await findUserByEppn(ctx.store.db, 'ada@example.org'))!.id],
-            1,
-          );
+          const id = await passkeyOf('ada@example.org');
           assert.equal(
             (await b.post(`/account/passkeys/${id}/rename`, { _csrf: csrf, label: 'Work key' })).statusCode,
             303,
@@ -144,12 +145,7 @@ for (const dialect of dialects()) {
         'passkey.delete_by_user',
         async () => {
           const { b, csrf } = await signedIn('ada@example.org');
-          const [id] = await seedPasskeys(
-            ctx.store,
-            1,
-            [(await findUserByEppn(ctx.store.db, 'ada@example.org'))!.id],
-            1,
-          );
+          const id = await passkeyOf('ada@example.org');
           assert.equal(
             (await b.post(`/account/passkeys/${id}/delete`, { _csrf: csrf, confirm: 'yes' })).statusCode,
             303,
@@ -250,12 +246,7 @@ for (const dialect of dialects()) {
       [
         'passkey.delete',
         async () => {
-          const [id] = await seedPasskeys(
-            ctx.store,
-            1,
-            [(await findUserByEppn(ctx.store.db, 'ada@example.org'))!.id],
-            1,
-          );
+          const id = await passkeyOf('ada@example.org');
           const token = await clientToken(ctx, api.clientId, api.secret, 'passkey.delete');
           const headers = { authorization: `Bearer ${token}`, 'x-request-id': 'req-api-delete' };
           assert.equal(
