@@ -24,7 +24,15 @@ import { registerOpenApi } from './http/openapi.ts';
 import { providerOpenApiPaths } from './oauth/openapi-paths.ts';
 import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
-import { deviceViews, loadExistingGrant, notFoundPage, providerViews, webPlugin } from './web/index.ts';
+import {
+  createBranding,
+  deviceViews,
+  loadExistingGrant,
+  notFoundPage,
+  providerViews,
+  wearSiteBrand,
+  webPlugin,
+} from './web/index.ts';
 
 export interface AppDeps {
   config: Config;
@@ -153,6 +161,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Before any route, which takes the error handler in force when it is added; browsers asking
   // for an unknown path get the sign-in pages' 404 page, API clients the JSON body.
   registerErrorHandling(app, { notFoundPage });
+  const branding = createBranding(config.brand, store);
+  wearSiteBrand(app, branding);
 
   // Before the features, so the OpenAPI document sees every route they add.
   await registerOpenApi(app, config, { hidden: PROVIDER_PATHS, paths: providerOpenApiPaths(config.publicUrl) });
@@ -163,7 +173,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(userinfoPlugin({ config, store, provider }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now, provider }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
-  await app.register(webPlugin({ config, store, keys, provider, now }));
+  await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 
   return { app, keyManager, verifier, provider };
 }

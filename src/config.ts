@@ -5,6 +5,7 @@ import { accessSync, constants, mkdirSync, realpathSync, statSync, type Stats } 
 import { dirname, resolve } from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { RESERVED_NAMESPACES } from './vocabulary.ts';
+import { BrandError, brandColor, brandFooter, brandName, brandUrl, readLogoFile, type Brand } from './brand.ts';
 
 /** A directory the service keeps files in, and the variable that named it (undefined: the default). */
 export interface StorageDirectory {
@@ -43,6 +44,8 @@ export interface Config {
   loginRateLimitIp: number; // login attempts per client IP per 15 minutes
   metricsToken: string | undefined; // bearer token every /metrics scrape must present, when set
   metricsAllow: string[]; // CIDR ranges /metrics answers
+  /** the deployment's branding (BRAND_*); an organization's own branding goes over it */
+  brand: Brand;
 }
 
 export class ConfigError extends Error {
@@ -282,6 +285,29 @@ function metricsToken(raw: string | undefined): Partial<Config> {
   return { metricsToken: raw };
 }
 
+/** A BRAND_* setting: unset leaves the field out; a refused value is a configuration error. */
+function brandSetting(
+  name: string,
+  key: keyof Brand,
+  meaning: string,
+  check: (raw: string) => Brand[keyof Brand],
+): Setting {
+  return {
+    name,
+    default: '(unset)',
+    meaning,
+    parse: (raw, soFar) => {
+      if (raw === undefined) return { brand: soFar.brand ?? {} };
+      try {
+        return { brand: { ...soFar.brand, [key]: check(raw) } };
+      } catch (err) {
+        if (err instanceof BrandError) throw new ConfigError(name, err.message);
+        throw err;
+      }
+    },
+  };
+}
+
 /** Every setting, in the order they are read (later defaults depend on earlier values) and documented. */
 export const SETTINGS: Setting[] = [
   intSetting('PORT', 'port', 8080, 0, 65535, 'TCP port to listen on. 0 (any free port) only together with PUBLIC_URL'),
@@ -442,6 +468,48 @@ export const SETTINGS: Setting[] = [
       'Comma-separated addresses/CIDR ranges /metrics answers (403 for others); the client address honours TRUST_PROXY. `0.0.0.0/0,::/0` allows every address',
     parse: (raw) => ({ metricsAllow: raw === undefined ? DEFAULT_METRICS_ALLOW : rangeList('METRICS_ALLOW', raw) }),
   },
+  brandSetting(
+    'BRAND_NAME',
+    'name',
+    'Product name shown at the top of the sign-in, consent, account and error pages and in their titles (at most 60 characters). Unset: no name is shown. Organizations can set their own (`org brand`, docs/branding.md)',
+    brandName,
+  ),
+  brandSetting(
+    'BRAND_COLOR',
+    'color',
+    'Accent colour of links and buttons on the light scheme, #rgb or #rrggbb; refused unless it has a contrast of at least 4.5:1 against the light page (#f4f4f6). Button labels are white or black, whichever reads better',
+    (raw) => brandColor(raw, 'light'),
+  ),
+  brandSetting(
+    'BRAND_COLOR_DARK',
+    'colorDark',
+    'Accent colour on the dark scheme (browsers set to dark mode), #rgb or #rrggbb, at least 4.5:1 against the dark card (#1e1e23)',
+    (raw) => brandColor(raw, 'dark'),
+  ),
+  brandSetting(
+    'BRAND_LOGO_FILE',
+    'logo',
+    'Path to a PNG, WebP or SVG logo (at most 100 KiB), read at start-up and shown beside BRAND_NAME',
+    readLogoFile,
+  ),
+  brandSetting(
+    'BRAND_SUPPORT_URL',
+    'supportUrl',
+    "Where users get help (https or mailto; http only on localhost), linked in the pages' footer",
+    (raw) => brandUrl(raw, 'the support URL'),
+  ),
+  brandSetting(
+    'BRAND_PRIVACY_URL',
+    'privacyUrl',
+    "The privacy policy (https; http only on localhost), linked in the pages' footer",
+    (raw) => brandUrl(raw, 'the privacy policy URL'),
+  ),
+  brandSetting(
+    'BRAND_FOOTER',
+    'footer',
+    "Plain text shown in the pages' footer, such as the operating organization (at most 200 characters)",
+    brandFooter,
+  ),
 ];
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -46,6 +46,7 @@ export const AUDIT_ACTIONS = [
   'client.revoke',
   'org.add',
   'org.remove',
+  'org.brand',
   'keys.rotate',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

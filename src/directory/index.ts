@@ -8,6 +8,7 @@ import { badRequest, conflict, notFound } from '../errors.ts';
 import { hashPassword, validatePassword } from './passwords.ts';
 import { SECONDARY_NAMESPACES } from '../vocabulary.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
+import { parseStoredBrand, storedBrand, type Brand } from '../brand.ts';
 
 export type { Organization, User } from '../store/directory.ts';
 
@@ -70,6 +71,32 @@ export async function addOrganization(
     throw err;
   }
   return org;
+}
+
+/**
+ * Sets an organization's branding over the deployment's: the given fields replace its own, the
+ * others stay (all go first with clear). Values are checked as the BRAND_* settings are.
+ */
+export async function setOrganizationBrand(
+  store: Store,
+  orgId: number,
+  input: { brand: Brand; clear?: boolean },
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<Brand> {
+  return store.db.transaction().execute(async (trx) => {
+    const org = await dir.findOrganization(trx, orgId);
+    if (!org) throw notFound(`organization ${orgId} not found`);
+    const brand: Brand = { ...(input.clear ? {} : parseStoredBrand(org.branding)), ...input.brand };
+    const empty = Object.keys(brand).length === 0;
+    await dir.updateOrganizationBranding(trx, orgId, empty ? null : storedBrand(brand));
+    const details = {
+      set: Object.keys(input.brand).sort(),
+      cleared: input.clear === true,
+      ...(input.brand.logo ? { logo: { type: input.brand.logo.type, bytes: input.brand.logo.data.length } } : {}),
+    };
+    await recordAudit(trx, { action: 'org.brand', actor, at: now, subject: String(orgId), orgId, details });
+    return brand;
+  });
 }
 
 export interface NewUser {

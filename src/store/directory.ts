@@ -18,6 +18,12 @@ export function findOrganization(db: Q, id: number): Promise<Organization | unde
   return db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** An organization's branding (JSON, see src/brand.ts), or null for the deployment's; false if no such organization. */
+export async function updateOrganizationBranding(db: Q, id: number, branding: string | null): Promise<boolean> {
+  const r = await db.updateTable('organizations').set({ branding }).where('id', '=', id).executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
 export async function insertUser(db: Q, user: Insertable<UsersTable>): Promise<User> {
   return db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
 }

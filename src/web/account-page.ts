@@ -21,6 +21,7 @@ import {
   type Kit,
   type SignInFailure,
 } from './kit.ts';
+import { withBrand } from './frame.ts';
 import { passkeySignIn, sendPasskeyOptions, withinCeremonyLimit } from './passkey-sign-in.ts';
 import type { SignedIn } from './session.ts';
 
@@ -150,6 +151,8 @@ async function renderAccount(
   const { csrf } = kit;
   const token = csrf.token(request, reply, sessionScope(who.session));
   const rows = await listUserCredentials(kit.store.db, who.user.id);
+  // The signed-in user's page wears their organization's brand.
+  frame = withBrand(frame, await kit.branding.forOrg(who.user.org_id));
   const view: AccountView = { user: who.user, t: frame.t, csrf: { field: csrf.field, token } };
   const page = accountPage(frame, {
     user: {

@@ -9,19 +9,15 @@ import { ROUTES } from '../oauth/provider.ts';
 import type { DeviceFlowSources } from '../oauth/device-flow.ts';
 import { clientKey, rateLimit, type RateLimit } from '../http/rate-limit.ts';
 import { pageHeaders } from './html.ts';
-import { pickLocale, translator, type MessageKey } from './i18n.ts';
-import { deviceConfirmPage, messagePage, userCodePage, type Frame } from './pages.ts';
+import type { MessageKey } from './i18n.ts';
+import { frameOfContext } from './frame.ts';
+import { deviceConfirmPage, messagePage, userCodePage } from './pages.ts';
 import { frameFor, overLimit, sendMessage, type Kit } from './kit.ts';
 
 const WINDOW_MS = 15 * 60 * 1000;
 
 /** Requests whose user code was wrong, expired or used: they keep the attempt they were counted. */
 const wrongCodes = new WeakSet<IncomingMessage>();
-
-function frameOf(ctx: KoaContextWithOIDC): Frame {
-  const locale = pickLocale(ctx.oidc?.params?.ui_locales, ctx.get('accept-language'));
-  return { locale, t: translator(locale) };
-}
 
 function respond(ctx: KoaContextWithOIDC, status: number, body: string) {
   for (const [name, value] of Object.entries(pageHeaders())) ctx.set(name, value);
@@ -64,7 +60,7 @@ export function deviceViews(): { deviceFlowSources: DeviceFlowSources } {
   return {
     deviceFlowSources: {
       userCodeInputSource(ctx, form, _out, err) {
-        const frame = frameOf(ctx);
+        const frame = frameOfContext(ctx);
         const outcome = outcomeOf(err);
         const userCode = (err as { userCode?: unknown } | undefined)?.userCode;
         if (err && Object.hasOwn(CODE_ERRORS, err.name)) wrongCodes.add(ctx.req);
@@ -80,7 +76,7 @@ export function deviceViews(): { deviceFlowSources: DeviceFlowSources } {
         return Promise.resolve();
       },
       userCodeConfirmSource(ctx, form, client, _deviceInfo, userCode) {
-        const frame = frameOf(ctx);
+        const frame = frameOfContext(ctx);
         const page = deviceConfirmPage(frame, {
           action: ctx.oidc.urlFor('code_verification'),
           xsrf: xsrfOf(form),
@@ -91,7 +87,7 @@ export function deviceViews(): { deviceFlowSources: DeviceFlowSources } {
         return Promise.resolve();
       },
       successSource(ctx) {
-        const frame = frameOf(ctx);
+        const frame = frameOfContext(ctx);
         const client = ctx.oidc.client;
         const page = messagePage(frame, {
           title: frame.t('device.done_title'),

@@ -1,5 +1,6 @@
-// Page texts in English and Norwegian Bokmål. The locale comes from ui_locales when the
-// relying party sent one, otherwise from Accept-Language; English is the fallback.
+// Page texts in English and Norwegian Bokmål. The locale is the one the user chose with the
+// pages' language switcher (a cookie), else ui_locales when the relying party sent one, else
+// Accept-Language; English is the fallback.
 import Negotiator from 'negotiator';
 export type Locale = 'en' | 'nb';
 
@@ -34,6 +35,11 @@ const en = {
     'Try again in a few minutes. If it keeps happening, contact your helpdesk and give them the reference below.',
   'error.reference': 'Reference for the helpdesk: {id}',
   'error.back_home': 'Go to your account',
+  'brand.logo': 'Logo',
+  'brand.links': 'Help and policies',
+  'brand.support': 'Help',
+  'brand.privacy': 'Privacy policy',
+  'language.label': 'Language',
   'oauth.invalid_client': 'The application that sent you here is not registered with this sign-in service.',
   'oauth.invalid_redirect_uri':
     'The application asked to send you back to an address it has not registered, so you were not sent there.',
@@ -193,6 +199,11 @@ const nb: Record<MessageKey, string> = {
     'Prøv igjen om noen minutter. Skjer det igjen, kontakt brukerstøtten og oppgi referansen nedenfor.',
   'error.reference': 'Referanse for brukerstøtten: {id}',
   'error.back_home': 'Gå til kontoen din',
+  'brand.logo': 'Logo',
+  'brand.links': 'Hjelp og retningslinjer',
+  'brand.support': 'Hjelp',
+  'brand.privacy': 'Personvernerklæring',
+  'language.label': 'Språk',
   'oauth.invalid_client': 'Tjenesten som sendte deg hit, er ikke registrert i denne innloggingstjenesten.',
   'oauth.invalid_redirect_uri':
     'Tjenesten ba om å sende deg tilbake til en adresse den ikke har registrert, så du ble ikke sendt dit.',
@@ -335,8 +346,29 @@ function supported(tag: string): Locale | undefined {
   return undefined;
 }
 
-/** ui_locales (space-separated, in preference order) wins over Accept-Language (q-weighted). */
-export function pickLocale(uiLocales: unknown, acceptLanguage: unknown): Locale {
+export const LOCALES: { locale: Locale; name: string }[] = [
+  { locale: 'en', name: 'English' },
+  { locale: 'nb', name: 'Norsk bokmål' },
+];
+
+/** The cookie the language switcher sets. */
+export const LANGUAGE_COOKIE = 'lang';
+
+export const isLocale = (value: unknown): value is Locale => value === 'en' || value === 'nb';
+
+/** The language the user chose with the switcher, from a Cookie header. */
+export function chosenLocale(cookieHeader: unknown): Locale | undefined {
+  if (typeof cookieHeader !== 'string') return undefined;
+  const m = new RegExp(`(?:^|;\\s*)${LANGUAGE_COOKIE}=([a-z]{2})(?:;|$)`).exec(cookieHeader);
+  return m && isLocale(m[1]) ? m[1] : undefined;
+}
+
+/**
+ * The user's own choice (the switcher's cookie) wins, then ui_locales (space-separated, in
+ * preference order), then Accept-Language (q-weighted).
+ */
+export function pickLocale(uiLocales: unknown, acceptLanguage: unknown, chosen?: Locale): Locale {
+  if (chosen) return chosen;
   if (typeof uiLocales === 'string') {
     for (const tag of uiLocales.split(' ')) {
       const l = supported(tag);

@@ -13,12 +13,14 @@ import { accountConsents } from './account-consents.ts';
 import { accountPassword } from './account-password.ts';
 import { staticPlugin } from './static.ts';
 import { devicePlugin } from './device-pages.ts';
+import { languageRoutes } from './language.ts';
 
 export { providerViews } from './provider-views.ts';
 export { deviceViews } from './device-pages.ts';
 export { loadExistingGrant } from './grants.ts';
 /** the page for a browser that asked for a path nothing serves */
 export { sendNotFound as notFoundPage } from './kit.ts';
+export { createBranding, wearSiteBrand } from './brand.ts';
 export type { WebDeps } from './kit.ts';
 
 function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<void>) {
@@ -41,6 +43,8 @@ function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<
       return sendMessage(reply, frameFor(request), 500, 'error.server', { advice: 'error.try_later' });
     });
     await app.register(staticPlugin());
+    await app.register(kit.branding.routes);
+    await app.register(languageRoutes(kit));
     await app.register(interactionRoutes(kit));
     await app.register(accountRoutes);
   };

@@ -25,6 +25,7 @@ import {
   type Kit,
   type SignInFailure,
 } from './kit.ts';
+import { withBrand } from './frame.ts';
 import { passkeySignIn, sendPasskeyOptions } from './passkey-sign-in.ts';
 import { AMR_PASSWORD, acrFor, passwordSatisfies } from '../oauth/authentication-context.ts';
 
@@ -218,7 +219,7 @@ async function consentStep(kit: Kit, request: Req, reply: FastifyReply, loaded: 
   return renderConsent(kit, request, reply, loaded, { user, client, remembered });
 }
 
-function renderConsent(
+async function renderConsent(
   kit: Kit,
   request: Req,
   reply: FastifyReply,
@@ -232,7 +233,9 @@ function renderConsent(
     ...groups,
     ...(remembered.includes('offline_access') ? (['group.offline_access'] as MessageKey[]) : []),
   ];
-  const page = consentPage(loaded.frame, {
+  // The user is known: the page wears their organization's brand.
+  const frame = withBrand(loaded.frame, await kit.branding.forOrg(user.org_id));
+  const page = consentPage(frame, {
     client: client.name,
     user: user.eppn,
     items,

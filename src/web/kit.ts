@@ -16,7 +16,9 @@ import { createCsrf, type Csrf } from './csrf.ts';
 import { createSessions, type Sessions } from './session.ts';
 import { pageHeaders, type Csp } from './html.ts';
 import { messagePage, type Frame } from './pages.ts';
-import { pickLocale, translator, type MessageKey } from './i18n.ts';
+import type { MessageKey } from './i18n.ts';
+import type { Branding } from './brand.ts';
+import { frameFor } from './frame.ts';
 
 export { clientKey };
 
@@ -27,6 +29,7 @@ export interface WebDeps {
   store: Store;
   keys: Keyring;
   provider: ProviderHolder;
+  branding: Branding;
   now?: () => number;
 }
 
@@ -34,6 +37,7 @@ export interface Kit {
   config: Config;
   store: Store;
   provider: ProviderHolder;
+  branding: Branding;
   csrf: Csrf;
   sessions: Sessions;
   webauthn: WebAuthn;
@@ -47,6 +51,7 @@ export function createKit(deps: WebDeps): Kit {
     config: deps.config,
     store: deps.store,
     provider: deps.provider,
+    branding: deps.branding,
     csrf: createCsrf(deps.config, deps.keys),
     sessions: createSessions(deps.provider, deps.config, now),
     webauthn: createWebAuthn(deps.config, deps.store, now),
@@ -60,10 +65,7 @@ export function createKit(deps: WebDeps): Kit {
   };
 }
 
-export function frameFor(request: FastifyRequest, uiLocales?: unknown): Frame {
-  const locale = pickLocale(uiLocales, request.headers['accept-language']);
-  return { locale, t: translator(locale) };
-}
+export { frameFor };
 
 export function sendPage(
   reply: FastifyReply,

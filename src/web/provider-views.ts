@@ -3,14 +3,10 @@ import type { FastifyBaseLogger } from 'fastify';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { AccountSource } from '../oauth/provider.ts';
 import { originOf, pageHeaders } from './html.ts';
-import { pickLocale, translator, type MessageKey } from './i18n.ts';
-import { logoutPage, messagePage, type Frame } from './pages.ts';
+import type { MessageKey } from './i18n.ts';
+import { frameOfContext } from './frame.ts';
+import { logoutPage, messagePage } from './pages.ts';
 import { respondFrontchannelLogout } from './frontchannel-logout-page.ts';
-
-function frameOf(ctx: KoaContextWithOIDC): Frame {
-  const locale = pickLocale(ctx.oidc?.params?.ui_locales, ctx.get('accept-language'));
-  return { locale, t: translator(locale) };
-}
 
 function respond(ctx: KoaContextWithOIDC, body: string, formTargets: string[] = []) {
   for (const [name, value] of Object.entries(pageHeaders({ formTargets }))) ctx.set(name, value);
@@ -64,7 +60,7 @@ export function providerViews(
 ): Pick<AccountSource, 'renderError' | 'logoutSource' | 'postLogoutSuccessSource' | 'frontchannelLogoutSource'> {
   return {
     renderError(ctx, out, error) {
-      const frame = frameOf(ctx);
+      const frame = frameOfContext(ctx);
       // The provider mount set the request id on the response before handing the request over.
       const reference = String(ctx.res.getHeader('x-request-id') ?? '') || undefined;
       // The protocol's words go to the log for the helpdesk; the person gets an explanation.
@@ -84,15 +80,15 @@ export function providerViews(
       );
     },
     frontchannelLogoutSource(ctx, frames, continueTo) {
-      respondFrontchannelLogout(ctx, frameOf(ctx), frames, continueTo, ctx.oidc.urlFor('end_session_success'));
+      respondFrontchannelLogout(ctx, frameOfContext(ctx), frames, continueTo, ctx.oidc.urlFor('end_session_success'));
     },
     logoutSource(ctx, form) {
-      const frame = frameOf(ctx);
+      const frame = frameOfContext(ctx);
       const target = originOf(ctx.oidc?.params?.post_logout_redirect_uri);
       respond(ctx, logoutPage(frame, form), target ? [target] : []);
     },
     async postLogoutSuccessSource(ctx) {
-      const frame = frameOf(ctx);
+      const frame = frameOfContext(ctx);
       // The same page follows "Stay signed in": say what actually happened.
       const session = await ctx.oidc.provider.Session.get(ctx);
       if (session.accountId) {

@@ -340,6 +340,17 @@ for (const dialect of dialects()) {
         { actor_type: 'operator', actor: cliActor, subject: '7', org_id: 7 },
       ],
       [
+        'org.brand',
+        () => run('org', 'brand', '7', '--name', 'Seven University', '--color', '#0b6e4f'),
+        {
+          actor_type: 'operator',
+          actor: cliActor,
+          subject: '7',
+          org_id: 7,
+          details: { set: ['color', 'name'], cleared: false },
+        },
+      ],
+      [
         'client.grant',
         () => run('client', 'grant-orgs', api.clientId, '--orgs', '7'),
         {

@@ -70,6 +70,8 @@ const NOT_DOCUMENTED: [prefix: string, why: string][] = [
   [ROUTES.code_verification, 'the device flow’s user-code page (verification_uri)'],
   [`${ROUTES.code_verification}/`, 'the device flow’s confirmation pages'],
   ['/static/', 'the pages’ CSS and scripts'],
+  ['/brand/', 'the pages’ brand colours and logo'],
+  ['/language/', 'the pages’ language switcher'],
   ['/docs/', 'the API reference’s own assets and its copies of this document (/docs/json, /docs/yaml)'],
   // 400-only variants of the user-existence paths with the identifier left out (checkuser/index.ts)
   ['/check_single', 'answers only 400: the identifier is missing'],

@@ -8,7 +8,7 @@ import { findConsent, saveConsent } from '../../src/store/consents.ts';
 import { pickLocale, translator } from '../../src/web/i18n.ts';
 import { explainError } from '../../src/web/provider-views.ts';
 import { html, raw } from '../../src/web/html.ts';
-import { webPlugin } from '../../src/web/index.ts';
+import { createBranding, webPlugin } from '../../src/web/index.ts';
 import { AppError, tooManyRequests } from '../../src/errors.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -679,7 +679,8 @@ describe('typed errors on pages', () => {
           throw new Error('not used');
         },
       };
-      await app.register(webPlugin({ config: ctx.config, store: ctx.store, keys: ctx.keys, provider }));
+      const branding = createBranding(ctx.config.brand, ctx.store);
+      await app.register(webPlugin({ config: ctx.config, store: ctx.store, keys: ctx.keys, provider, branding }));
       const ask = (refuse: string) =>
         app.inject({ method: 'GET', url: '/account', headers: { 'x-refuse': refuse, 'accept-language': 'nb' } });
 

@@ -1,5 +1,6 @@
 // `org` commands: organizations (realm = the part after @ in their users' eppn).
-import { addOrganization } from '../../directory/index.ts';
+import { addOrganization, setOrganizationBrand } from '../../directory/index.ts';
+import { BrandError, brandColor, brandFooter, brandName, brandUrl, readLogoFile, type Brand } from '../../brand.ts';
 import { listOrganizations } from '../../store/directory.ts';
 import { iso } from '../../time.ts';
 import { removeOrganization, organizationFootprint } from '../../oauth/account-lifecycle.ts';
@@ -41,7 +42,11 @@ export const orgCommands: CommandDef[] = [
     summary: 'list organizations',
     options: {},
     async run(ctx) {
-      const orgs = (await listOrganizations(ctx.store.db)).map((o) => ({ ...o, created_at: iso(o.created_at) }));
+      const orgs = (await listOrganizations(ctx.store.db)).map(({ branding, ...o }) => ({
+        ...o,
+        created_at: iso(o.created_at),
+        branded: branding !== null,
+      }));
       return ctx.json ? orgs : table(orgs, ['id', 'realm', 'name', 'created_at']);
     },
   },
@@ -67,7 +72,67 @@ export const orgCommands: CommandDef[] = [
         : `organization ${r.id} removed (${r.users} user(s), ${r.passkeys} passkey(s))`;
     },
   },
+  {
+    group: 'org',
+    name: 'brand',
+    summary: "set an organization's branding over the deployment's (docs/branding.md)",
+    args: [{ name: 'org_id', description: 'the organization' }],
+    options: {
+      name: { type: 'string', value: '<name>', description: 'product name shown on its pages (at most 60 characters)' },
+      color: {
+        type: 'string',
+        value: '<#rrggbb>',
+        description: 'accent colour on the light scheme (contrast >= 4.5:1)',
+      },
+      'color-dark': { type: 'string', value: '<#rrggbb>', description: 'accent colour on the dark scheme' },
+      'logo-file': { type: 'string', value: '<path>', description: 'PNG, WebP or SVG logo, at most 100 KiB' },
+      'support-url': { type: 'string', value: '<url>', description: 'help link (https or mailto)' },
+      'privacy-url': { type: 'string', value: '<url>', description: 'privacy policy link (https)' },
+      footer: { type: 'string', value: '<text>', description: 'footer text (at most 200 characters)' },
+      clear: { type: 'boolean', description: "drop its branding first (alone: back to the deployment's)" },
+    },
+    async run(ctx, v, [id]) {
+      const orgId = intOption(id, 'org_id');
+      const brand = brandOptions(v);
+      if (Object.keys(brand).length === 0 && v.clear !== true)
+        throw new AppError(400, 'nothing to set: give at least one option, or --clear');
+      const result = await setOrganizationBrand(ctx.store, orgId, { brand, clear: v.clear === true }, by(ctx));
+      const shown = {
+        ...result,
+        logo: result.logo ? { type: result.logo.type, bytes: result.logo.data.length } : undefined,
+      };
+      return ctx.json
+        ? { id: orgId, brand: shown }
+        : `organization ${orgId} branding: ${Object.keys(result).sort().join(', ') || "the deployment's"}`;
+    },
+  },
 ];
+
+const BRAND_OPTIONS: [string, keyof Brand, (raw: string) => Brand[keyof Brand]][] = [
+  ['name', 'name', brandName],
+  ['color', 'color', (raw) => brandColor(raw, 'light')],
+  ['color-dark', 'colorDark', (raw) => brandColor(raw, 'dark')],
+  ['logo-file', 'logo', readLogoFile],
+  ['support-url', 'supportUrl', (raw) => brandUrl(raw, 'the support URL')],
+  ['privacy-url', 'privacyUrl', (raw) => brandUrl(raw, 'the privacy policy URL')],
+  ['footer', 'footer', brandFooter],
+];
+
+/** The branding options given, each checked; a refused one names its option. */
+function brandOptions(v: Record<string, unknown>): Brand {
+  const brand: Record<string, unknown> = {};
+  for (const [option, key, check] of BRAND_OPTIONS) {
+    const raw = v[option];
+    if (typeof raw !== 'string') continue;
+    try {
+      brand[key] = check(raw);
+    } catch (err) {
+      if (err instanceof BrandError) throw new AppError(400, `--${option}: ${err.message}`);
+      throw err;
+    }
+  }
+  return brand;
+}
 
 /** The dry run of --force: what would go, then a typed confirmation (the organization id). */
 async function confirmRemoval(ctx: Ctx, orgId: number): Promise<void> {

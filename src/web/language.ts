@@ -1,0 +1,32 @@
+// The language switcher's target: remembers the chosen language in a cookie and returns to the
+// page it was chosen on (a path on this site only).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isLocale, LANGUAGE_COOKIE } from './i18n.ts';
+import { isLocalPath } from './frame.ts';
+import { sendNotFound, type Kit } from './kit.ts';
+
+const YEAR_SECONDS = 365 * 24 * 60 * 60;
+
+type LanguageRequest = FastifyRequest<{ Params: { lang: string }; Querystring: { return?: unknown } }>;
+
+function choose(kit: Kit, request: LanguageRequest, reply: FastifyReply) {
+  const { lang } = request.params;
+  if (!isLocale(lang)) return sendNotFound(request, reply);
+  const back = isLocalPath(request.query.return) ? request.query.return : '/account';
+  reply.setCookie(LANGUAGE_COOKIE, lang, {
+    path: '/',
+    maxAge: YEAR_SECONDS,
+    sameSite: 'lax',
+    httpOnly: true,
+    secure: kit.config.publicUrl.startsWith('https:'),
+  });
+  return reply.code(303).header('location', back).header('cache-control', 'no-store').send();
+}
+
+export function languageRoutes(kit: Kit) {
+  return async function language(app: FastifyInstance) {
+    app.get<{ Params: { lang: string }; Querystring: { return?: unknown } }>('/language/:lang', (request, reply) =>
+      choose(kit, request, reply),
+    );
+  };
+}
