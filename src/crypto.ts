@@ -1,5 +1,14 @@
 // Keys derived from the master secret, and the small primitives built on them.
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  createSecretKey,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+  type KeyObject,
+} from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, type Config } from './config.ts';
@@ -9,12 +18,12 @@ export interface Keyring {
   keyEncryption: Buffer;
   /** AES-256-GCM key for pagination cursors */
   cursor: Buffer;
-  /** HMAC key for client secrets */
-  clientSecret: Buffer;
+  /** HMAC key for client secrets (a KeyObject: HMAC with one costs a fraction of HMAC with a Buffer) */
+  clientSecret: KeyObject;
   /** keys for oidc-provider's signed cookies */
   cookies: string[];
   /** HMAC key for CSRF tokens */
-  csrf: Buffer;
+  csrf: KeyObject;
   /** secret of the DPoP nonces (RFC 9449 8), so every instance accepts every other's */
   dpopNonce: Buffer;
 }
@@ -27,9 +36,9 @@ export function keyring(secret: string): Keyring {
   return {
     keyEncryption: derive(secret, 'signing-key-encryption'),
     cursor: derive(secret, 'pagination-cursor'),
-    clientSecret: derive(secret, 'client-secret-hash'),
+    clientSecret: createSecretKey(derive(secret, 'client-secret-hash')),
     cookies: [derive(secret, 'cookies').toString('base64url')],
-    csrf: derive(secret, 'csrf'),
+    csrf: createSecretKey(derive(secret, 'csrf')),
     dpopNonce: derive(secret, 'dpop-nonce'),
   };
 }
@@ -99,7 +108,7 @@ export function open(key: Buffer, box: string, aad = ''): Buffer | undefined {
   }
 }
 
-export function hmac(key: Buffer, value: string): string {
+export function hmac(key: KeyObject, value: string): string {
   return createHmac('sha256', key).update(value).digest('base64url');
 }
 
