@@ -6,6 +6,9 @@ import { loadavg } from 'node:os';
 import pg from 'pg';
 import autocannon from 'autocannon';
 
+/** The IDP_SECRET of every benchmark database and service. */
+export const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuv';
+
 export interface LoadResult {
   label: string;
   requestsPerSec: number;
@@ -48,20 +51,17 @@ export async function load(label: string, o: LoadOptions): Promise<LoadResult> {
   };
 }
 
-/**
- * Fastify returning a constant small JSON: the framework's floor on this machine. It runs in a
- * child process, as the service does, so both compete with the load generator the same way.
- */
-export async function startFloor(): Promise<{ url: string; close(): Promise<void> }> {
-  const child = spawn(process.execPath, [new URL('./floor-server.ts', import.meta.url).pathname], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+/** A benchmark server script run as its own process, which prints its port on stdout. */
+async function startChild(script: string, path: string): Promise<{ url: string; close(): Promise<void> }> {
+  const child = spawn(process.execPath, [new URL(script, import.meta.url).pathname], {
+    stdio: ['ignore', 'pipe', 'ignore'],
   });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once('data', (d) => resolve(Number(String(d).trim())));
-    child.once('exit', () => reject(new Error('floor server exited')));
+    child.once('exit', () => reject(new Error(`${script} exited`)));
   });
   return {
-    url: `http://127.0.0.1:${port}/floor`,
+    url: `http://127.0.0.1:${port}${path}`,
     close: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -71,10 +71,25 @@ export async function startFloor(): Promise<{ url: string; close(): Promise<void
   };
 }
 
+/**
+ * Fastify returning a constant small JSON: the framework's floor on this machine. It runs in a
+ * child process, as the service does, so both compete with the load generator the same way.
+ */
+export function startFloor(): Promise<{ url: string; close(): Promise<void> }> {
+  return startChild('./floor-server.ts', '/floor');
+}
+
+/** The stock oidc-provider of bench/peer-server.ts; the url is its token endpoint. */
+export function startPeer(): Promise<{ url: string; close(): Promise<void> }> {
+  return startChild('./peer-server.ts', '/oauth/token');
+}
+
 export interface Service {
   url: string;
   pid: number;
   child: ChildProcess;
+  /** milliseconds from spawning the process to the first 200 from /readyz (polled every 100 ms) */
+  readyMs: number;
   /** resident set size of the service process in MB */
   rssMb(): number;
   stop(): Promise<void>;
@@ -90,9 +105,13 @@ export function startFlags(): string[] {
   return match[1]!.trim().split(' ').filter(Boolean);
 }
 
-/** Starts `node src/main.ts serve` in a child process (the real service) and waits for /readyz. */
+/**
+ * Starts the compiled service as `npm start` does (`node <flags> dist/src/main.js serve`, built by
+ * `npm run bench` before it runs) in a child process, and waits for /readyz.
+ */
 export async function startService(env: Record<string, string>, port: number): Promise<Service> {
-  const child = spawn(process.execPath, [...startFlags(), 'src/main.ts', 'serve'], {
+  const started = performance.now();
+  const child = spawn(process.execPath, [...startFlags(), 'dist/src/main.js', 'serve'], {
     env: {
       ...process.env,
       LOG_LEVEL: 'warn',
@@ -118,6 +137,7 @@ export async function startService(env: Record<string, string>, port: number): P
     url,
     pid: child.pid!,
     child,
+    readyMs: Math.round(performance.now() - started),
     rssMb() {
       try {
         const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');

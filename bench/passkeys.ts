@@ -25,15 +25,15 @@ import {
   startFlags,
   startFloor,
   startService,
+  SECRET,
   writeResultsSection,
   type LoadResult,
   type Service,
 } from './lib.ts';
 
-const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuv';
 const PG_ADMIN = process.env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
-const REALM = 'bench.example.org';
-const ORG = 1;
+export const REALM = 'bench.example.org';
+export const ORG = 1;
 const PER_PAGE = 1000;
 const LATENCY_SAMPLES = 200;
 const BATCH = 1000; // rows per INSERT (14 columns: well under both dialects' parameter limits)
@@ -98,7 +98,7 @@ async function freshDatabase(dialect: 'sqlite' | 'postgres'): Promise<{ url: str
 }
 
 /** users then passkeys, multi-row inserts in transactions; passkey i belongs to user i mod users. */
-async function seed(
+export async function seed(
   store: Store,
   passkeys: number,
   users: number,
@@ -195,7 +195,7 @@ async function queryPlans(store: Store, afterId: number): Promise<string> {
   return out.join('\n');
 }
 
-async function accessToken(base: string, clientId: string, secret: string): Promise<string> {
+export async function accessToken(base: string, clientId: string, secret: string): Promise<string> {
   const res = await fetch(`${base}/oauth/token`, {
     method: 'POST',
     headers: {

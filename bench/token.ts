@@ -19,12 +19,11 @@ import {
   startFlags,
   startFloor,
   startService,
+  SECRET,
   withFreshPostgres,
   writeResultsSection,
   type LoadResult,
 } from './lib.ts';
-
-const SECRET = 'bench-secret-0123456789-abcdefghijklmnop';
 
 async function cli(databaseUrl: string, args: string[]): Promise<string> {
   let out = '';

@@ -20,20 +20,25 @@ import {
   startFlags,
   startFloor,
   startService,
+  SECRET,
   withFreshPostgres,
   writeResultsSection,
   type LoadResult,
 } from './lib.ts';
 
-const SECRET = 'bench-secret-0123456789-abcdefghijklmnop';
 const CONNECTIONS = 100;
-const SCOPE = ['openid', 'profile', ...ATTRIBUTE_GROUPS].join(' ');
+export const SCOPE = ['openid', 'profile', ...ATTRIBUTE_GROUPS].join(' ');
 
 /**
  * Seeds a user and a client holding every group, and mints a user access token exactly as the
  * authorization code flow stores it, with the app running in this process against the database.
+ * The user goes into `org` when it is given (an organization that exists), else into a new one.
  */
-async function mintToken(databaseUrl: string, publicUrl: string): Promise<string> {
+export async function mintToken(
+  databaseUrl: string,
+  publicUrl: string,
+  org?: { id: number; realm: string },
+): Promise<string> {
   const config = loadConfig({
     DATABASE_URL: databaseUrl,
     IDP_SECRET: SECRET,
@@ -44,12 +49,13 @@ async function mintToken(databaseUrl: string, publicUrl: string): Promise<string
   const store = await openStore(databaseUrl);
   const { app, provider } = await buildApp({ config, store, keys: keyring(SECRET) });
   try {
-    await addOrganization(store, { id: 1, realm: 'example.org', name: 'Example' });
+    if (!org) await addOrganization(store, { id: 1, realm: 'example.org', name: 'Example' });
+    const { id: orgId, realm } = org ?? { id: 1, realm: 'example.org' };
     const user = await addUser(store, {
-      orgId: 1,
-      eppn: 'ada@example.org',
+      orgId,
+      eppn: `ada@${realm}`,
       name: 'Ada Lovelace',
-      email: 'ada@example.org',
+      email: `ada@${realm}`,
       nin: '01017012345',
     });
     await insertUserId(store.db, user.id, 'github', 'ada');
