@@ -1,6 +1,7 @@
 // The client registry and the organizations each client is granted.
 import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
 import type { ClientsTable, DB } from './schema.ts';
+import { prepare } from './prepared.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type ClientRow = Selectable<ClientsTable>;
@@ -59,13 +60,11 @@ export async function listGrantedOrganizations(db: Q, clientId: string, kind: Gr
 }
 
 /** The organization and whether the client holds a grant of this kind for it, in one round trip. */
-export async function findOrganizationWithGrant(
-  db: Q,
-  orgId: number,
-  clientId: string,
-  kind: GrantKind,
-): Promise<{ id: number; realm: string; granted: boolean; clientActive: boolean } | undefined> {
-  const row = await db
+const organizationWithGrant = prepare<
+  { orgId: number; clientId: string; kind: GrantKind },
+  { id: number; realm: string; client_active: unknown; granted: unknown }
+>((db, p) =>
+  db
     .selectFrom('organizations')
     .select(['organizations.id', 'organizations.realm'])
     .select((eb) =>
@@ -74,7 +73,7 @@ export async function findOrganizationWithGrant(
           eb
             .selectFrom('clients')
             .select('clients.client_id')
-            .where('clients.client_id', '=', clientId)
+            .where('clients.client_id', '=', p.clientId)
             .where('clients.disabled_at', 'is', null),
         )
         .as('client_active'),
@@ -85,14 +84,22 @@ export async function findOrganizationWithGrant(
           eb
             .selectFrom('client_orgs')
             .select('client_orgs.org_id')
-            .where('client_orgs.client_id', '=', clientId)
+            .where('client_orgs.client_id', '=', p.clientId)
             .where('client_orgs.org_id', '=', eb.ref('organizations.id'))
-            .where('client_orgs.kind', '=', kind),
+            .where('client_orgs.kind', '=', p.kind),
         )
         .as('granted'),
     )
-    .where('organizations.id', '=', orgId)
-    .executeTakeFirst();
+    .where('organizations.id', '=', p.orgId),
+);
+
+export async function findOrganizationWithGrant(
+  db: Q,
+  orgId: number,
+  clientId: string,
+  kind: GrantKind,
+): Promise<{ id: number; realm: string; granted: boolean; clientActive: boolean } | undefined> {
+  const [row] = await organizationWithGrant(db, { orgId, clientId, kind });
   // exists() is a boolean on PostgreSQL and 0/1 on SQLite
   return (
     row && { id: row.id, realm: row.realm, granted: Boolean(row.granted), clientActive: Boolean(row.client_active) }

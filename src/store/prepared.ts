@@ -1,0 +1,62 @@
+// Prepared queries for the per-request paths (token, userinfo, passkey API). Kysely builds and
+// compiles a query anew on every call, which costs more than running a small indexed query. A
+// prepared query is built once per dialect with a marker in place of each argument, compiled, and
+// from then on run as that SQL text with the arguments put where the markers were: still written
+// with the query builder, still typed by it, and SQLite reuses the statement (src/store/sqlite.ts).
+import { CompiledQuery, type Compilable, type Kysely, type Transaction } from 'kysely';
+import type { DB } from './schema.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+
+/** Placeholders the builder sees instead of the arguments (typed loosely: any column accepts them). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Markers<Args> = { readonly [K in keyof Args]: any };
+
+interface Compiled {
+  sql: string;
+  /** for each parameter of the compiled query: the name of the argument it is, or a constant */
+  parameters: ({ arg: string } | { constant: unknown })[];
+}
+
+/**
+ * `prepare((db, p) => db.selectFrom(...).where('x', '=', p.x).select(...))` returns a function
+ * running that query with the given arguments, compiled once per dialect. Every argument must be
+ * used as a value (not as an identifier, a limit expression computed in JavaScript, or a list).
+ */
+export function prepare<Args extends Record<string, unknown>, Row>(
+  build: (db: Q, p: Markers<Args>) => Compilable<Row>,
+): (db: Q, args: Args) => Promise<Row[]> {
+  const byDialect = new Map<unknown, Compiled>();
+  const markers = new Map<string, string>();
+  const p = new Proxy({} as Markers<Args>, {
+    get(_target, name) {
+      if (typeof name !== 'string') return undefined;
+      let marker = markers.get(name);
+      if (!marker) markers.set(name, (marker = `\u0000prepared:${name}\u0000`));
+      return marker;
+    },
+  });
+  const compiled = (db: Q): Compiled => {
+    const adapter = db.getExecutor().adapter.constructor;
+    let c = byDialect.get(adapter);
+    if (!c) {
+      const query = build(db, p).compile();
+      const names = new Map([...markers].map(([name, marker]) => [marker, name]));
+      c = {
+        sql: query.sql,
+        parameters: query.parameters.map((value) => {
+          const arg = typeof value === 'string' ? names.get(value) : undefined;
+          return arg === undefined ? { constant: value } : { arg };
+        }),
+      };
+      byDialect.set(adapter, c);
+    }
+    return c;
+  };
+  return async (db, args) => {
+    const c = compiled(db);
+    const values = c.parameters.map((x) => ('arg' in x ? args[x.arg] : x.constant));
+    const result = await db.executeQuery<Row>(CompiledQuery.raw(c.sql, values));
+    return result.rows;
+  };
+}
