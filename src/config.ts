@@ -3,6 +3,7 @@
 // parser. loadConfig reads the environment only through it, and README's table is generated from it.
 import { accessSync, constants, mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { availableParallelism } from 'node:os';
 import ipaddr from 'ipaddr.js';
 import { RESERVED_NAMESPACES } from './vocabulary.ts';
 import { BrandError, brandColor, brandFooter, brandName, brandUrl, readLogoFile, type Brand } from './brand.ts';
@@ -27,6 +28,8 @@ export interface Config {
   /** the directories checkStorage() verifies before start-up */
   storage: StorageDirectory[];
   logLevel: string;
+  /** processes serving on the one port (node:cluster); 1 runs no cluster */
+  workers: number;
   accessTokenTtl: number; // seconds
   idTokenTtl: number; // seconds
   paginationTokenTtl: number; // seconds
@@ -118,6 +121,22 @@ function rangeList(name: string, raw: string): string[] {
       );
   }
   return entries;
+}
+
+const MAX_WORKERS = 64;
+
+/** WORKERS: a count, or `auto` for the cores this process may use. */
+function workers(raw: string | undefined, soFar: Partial<Config>): Partial<Config> {
+  const value = raw === undefined || raw === '' ? '1' : raw.trim().toLowerCase();
+  const count = value === 'auto' ? availableParallelism() : /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isInteger(count) || count < 1 || count > MAX_WORKERS)
+    throw new ConfigError('WORKERS', `must be a number of processes from 1 to ${MAX_WORKERS}, or auto, got '${raw}'`);
+  if (count > 1 && soFar.databaseUrl === ':memory:')
+    throw new ConfigError(
+      'WORKERS',
+      `${count} processes cannot share DATABASE_URL=:memory: (each process would have its own database); use a file or PostgreSQL, or WORKERS=1`,
+    );
+  return { workers: Math.min(count, MAX_WORKERS) };
 }
 
 function trustProxy(raw: string | undefined): Config['trustProxy'] {
@@ -388,6 +407,13 @@ export const SETTINGS: Setting[] = [
     3600,
     'Seconds between checks for signing keys rotated by another instance or the CLI (1-3600)',
   ),
+  {
+    name: 'WORKERS',
+    default: '1',
+    meaning:
+      'Processes serving on the one port (node:cluster), a number from 1 to 64 or auto (one per available core). Each process has its own caches, kept current by cache invalidation; a process that dies is replaced. 1 (the default) runs a single process, see docs/operations.md for when more help',
+    parse: workers,
+  },
   {
     name: 'TRUST_PROXY',
     default: 'false',

@@ -1,9 +1,11 @@
 // Entry point: `serve` starts the service; anything else is an admin command (no command: usage).
 import { checkStorage, ConfigError, loadConfig, type Config } from './config.ts';
 import { keyring, loadSecret, type SecretSource } from './crypto.ts';
-import { openStore } from './store/index.ts';
+import { openStore, type Store } from './store/index.ts';
 import { buildApp } from './app.ts';
+import cluster from 'node:cluster';
 import { createInterface } from 'node:readline';
+import { runPrimary, type Notice } from './cluster.ts';
 import { checkServeArguments, runCli, type Io } from './cli/index.ts';
 
 function fatal(line: string, code = 1): never {
@@ -30,16 +32,41 @@ function prepare(): { config: Config; secret: SecretSource; created: string[] } 
   }
 }
 
-async function serve(): Promise<void> {
-  const { config, secret, created } = prepare();
-  let store;
+async function openOrFail(config: Config): Promise<Store> {
   try {
-    store = await openStore(config.databaseUrl);
+    return await openStore(config.databaseUrl);
   } catch (err) {
     fatal(
       `database error: cannot open ${config.dialect === 'postgres' ? 'PostgreSQL' : config.databaseUrl}: ${(err as Error).message.split('\n')[0]}`,
     );
   }
+}
+
+/** What start-up tells the operator once (by the primary when there are workers). */
+function notices(created: string[], secret: SecretSource): Notice[] {
+  const list: Notice[] = created.map((path) => ({
+    level: 'info',
+    fields: { path },
+    msg: 'created the default data directory',
+  }));
+  if (secret.generated)
+    list.push({
+      level: 'warn',
+      fields: { path: secret.path },
+      msg: 'generated a new IDP_SECRET and stored it with mode 0600; back it up, signing keys are encrypted under it',
+    });
+  return list;
+}
+
+async function serve(): Promise<void> {
+  const { config, secret, created } = prepare();
+  if (config.workers > 1 && cluster.isPrimary) {
+    // Migrations once, before any worker opens the database.
+    await (await openOrFail(config)).close();
+    runPrimary(config.workers, notices(created, secret));
+    return;
+  }
+  const store = await openOrFail(config);
   let app;
   try {
     ({ app } = await buildApp({ config, store, keys: keyring(secret.secret) }));
@@ -47,12 +74,7 @@ async function serve(): Promise<void> {
     await store.close();
     fatal(`start-up failed: ${(err as Error).message.split('\n')[0]}`);
   }
-  for (const path of created) app.log.info({ path }, 'created the default data directory');
-  if (secret.generated)
-    app.log.warn(
-      { path: secret.path },
-      'generated a new IDP_SECRET and stored it with mode 0600; back it up, signing keys are encrypted under it',
-    );
+  for (const notice of notices(created, secret)) app.log[notice.level](notice.fields, notice.msg);
   if (config.allowInsecurePublicUrl) {
     app.log.warn(
       { publicUrl: config.publicUrl },

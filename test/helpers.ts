@@ -186,12 +186,19 @@ export async function cli(
 
 export interface ServiceProcess {
   url: string;
+  pid: number;
   stderr(): string;
+  /** what the service wrote to stdout (its log), when spawned with { stdout: true } */
+  stdout(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
 /** The real service (`node src/main.ts serve`) in a child process on a free port. */
-export async function spawnService(env: Record<string, string>, port?: number): Promise<ServiceProcess> {
+export async function spawnService(
+  env: Record<string, string>,
+  port?: number,
+  options: { stdout?: boolean } = {},
+): Promise<ServiceProcess> {
   const { spawn } = await import('node:child_process');
   const { createServer } = await import('node:net');
   const freePort =
@@ -213,10 +220,12 @@ export async function spawnService(env: Record<string, string>, port?: number): 
       IDP_SECRET: TEST_SECRET,
       ...env,
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', options.stdout ? 'pipe' : 'ignore', 'pipe'],
   });
   let err = '';
-  child.stderr.on('data', (d) => (err += d));
+  let out = '';
+  child.stderr!.on('data', (d) => (err += d));
+  child.stdout?.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`service exited: ${err}`);
@@ -230,7 +239,9 @@ export async function spawnService(env: Record<string, string>, port?: number): 
   }
   return {
     url,
+    pid: child.pid!,
     stderr: () => err,
+    stdout: () => out,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) child.kill(signal);
       return exited;

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
-import { metrics, metricsAccess } from './metrics.ts';
+import { metrics, metricsAccess, scrape } from './metrics.ts';
 
 export function healthPlugin(store: Store, config: Pick<Config, 'metricsAllow' | 'metricsToken'>) {
   return async function health(app: FastifyInstance) {
@@ -12,7 +12,7 @@ export function healthPlugin(store: Store, config: Pick<Config, 'metricsAllow' |
       return reply.code(503).send({ code: 503, message: 'Database unreachable' });
     });
     app.get('/metrics', { preHandler: metricsAccess(config) }, async (_request, reply) =>
-      reply.type(metrics.contentType).send(await metrics.metrics()),
+      reply.type(metrics.contentType).send(await scrape()),
     );
   };
 }

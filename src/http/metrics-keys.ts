@@ -41,6 +41,8 @@ new Gauge({
   help: 'Seconds since the signing key in use was created, by algorithm; the `keys rotate` command makes new ones',
   labelNames: ['alg'],
   registers: [metrics],
+  // every worker reads the same keys: the same value, not one per worker to add up
+  aggregator: 'max',
   async collect() {
     const oldest = await oldestActive();
     this.reset();

@@ -3,13 +3,63 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import ipaddr from 'ipaddr.js';
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import cluster from 'node:cluster';
+import { AggregatorRegistry, Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { parseRange, type Config } from '../config.ts';
 import { AppError, forbidden } from '../errors.ts';
 import { parseBearer } from './bearer.ts';
 
 export const metrics = new Registry();
 collectDefaultMetrics({ register: metrics });
+
+// With WORKERS > 1 a scrape reaches one worker, which asks the primary for the sum over all
+// workers (prom-client's cluster aggregation: counters and histograms add up, process figures too).
+const CLUSTER_REQUEST = 'idp:metrics';
+const CLUSTER_ANSWER = 'idp:metrics:answer';
+const CLUSTER_TIMEOUT_MS = 5000;
+const pendingScrapes = new Map<number, (answer: { text?: string; error?: string }) => void>();
+let nextScrape = 0;
+
+if (cluster.isWorker) {
+  new AggregatorRegistry(); // answers the primary's requests for this worker's figures
+  AggregatorRegistry.setRegistries(metrics);
+  process.on('message', (message: { type?: unknown; id?: unknown; text?: string; error?: string }) => {
+    if (message?.type !== CLUSTER_ANSWER || typeof message.id !== 'number') return;
+    pendingScrapes.get(message.id)?.(message);
+  });
+}
+
+/** The metrics text of this process, or of every worker when it is one of several. */
+export function scrape(): Promise<string> {
+  if (!cluster.isWorker || !process.send) return metrics.metrics();
+  const id = nextScrape++;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      pendingScrapes.delete(id);
+      reject(new Error("the primary process did not answer for the workers' metrics"));
+    }, CLUSTER_TIMEOUT_MS);
+    pendingScrapes.set(id, (answer) => {
+      clearTimeout(timer);
+      pendingScrapes.delete(id);
+      if (answer.text !== undefined) resolve(answer.text);
+      else reject(new Error(`aggregating the workers' metrics failed: ${answer.error ?? 'no answer'}`));
+    });
+    process.send!({ type: CLUSTER_REQUEST, id });
+  });
+}
+
+/** In the primary: answers workers' scrapes with the figures of all workers. */
+export function serveClusterMetrics(): void {
+  const aggregator = new AggregatorRegistry();
+  cluster.on('message', (worker, message: { type?: unknown; id?: unknown }) => {
+    if (message?.type !== CLUSTER_REQUEST || typeof message.id !== 'number') return;
+    const id = message.id;
+    aggregator.clusterMetrics().then(
+      (text) => worker.isConnected() && worker.send({ type: CLUSTER_ANSWER, id, text }),
+      (err: Error) => worker.isConnected() && worker.send({ type: CLUSTER_ANSWER, id, error: err.message }),
+    );
+  });
+}
 
 /** The path the metrics are served at; scrapes themselves are not counted as requests. */
 export const METRICS_PATH = '/metrics';
@@ -31,6 +81,7 @@ new Gauge({
   help: 'Always 1; the version label names the running release',
   labelNames: ['version'],
   registers: [metrics],
+  aggregator: 'max',
 }).set({ version: packageVersion() }, 1);
 
 const rateLimited = new Counter({

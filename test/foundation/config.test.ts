@@ -17,6 +17,15 @@ describe('configuration', () => {
     assert.equal(c.accessTokenTtl, 300);
     assert.equal(c.paginationTokenTtl, 300);
     assert.equal(c.claimsNamespace, 'http://localhost:8080/claims');
+    assert.equal(c.workers, 1);
+  });
+
+  it('reads WORKERS as a count or auto (one per available core)', async () => {
+    const { availableParallelism } = await import('node:os');
+    assert.equal(loadConfig({ WORKERS: '3' }).workers, 3);
+    assert.equal(loadConfig({ WORKERS: 'auto' }).workers, availableParallelism());
+    assert.equal(loadConfig({ WORKERS: 'AUTO' }).workers, availableParallelism());
+    assert.equal(loadConfig({ WORKERS: '1', DATABASE_URL: ':memory:' }).workers, 1);
   });
 
   it('recognises PostgreSQL and requires IDP_SECRET there', () => {
@@ -30,6 +39,11 @@ describe('configuration', () => {
 
   const bad: [Record<string, string>, string][] = [
     [{ PORT: 'eighty' }, 'PORT'],
+    [{ WORKERS: '0' }, 'WORKERS'],
+    [{ WORKERS: '65' }, 'WORKERS'],
+    [{ WORKERS: 'many' }, 'WORKERS'],
+    [{ WORKERS: '1.5' }, 'WORKERS'],
+    [{ WORKERS: '2', DATABASE_URL: ':memory:' }, 'WORKERS'],
     [{ PORT: '70000' }, 'PORT'],
     [{ PUBLIC_URL: 'not a url' }, 'PUBLIC_URL'],
     [{ PUBLIC_URL: 'ftp://idp.example.org' }, 'PUBLIC_URL'],
