@@ -1,7 +1,7 @@
 // oidc-provider storage adapter over the store. Clients come from the client registry; every
 // other model is a JSON payload row with an expiry.
 import { LRUCache } from 'lru-cache';
-import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
+import Provider, { errors, type Adapter, type AdapterPayload, type Client } from 'oidc-provider';
 import type { Store } from '../store/index.ts';
 import * as payloads from '../store/oidc-payloads.ts';
 import { findClient } from '../store/clients.ts';
@@ -183,6 +183,27 @@ function replayDetection(store: Store): Adapter {
     consume: async () => {},
     destroy: async () => {},
     revokeByGrantId: async () => {},
+  };
+}
+
+/**
+ * oidc-provider turns a stored client's metadata into its Client object on every lookup, after
+ * hashing the metadata (JSON and SHA-256) to find one it built before. The metadata object the
+ * cache above hands out stays the same until the client changes, so the Client built from it is
+ * kept with it and found again without the hashing; a change brings new metadata and a new Client.
+ */
+export function keepClientInstances(provider: Provider, store: Store): void {
+  const lookup = cachedClients(store);
+  const instances = new WeakMap<AdapterPayload, Client>();
+  const find = provider.Client.find.bind(provider.Client);
+  provider.Client.find = async (id: string) => {
+    const metadata = storable(id) ? await lookup(id) : undefined;
+    if (!metadata) return find(id);
+    const kept = instances.get(metadata);
+    if (kept) return kept;
+    const client = await find(id);
+    if (client) instances.set(metadata, client);
+    return client;
   };
 }
 

@@ -17,7 +17,7 @@ import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import { secretMatches } from '../clients/index.ts';
 import { KNOWN_SCOPES, resourceForScopes, resourceServers } from '../vocabulary.ts';
-import { adapterFactory } from './adapter.ts';
+import { adapterFactory, keepClientInstances } from './adapter.ts';
 import { ACR_VALUES, signInPolicy, withAuthenticationClaims } from './authentication-context.ts';
 import { keepingOfflineAccess } from './offline-access.ts';
 import { deviceFlowFeature, devicePollPace, type DeviceFlowSources } from './device-flow.ts';
@@ -254,6 +254,7 @@ export function createProvider(
     loadExistingGrant: keepingOfflineAccess(accounts.loadExistingGrant),
   };
   const provider = new Provider(config.publicUrl, configuration);
+  keepClientInstances(provider, store);
   recordBackchannelLogouts(provider, store, log);
   auditClientAuthFailures(provider, store, log);
   countIssuedTokens(provider, log);
