@@ -15,7 +15,7 @@ import { methodNotAllowed } from '../http/errors.ts';
 import { badRequest, forbidden, notFound } from '../errors.ts';
 import { eppnProblem, normalizeEppn, realmOf } from '../directory/index.ts';
 import { findOrganizationWithGrant } from '../store/clients.ts';
-import { listOrganizationPasskeys, listPasskeysByEppn } from '../store/passkeys.ts';
+import { listOrganizationPasskeys, listPasskeysByEppn, type PasskeyListRow } from '../store/passkeys.ts';
 import { passkeyObject, type PasskeyObject } from '../webauthn/passkey-object.ts';
 import { removeOrganizationPasskey, removeUserPasskeys, type Actor } from '../webauthn/passkey-removal.ts';
 import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
@@ -98,9 +98,76 @@ interface Organization {
 /** Loads the organization together with the caller's grant (one query), checked in the next step. */
 async function loadOrganization(store: Store, token: AccessToken, rawOrgId: string): Promise<Organization> {
   const id = positiveId(rawOrgId);
-  const org = id === undefined ? undefined : await findOrganizationWithGrant(store.db, id, token.clientId, 'admin');
+  return requireOrganization(
+    id === undefined ? undefined : await findOrganizationWithGrant(store.db, id, token.clientId, 'admin'),
+  );
+}
+
+function requireOrganization(org: Organization | undefined): Organization {
   if (!org) throw notFound('Organization does not exist');
   return org;
+}
+
+interface UserList {
+  org: Organization;
+  rows: PasskeyListRow[];
+  /** the offset's problem, refused after the organization's checks like on the organization path */
+  offsetProblem?: string;
+}
+
+/**
+ * One user's list in one round trip: the organization with the caller's grant and the user's
+ * passkeys come together (an offset that does not open lists from the start until it is refused).
+ */
+async function loadUserList(
+  deps: PasskeyAdminDeps,
+  token: AccessToken,
+  rawOrgId: string,
+  eppn: string,
+  perPage: number,
+  offset: string | undefined,
+): Promise<UserList> {
+  const orgId = positiveId(rawOrgId);
+  if (orgId === undefined) throw notFound('Organization does not exist');
+  const read =
+    offset === undefined
+      ? undefined
+      : readOffset(deps.keys.cursor, offset, { path: 'user', orgId, eppn, perPage }, deps.now());
+  const after = read?.ok ? read.lastId : 0;
+  const found = await listPasskeysByEppn(deps.store.db, { orgId, clientId: token.clientId }, eppn, after, perPage + 1);
+  return {
+    org: requireOrganization(found.organization),
+    rows: found.passkeys,
+    ...(read && !read.ok ? { offsetProblem: read.reason } : {}),
+  };
+}
+
+function checkOffset(problem: string | undefined): void {
+  if (problem !== undefined) throw badRequest(`Invalid 'offset' query parameter -- ${problem}`);
+}
+
+/** The organization, checked in the documented order, and the rows of the page asked for. */
+async function pageOf(
+  deps: PasskeyAdminDeps,
+  request: FastifyRequest<{ Params: { org_id: string } }>,
+  verifier: TokenVerifier,
+  token: AccessToken,
+  asked: { eppn: string | null; perPage: number; offset: string | undefined },
+): Promise<{ org: Organization; rows: PasskeyListRow[] }> {
+  const { eppn, perPage } = asked;
+  if (eppn === null) {
+    const org = await loadOrganization(deps.store, token, request.params.org_id);
+    checkClientActive(request, verifier, org);
+    checkClientGrant(org);
+    const after = startAfter(deps, asked.offset, { path: 'organization', orgId: org.id, eppn, perPage });
+    return { org, rows: await listOrganizationPasskeys(deps.store.db, org.id, after, perPage + 1) };
+  }
+  const list = await loadUserList(deps, token, request.params.org_id, eppn, perPage, asked.offset);
+  checkClientActive(request, verifier, list.org);
+  checkClientGrant(list.org);
+  checkRealm(eppn, list.org);
+  checkOffset(list.offsetProblem);
+  return list;
 }
 
 function checkClientGrant(org: Organization): void {
@@ -157,19 +224,11 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     const query = parseQuery(request, ['eppn', 'per_page', 'offset']);
     const eppn = query.eppn === undefined ? null : checkEppn(query.eppn);
     const perPage = checkPerPage(query.per_page);
-    const org = await loadOrganization(store, token, request.params.org_id);
-    checkClientActive(request, verifier, org);
-    checkClientGrant(org);
-    checkRealm(eppn, org);
+    const { org, rows } = await pageOf(deps, request, verifier, token, { eppn, perPage, offset: query.offset });
     const listRequest: ListRequest = { path: eppn === null ? 'organization' : 'user', orgId: org.id, eppn, perPage };
-    const after = startAfter(deps, query.offset, listRequest);
 
     // One row more than the page tells whether a next page exists, so the last page has no Link.
     // An eppn nobody has in this organization simply lists nothing.
-    const rows =
-      eppn === null
-        ? await listOrganizationPasskeys(store.db, org.id, after, perPage + 1)
-        : await listPasskeysByEppn(store.db, org.id, eppn, after, perPage + 1);
     if (rows.length > perPage) {
       rows.length = perPage;
       const offset = mintOffset(

@@ -56,38 +56,115 @@ export function listUserPasskeys(db: Q, userId: number, afterId: number, limit: 
     .execute();
 }
 
-const byEppn = prepare<{ orgId: number; eppn: string; afterId: number; limit: number }, Omit<PasskeyListRow, 'eppn'>>(
-  (db, p) =>
-    db
-      .selectFrom('passkeys')
-      .select([
-        'passkeys.id',
-        'passkeys.label',
-        'passkeys.created_at',
-        'passkeys.last_used_at',
-        'passkeys.mfa_verified',
-        'passkeys.aaguid',
-      ])
-      // the user first, by the unique eppn, then that user's passkeys by (user_id, id): the plan
-      // is the same whatever the statistics say about the organization's size
-      .where('passkeys.user_id', '=', (eb) =>
-        eb.selectFrom('users').select('users.id').where('users.eppn', '=', p.eppn).where('users.org_id', '=', p.orgId),
-      )
-      .where('passkeys.id', '>', p.afterId)
-      .orderBy('passkeys.id')
-      .limit(p.limit),
+/** An organization as a client sees it: whether the client is active and holds the grant. */
+export interface OrganizationAccess {
+  id: number;
+  realm: string;
+  clientActive: boolean;
+  granted: boolean;
+}
+
+const byEppn = prepare<
+  { orgId: number; clientId: string; kind: 'admin'; eppn: string; afterId: number; limit: number },
+  Omit<PasskeyListRow, 'id'> & {
+    id: number | null;
+    org_id: number;
+    realm: string;
+    client_active: unknown;
+    granted: unknown;
+  }
+>((db, p) =>
+  db
+    .selectFrom('organizations')
+    // the user first, by the unique eppn (a subquery run once, before the join), then that user's
+    // passkeys by (user_id, id): the plan does not depend on the statistics about the organization
+    .leftJoin('passkeys', (join) =>
+      join.on((eb) =>
+        eb.and([
+          eb(
+            'passkeys.user_id',
+            '=',
+            eb
+              .selectFrom('users')
+              .select('users.id')
+              .where('users.eppn', '=', p.eppn)
+              .where('users.org_id', '=', p.orgId),
+          ),
+          eb('passkeys.id', '>', p.afterId),
+        ]),
+      ),
+    )
+    .select(['organizations.id as org_id', 'organizations.realm'])
+    .select((eb) => [
+      eb
+        .exists(
+          eb
+            .selectFrom('clients')
+            .select('clients.client_id')
+            .where('clients.client_id', '=', p.clientId)
+            .where('clients.disabled_at', 'is', null),
+        )
+        .as('client_active'),
+      eb
+        .exists(
+          eb
+            .selectFrom('client_orgs')
+            .select('client_orgs.org_id')
+            .where('client_orgs.client_id', '=', p.clientId)
+            .where('client_orgs.org_id', '=', p.orgId)
+            .where('client_orgs.kind', '=', p.kind),
+        )
+        .as('granted'),
+    ])
+    .select([
+      'passkeys.id',
+      'passkeys.label',
+      'passkeys.created_at',
+      'passkeys.last_used_at',
+      'passkeys.mfa_verified',
+      'passkeys.aaguid',
+    ])
+    .where('organizations.id', '=', p.orgId)
+    .orderBy('passkeys.id')
+    .limit(p.limit),
 );
 
-/** Passkeys in an organization of the user with this (normalized) eppn, id > afterId, ascending; one round trip. */
+/**
+ * One round trip for one user's list: the organization with the client's access to it (undefined
+ * when it does not exist), and the passkeys in it of the user with this (normalized) eppn, id >
+ * afterId, ascending, at most limit. The caller checks the access before it uses the passkeys.
+ */
 export async function listPasskeysByEppn(
   db: Q,
-  orgId: number,
+  access: { orgId: number; clientId: string },
   eppn: string,
   afterId: number,
   limit: number,
-): Promise<PasskeyListRow[]> {
-  const rows = await byEppn(db, { orgId, eppn, afterId, limit });
-  return rows.map((row) => ({ ...row, eppn }));
+): Promise<{ organization: OrganizationAccess | undefined; passkeys: PasskeyListRow[] }> {
+  const rows = await byEppn(db, { ...access, kind: 'admin', eppn, afterId, limit });
+  const first = rows[0];
+  if (!first) return { organization: undefined, passkeys: [] };
+  const organization = {
+    id: first.org_id,
+    realm: first.realm,
+    // exists() is a boolean on PostgreSQL and 0/1 on SQLite
+    clientActive: Boolean(first.client_active),
+    granted: Boolean(first.granted),
+  };
+  const passkeys: PasskeyListRow[] = [];
+  for (const row of rows) {
+    if (row.id === null) continue;
+    passkeys.push({
+      id: row.id,
+      eppn,
+      label: row.label,
+      created_at: row.created_at,
+      last_used_at: row.last_used_at,
+      mfa_verified: row.mfa_verified,
+      aaguid: row.aaguid,
+    });
+  }
+  return { organization, passkeys };
 }
 
 export function listUserCredentials(db: Q, userId: number): Promise<PasskeyRow[]> {
