@@ -5,6 +5,7 @@ import type { DB } from './schema.ts';
 import { sqliteDialect } from './sqlite.ts';
 import { migrate } from './migrations.ts';
 import { Invalidations, publishedBy, startReceiver, type Receiver } from './invalidation.ts';
+import { namePreparedStatements } from './prepared.ts';
 
 // int8 (bigint) columns hold ids and epoch-millisecond timestamps, all well below 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -71,10 +72,12 @@ function statementKind(event: LogEvent): QueryTiming['kind'] {
  * The server may close an idle pooled connection at any time (restart, failover, pg_terminate_backend,
  * DROP DATABASE ... WITH (FORCE)). pg.Pool then emits 'error', which without a listener is an uncaught
  * exception that ends the process; the pool has already discarded the connection and opens a new one
- * when needed, so there is nothing else to do.
+ * when needed, so there is nothing else to do. Each new connection runs the prepared queries as named
+ * statements (src/store/prepared.ts).
  */
-function withIdleErrorsHandled(pool: pg.Pool): pg.Pool {
+function pooled(pool: pg.Pool): pg.Pool {
   pool.on('error', () => {});
+  pool.on('connect', namePreparedStatements);
   return pool;
 }
 
@@ -118,7 +121,7 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
   const dialect: Dialect = /^postgres(ql)?:\/\//.test(databaseUrl) ? 'postgres' : 'sqlite';
   const pool =
     dialect === 'postgres'
-      ? withIdleErrorsHandled(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }))
+      ? pooled(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }))
       : undefined;
   const listeners = new Set<(query: QueryTiming) => void>();
   const invalidations = new Invalidations();

@@ -2,11 +2,30 @@
 // compiles a query anew on every call, which costs more than running a small indexed query. A
 // prepared query is built once per dialect with a marker in place of each argument, compiled, and
 // from then on run as that SQL text with the arguments put where the markers were: still written
-// with the query builder, still typed by it, and SQLite reuses the statement (src/store/sqlite.ts).
+// with the query builder, still typed by it; SQLite reuses the statement (src/store/sqlite.ts) and
+// PostgreSQL runs it as a named prepared statement.
 import { CompiledQuery, type Compilable, type Kysely, type Transaction } from 'kysely';
+import type { PoolClient } from 'pg';
 import type { DB } from './schema.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
+
+/** PostgreSQL statement names of the prepared queries' SQL texts (see namePreparedStatements). */
+const statementNames = new Map<string, string>();
+
+/**
+ * On PostgreSQL, a prepared query runs as a named statement: each connection parses and plans it
+ * once, then only binds and executes it. Applied to every connection of the pool as it opens; any
+ * other SQL goes through unchanged.
+ */
+export function namePreparedStatements(client: PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const [text, values, callback] = args;
+    const name = typeof text === 'string' ? statementNames.get(text) : undefined;
+    return name === undefined ? query(...args) : query({ name, text, values }, callback);
+  };
+}
 
 /** Placeholders the builder sees instead of the arguments (typed loosely: any column accepts them). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -50,6 +69,7 @@ export function prepare<Args extends Record<string, unknown>, Row>(
         }),
       };
       byDialect.set(adapter, c);
+      if (!statementNames.has(c.sql)) statementNames.set(c.sql, `idp_prepared_${statementNames.size + 1}`);
     }
     return c;
   };
