@@ -7,6 +7,9 @@ import cluster, { type Worker } from 'node:cluster';
 import { serveClusterMetrics } from './http/metrics.ts';
 
 const LEVELS = { info: 30, warn: 40, error: 50 } as const;
+/** pino's level numbers, for LOG_LEVEL */
+const THRESHOLDS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
+let threshold = LEVELS.info as number;
 
 /** A start-up message for the operator, logged once. */
 export interface Notice {
@@ -17,6 +20,7 @@ export interface Notice {
 
 /** One log line in the shape the workers' logger (pino) writes. */
 function log(level: keyof typeof LEVELS, fields: Record<string, unknown>, msg: string): void {
+  if (LEVELS[level] < threshold) return;
   process.stdout.write(
     `${JSON.stringify({ level: LEVELS[level], time: Date.now(), pid: process.pid, role: 'primary', ...fields, msg })}\n`,
   );
@@ -30,7 +34,8 @@ const STABLE_MS = 30_000;
 /** How long a stop waits for workers to finish before killing them. */
 const STOP_TIMEOUT_MS = 30_000;
 
-export function runPrimary(count: number, notices: Notice[]): void {
+export function runPrimary(count: number, logLevel: string, notices: Notice[]): void {
+  threshold = THRESHOLDS[logLevel] ?? Number.POSITIVE_INFINITY; // silent
   let stopping = false;
   let listening = 0;
   let delay = RESTART_MIN_MS;

@@ -63,7 +63,7 @@ async function serve(): Promise<void> {
   if (config.workers > 1 && cluster.isPrimary) {
     // Migrations once, before any worker opens the database.
     await (await openOrFail(config)).close();
-    runPrimary(config.workers, notices(created, secret));
+    runPrimary(config.workers, config.logLevel, notices(created, secret));
     return;
   }
   const store = await openOrFail(config);
