@@ -1,4 +1,4 @@
-// Prepared queries for the per-request paths (token, userinfo, passkey API). Kysely builds and
+// Prepared queries for per-request paths (today the passkey API's lookups). Kysely builds and
 // compiles a query anew on every call, which costs more than running a small indexed query. A
 // prepared query is built once per dialect with a marker in place of each argument, compiled, and
 // from then on run as that SQL text with the arguments put where the markers were: still written
