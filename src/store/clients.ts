@@ -11,8 +11,13 @@ export async function insertClient(db: Q, client: Insertable<ClientsTable>): Pro
   await db.insertInto('clients').values(client).execute();
 }
 
-export function findClient(db: Q, clientId: string): Promise<ClientRow | undefined> {
-  return db.selectFrom('clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+const clientById = prepare<{ clientId: string }, ClientRow>((db, p) =>
+  db.selectFrom('clients').selectAll().where('client_id', '=', p.clientId),
+);
+
+export async function findClient(db: Q, clientId: string): Promise<ClientRow | undefined> {
+  const [row] = await clientById(db, { clientId });
+  return row;
 }
 
 export function listClients(db: Q): Promise<ClientRow[]> {

@@ -2,6 +2,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from './schema.ts';
 import { publish, type Topic } from './invalidation.ts';
+import { prepare } from './prepared.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 
@@ -59,18 +60,27 @@ async function upsertRow(db: Q, row: Parameters<typeof upsertPayload>[1]): Promi
     .execute();
 }
 
-export function findPayload(
+type PayloadKey = 'id' | 'uid' | 'user_code';
+
+// every token, code and session lookup of the authorization server: prepared, one per key column
+const payloadBy = (column: PayloadKey) =>
+  prepare<{ type: string; value: string }, PayloadRow>((db, p) =>
+    db
+      .selectFrom('oidc_payloads')
+      .select(['payload', 'expires_at', 'consumed_at'])
+      .where('type', '=', p.type)
+      .where(column, '=', p.value),
+  );
+const payloadLookups = { id: payloadBy('id'), uid: payloadBy('uid'), user_code: payloadBy('user_code') };
+
+export async function findPayload(
   db: Q,
   type: string,
-  column: 'id' | 'uid' | 'user_code',
+  column: PayloadKey,
   value: string,
 ): Promise<PayloadRow | undefined> {
-  return db
-    .selectFrom('oidc_payloads')
-    .select(['payload', 'expires_at', 'consumed_at'])
-    .where('type', '=', type)
-    .where(column, '=', value)
-    .executeTakeFirst();
+  const [row] = await payloadLookups[column](db, { type, value });
+  return row;
 }
 
 /**

@@ -1,4 +1,5 @@
-// Prepared queries for per-request paths (today the passkey API's lookups). Kysely builds and
+// Prepared queries for per-request paths (the authorization server's artifact and client lookups,
+// userinfo's claims on a cache miss, the passkey API's lookups). Kysely builds and
 // compiles a query anew on every call, which costs more than running a small indexed query. A
 // prepared query is built once per dialect with a marker in place of each argument, compiled, and
 // from then on run as that SQL text with the arguments put where the markers were: still written
@@ -27,9 +28,9 @@ export function namePreparedStatements(client: PoolClient): void {
   };
 }
 
-/** Placeholders the builder sees instead of the arguments (typed loosely: any column accepts them). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Markers<Args> = { readonly [K in keyof Args]: any };
+/** What the builder sees instead of the arguments: typed as the arguments (so the builder checks
+ * them against the columns), at run time a marker string for each. */
+type Markers<Args> = Readonly<Args>;
 
 interface Compiled {
   sql: string;

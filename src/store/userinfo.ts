@@ -3,6 +3,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from './schema.ts';
 import type { User } from './directory.ts';
+import { prepare } from './prepared.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 
@@ -22,10 +23,18 @@ export interface ReleaseSubject {
  * The user with its secondary ids and the client's release settings; neither when disabled. One row per secondary id
  * (at least one row): the client is a left join on a constant, the ids a left join on the user.
  */
-export async function findReleaseSubject(db: Q, sub: string, clientId: string): Promise<ReleaseSubject | undefined> {
-  const rows = await db
+type ReleaseRow = User & {
+  c_id: string | null;
+  c_groups: string | null;
+  c_alg: string | null;
+  i_ns: string | null;
+  i_id: string | null;
+};
+
+const releaseSubject = prepare<{ sub: string; clientId: string }, ReleaseRow>((db, p) =>
+  db
     .selectFrom('users')
-    .leftJoin('clients', (join) => join.on('clients.client_id', '=', clientId).on('clients.disabled_at', 'is', null))
+    .leftJoin('clients', (join) => join.on('clients.client_id', '=', p.clientId).on('clients.disabled_at', 'is', null))
     .leftJoin('user_ids', 'user_ids.user_id', 'users.id')
     .selectAll('users')
     .select([
@@ -35,11 +44,14 @@ export async function findReleaseSubject(db: Q, sub: string, clientId: string): 
       'user_ids.namespace as i_ns',
       'user_ids.identifier as i_id',
     ])
-    .where('users.sub', '=', sub)
+    .where('users.sub', '=', p.sub)
     .where('users.disabled_at', 'is', null)
     .orderBy('user_ids.namespace')
-    .orderBy('user_ids.identifier')
-    .execute();
+    .orderBy('user_ids.identifier'),
+);
+
+export async function findReleaseSubject(db: Q, sub: string, clientId: string): Promise<ReleaseSubject | undefined> {
+  const rows = await releaseSubject(db, { sub, clientId });
   const first = rows[0];
   if (!first) return undefined;
   const { c_id, c_groups, c_alg, i_ns: _ns, i_id: _id, ...user } = first;
