@@ -282,16 +282,17 @@ export async function main(args: string[]): Promise<void> {
         met: ok(s.passkeys) && s.passkeys.requestsPerSec / floor >= goal.passkeys,
       },
     );
-    if (s.tokens2)
+    if (s.tokens2) {
+      const scale = s.tokens2.requestsPerSec / s.token.requestsPerSec;
       figures.push({
-        target: `${dialect}: tokens, WORKERS=2 (x one process)`,
+        target: `${dialect}: tokens, WORKERS=2 (${fixed(scale)} x one process)`,
         result: s.tokens2,
         floorRatio: s.tokens2.requestsPerSec / floor,
         peerRatio: s.tokens2.requestsPerSec / peer,
-        value: fixed(s.tokens2.requestsPerSec / s.token.requestsPerSec),
         goal: '>= 1.6 x one process',
-        met: ok(s.tokens2) && s.tokens2.requestsPerSec / s.token.requestsPerSec >= 1.6,
+        met: ok(s.tokens2) && scale >= 1.6,
       });
+    }
     figures.push(
       {
         target: `${dialect}: ready after spawn (ms)`,
