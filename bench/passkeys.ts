@@ -175,7 +175,8 @@ async function queryPlans(store: Store, afterId: number): Promise<string> {
     'passkeys.id, users.eppn, passkeys.label, passkeys.created_at, passkeys.last_used_at, passkeys.mfa_verified, passkeys.aaguid from passkeys inner join users on users.id = passkeys.user_id';
   const queries = {
     [`organization page, id > ${afterId}`]: `select ${columns} where passkeys.org_id = ${ORG} and passkeys.id > ${afterId} order by passkeys.id limit ${PER_PAGE + 1}`,
-    "one user's page": `select ${columns} where users.eppn = 'user4242@${REALM}' and passkeys.org_id = ${ORG} and passkeys.id > 0 order by passkeys.id limit ${PER_PAGE + 1}`,
+    // as src/store/passkeys.ts builds it: the organization with the client's grant, the user found by eppn first
+    "one user's page": `select organizations.id as org_id, organizations.realm, exists (select clients.client_id from clients where clients.client_id = 'bench' and clients.disabled_at is null) as client_active, exists (select client_orgs.org_id from client_orgs where client_orgs.client_id = 'bench' and client_orgs.org_id = ${ORG} and client_orgs.kind = 'admin') as granted, passkeys.id, passkeys.label, passkeys.created_at, passkeys.last_used_at, passkeys.mfa_verified, passkeys.aaguid from organizations left join passkeys on (passkeys.user_id = (select users.id from users where users.eppn = 'user4242@${REALM}' and users.org_id = ${ORG}) and passkeys.id > 0) where organizations.id = ${ORG} order by passkeys.id limit ${PER_PAGE + 1}`,
     'organization page of a small organization': `select ${columns} where passkeys.org_id = 2 and passkeys.id > 0 order by passkeys.id limit ${PER_PAGE + 1}`,
   };
   const out: string[] = [];
