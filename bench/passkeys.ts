@@ -405,7 +405,7 @@ function report(
       )} (the machine may be shared: compare figures within one run).${quick ? ' QUICK RUN (reduced size), not the reference figures.' : ''}`,
   );
   lines.push(
-    `One organization, ${n.toLocaleString('en')} passkeys over ${(results[0]?.users ?? 0).toLocaleString('en')} users; the real service (\`node src/main.ts serve\`) in a child process; per_page=${PER_PAGE}; latencies measured by the client, ${LATENCY_SAMPLES} sequential requests each, first page and page ${DEEP_PAGE} interleaved.${serviceNodeOptions ? ` Service started with NODE_OPTIONS="${serviceNodeOptions}".` : ` Service started with the Node flags of npm start (${startFlags().join(' ')}).`}`,
+    `One organization, ${n.toLocaleString('en')} passkeys over ${(results[0]?.users ?? 0).toLocaleString('en')} users; the compiled service (\`node dist/src/main.js serve\`, as npm start runs it) in a child process; per_page=${PER_PAGE}; latencies measured by the client, ${LATENCY_SAMPLES} sequential requests each, first page and page ${DEEP_PAGE} interleaved.${serviceNodeOptions ? ` Service started with NODE_OPTIONS="${serviceNodeOptions}".` : ` Service started with the Node flags of npm start (${startFlags().join(' ')}).`}`,
     '',
   );
   lines.push(row(['measure', ...results.map((r) => r.dialect), 'goal']));
