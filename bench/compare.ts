@@ -179,20 +179,24 @@ export async function main(args: string[]): Promise<void> {
   const started = new Date();
   console.log(`# comparison — ${machine()}; ${CONNECTIONS} connections, ${duration} s per target after a warm-up`);
 
-  const floorServer = await startFloor();
-  const floorStart = await measure(
-    'Fastify constant JSON (floor)',
-    { url: floorServer.url, connections: CONNECTIONS, duration },
-    duration,
-  );
-  await floorServer.close();
-  const peerServer = await startPeer();
-  const peerStart = await measure(
-    'stock oidc-provider: POST /oauth/token (peer)',
-    tokenRequest(peerServer.url, PEER_CLIENT.id, PEER_CLIENT.secret),
-    duration,
-  );
-  await peerServer.close();
+  const floorRun = async (label: string) => {
+    const server = await startFloor();
+    try {
+      return await measure(label, { url: server.url, connections: CONNECTIONS, duration }, duration);
+    } finally {
+      await server.close();
+    }
+  };
+  const peerRun = async (label: string) => {
+    const server = await startPeer();
+    try {
+      return await measure(label, tokenRequest(server.url, PEER_CLIENT.id, PEER_CLIENT.secret), duration);
+    } finally {
+      await server.close();
+    }
+  };
+  const floorStart = await floorRun('Fastify constant JSON (floor)');
+  const peerStart = await peerRun('stock oidc-provider: POST /oauth/token (peer)');
 
   const dir = mkdtempSync(join(tmpdir(), 'idp-bench-compare-'));
   let sqlite;
@@ -206,20 +210,8 @@ export async function main(args: string[]): Promise<void> {
   );
 
   // The floor and the peer again at the end: the machine is shared, so ratios use the mean of both runs.
-  const peerServer2 = await startPeer();
-  const peerEnd = await measure(
-    'stock oidc-provider: POST /oauth/token (peer, again)',
-    tokenRequest(peerServer2.url, PEER_CLIENT.id, PEER_CLIENT.secret),
-    duration,
-  );
-  await peerServer2.close();
-  const floorServer2 = await startFloor();
-  const floorEnd = await measure(
-    'Fastify constant JSON (floor, again)',
-    { url: floorServer2.url, connections: CONNECTIONS, duration },
-    duration,
-  );
-  await floorServer2.close();
+  const peerEnd = await peerRun('stock oidc-provider: POST /oauth/token (peer, again)');
+  const floorEnd = await floorRun('Fastify constant JSON (floor, again)');
 
   const floor = mean(floorStart, floorEnd);
   const peer = mean(peerStart, peerEnd);

@@ -64,15 +64,16 @@ export async function listGrantedOrganizations(db: Q, clientId: string, kind: Gr
   return rows.map((r) => r.org_id);
 }
 
-/** The organization and whether the client holds a grant of this kind for it, in one round trip. */
-const organizationWithGrant = prepare<
-  { orgId: number; clientId: string; kind: GrantKind },
-  { id: number; realm: string; client_active: unknown; granted: unknown }
->((db, p) =>
-  db
+/**
+ * The organization (`org_id`, `realm`) with whether the client exists and is enabled
+ * (`client_active`) and holds a grant of this kind for it (`granted`): one query, which a caller
+ * may extend (the passkey API joins one user's passkeys to it).
+ */
+export function organizationAccess(db: Q, p: { orgId: number; clientId: string; kind: GrantKind }) {
+  return db
     .selectFrom('organizations')
-    .select(['organizations.id', 'organizations.realm'])
-    .select((eb) =>
+    .select(['organizations.id as org_id', 'organizations.realm'])
+    .select((eb) => [
       eb
         .exists(
           eb
@@ -82,21 +83,24 @@ const organizationWithGrant = prepare<
             .where('clients.disabled_at', 'is', null),
         )
         .as('client_active'),
-    )
-    .select((eb) =>
       eb
         .exists(
           eb
             .selectFrom('client_orgs')
             .select('client_orgs.org_id')
             .where('client_orgs.client_id', '=', p.clientId)
-            .where('client_orgs.org_id', '=', eb.ref('organizations.id'))
+            .where('client_orgs.org_id', '=', p.orgId)
             .where('client_orgs.kind', '=', p.kind),
         )
         .as('granted'),
-    )
-    .where('organizations.id', '=', p.orgId),
-);
+    ])
+    .where('organizations.id', '=', p.orgId);
+}
+
+const organizationWithGrant = prepare<
+  { orgId: number; clientId: string; kind: GrantKind },
+  { org_id: number; realm: string; client_active: unknown; granted: unknown }
+>(organizationAccess);
 
 export async function findOrganizationWithGrant(
   db: Q,
@@ -107,7 +111,7 @@ export async function findOrganizationWithGrant(
   const [row] = await organizationWithGrant(db, { orgId, clientId, kind });
   // exists() is a boolean on PostgreSQL and 0/1 on SQLite
   return (
-    row && { id: row.id, realm: row.realm, granted: Boolean(row.granted), clientActive: Boolean(row.client_active) }
+    row && { id: row.org_id, realm: row.realm, granted: Boolean(row.granted), clientActive: Boolean(row.client_active) }
   );
 }
 

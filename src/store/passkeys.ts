@@ -2,6 +2,7 @@
 import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
 import type { DB, PasskeysTable } from './schema.ts';
 import { prepare } from './prepared.ts';
+import { organizationAccess } from './clients.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type PasskeyRow = Selectable<PasskeysTable>;
@@ -74,8 +75,7 @@ const byEppn = prepare<
     granted: unknown;
   }
 >((db, p) =>
-  db
-    .selectFrom('organizations')
+  organizationAccess(db, p)
     // the user first, by the unique eppn (a subquery run once, before the join), then that user's
     // passkeys by (user_id, id): the plan does not depend on the statistics about the organization
     .leftJoin('passkeys', (join) =>
@@ -94,28 +94,6 @@ const byEppn = prepare<
         ]),
       ),
     )
-    .select(['organizations.id as org_id', 'organizations.realm'])
-    .select((eb) => [
-      eb
-        .exists(
-          eb
-            .selectFrom('clients')
-            .select('clients.client_id')
-            .where('clients.client_id', '=', p.clientId)
-            .where('clients.disabled_at', 'is', null),
-        )
-        .as('client_active'),
-      eb
-        .exists(
-          eb
-            .selectFrom('client_orgs')
-            .select('client_orgs.org_id')
-            .where('client_orgs.client_id', '=', p.clientId)
-            .where('client_orgs.org_id', '=', p.orgId)
-            .where('client_orgs.kind', '=', p.kind),
-        )
-        .as('granted'),
-    ])
     .select([
       'passkeys.id',
       'passkeys.label',
@@ -124,7 +102,6 @@ const byEppn = prepare<
       'passkeys.mfa_verified',
       'passkeys.aaguid',
     ])
-    .where('organizations.id', '=', p.orgId)
     .orderBy('passkeys.id')
     .limit(p.limit),
 );
