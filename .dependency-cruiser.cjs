@@ -7,7 +7,7 @@ const SHARED = '^src/(config|errors|time|crypto|brand)\\.ts$|^src/(vocabulary|ht
 const DOMAIN = '^src/(directory|clients|webauthn|audit)/';
 const OAUTH = '^src/oauth/';
 const FEATURES = '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events)/';
-const COMPOSITION = '^src/(app|main|cluster)\\.ts$|^src/cli/';
+const COMPOSITION = '^src/(app|main|command-line|cluster)\\.ts$|^src/cli/';
 
 const above = (name, from, higher) => ({
   name,

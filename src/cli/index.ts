@@ -29,7 +29,7 @@ export const COMMANDS: CommandDef[] = [
   ...auditCommands,
 ];
 
-/** `serve` starts the service (src/main.ts); it is listed here so help and argument checks cover it. */
+/** `serve` starts the service (src/command-line.ts); it is listed here so help and argument checks cover it. */
 const SERVE: CommandInfo = {
   group: 'serve',
   name: '',

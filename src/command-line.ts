@@ -1,0 +1,135 @@
+// The command line: `serve` starts the service; anything else is an admin command (no command: usage).
+import { checkStorage, ConfigError, loadConfig, type Config } from './config.ts';
+import { keyring, loadSecret, type SecretSource } from './crypto.ts';
+import { openStore, type Store } from './store/index.ts';
+import { buildApp } from './app.ts';
+import cluster from 'node:cluster';
+import { createInterface } from 'node:readline';
+import { runPrimary, type Notice } from './cluster.ts';
+import { checkServeArguments, runCli, type Io } from './cli/index.ts';
+
+function fatal(line: string, code = 1): never {
+  process.stderr.write(`${line}\n`);
+  process.exit(code);
+}
+
+/** Settings, storage directories and the secret: every problem is one `configuration error` line, exit 2. */
+function prepare(): { config: Config; secret: SecretSource; created: string[] } {
+  try {
+    const config = loadConfig();
+    const created = checkStorage(config);
+    let secret: SecretSource;
+    try {
+      secret = loadSecret(config);
+    } catch (err) {
+      if (err instanceof ConfigError) throw err;
+      throw new ConfigError('IDP_SECRET', (err as Error).message.split('\n')[0]!);
+    }
+    return { config, secret, created };
+  } catch (err) {
+    if (err instanceof ConfigError) fatal(`configuration error: ${err.message}`, 2);
+    throw err;
+  }
+}
+
+async function openOrFail(config: Config): Promise<Store> {
+  try {
+    return await openStore(config.databaseUrl);
+  } catch (err) {
+    fatal(
+      `database error: cannot open ${config.dialect === 'postgres' ? 'PostgreSQL' : config.databaseUrl}: ${(err as Error).message.split('\n')[0]}`,
+    );
+  }
+}
+
+/** What start-up tells the operator once (by the primary when there are workers). */
+function notices(created: string[], secret: SecretSource): Notice[] {
+  const list: Notice[] = created.map((path) => ({
+    level: 'info',
+    fields: { path },
+    msg: 'created the default data directory',
+  }));
+  if (secret.generated)
+    list.push({
+      level: 'warn',
+      fields: { path: secret.path },
+      msg: 'generated a new IDP_SECRET and stored it with mode 0600; back it up, signing keys are encrypted under it',
+    });
+  return list;
+}
+
+async function serve(): Promise<void> {
+  const { config, secret, created } = prepare();
+  if (config.workers > 1 && cluster.isPrimary) {
+    // Migrations once, before any worker opens the database.
+    await (await openOrFail(config)).close();
+    runPrimary(config.workers, config.logLevel, notices(created, secret));
+    return;
+  }
+  const store = await openOrFail(config);
+  let app;
+  try {
+    ({ app } = await buildApp({ config, store, keys: keyring(secret.secret) }));
+  } catch (err) {
+    await store.close();
+    fatal(`start-up failed: ${(err as Error).message.split('\n')[0]}`);
+  }
+  for (const notice of notices(created, secret)) app.log[notice.level](notice.fields, notice.msg);
+  if (config.allowInsecurePublicUrl) {
+    app.log.warn(
+      { publicUrl: config.publicUrl },
+      'PUBLIC_URL is plain http on a host that is not localhost (ALLOW_INSECURE_PUBLIC_URL=true): browsers will refuse passkeys and traffic is readable on the network',
+    );
+  }
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    app
+      .close()
+      .then(() => store.close())
+      .then(() => process.exit(0))
+      .catch((err) => {
+        app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    fatal(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
+  }
+  app.log.info({ issuer: config.publicUrl, database: config.dialect }, 'identity provider ready');
+}
+
+const io: Io = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+  readStdin: async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  },
+  // One line from a terminal or a pipe; an input that ends first is an empty answer.
+  readLine: (prompt) =>
+    new Promise<string>((resolve) => {
+      const lines = createInterface({ input: process.stdin, output: process.stderr, terminal: process.stdin.isTTY });
+      lines.once('close', () => resolve(''));
+      lines.question(prompt, (answer) => {
+        resolve(answer);
+        lines.close();
+      });
+    }),
+};
+
+const argv = process.argv.slice(2);
+if (argv[0] === 'serve') {
+  const code = checkServeArguments(argv.slice(1), io);
+  if (code === undefined) await serve();
+  else process.exitCode = code;
+} else {
+  process.exitCode = await runCli(argv, io);
+}
