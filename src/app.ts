@@ -24,6 +24,7 @@ import { registerOpenApi } from './http/openapi.ts';
 import { providerOpenApiPaths } from './oauth/openapi-paths.ts';
 import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
+import { eventsPlugin } from './events/index.ts';
 import {
   createBranding,
   deviceViews,
@@ -80,6 +81,23 @@ async function receiveInvalidations(app: FastifyInstance, store: Store): Promise
   app.addHook('onClose', async () => receiver?.stop());
 }
 
+/** The verifier of the service's own access tokens, with the keys the JWKS publishes. */
+function tokenVerifier(config: Config, keys: Keyring, keyManager: KeyManager, store: Store): TokenVerifier {
+  const jwksOf = new WeakMap<object, JSONWebKeySet>();
+  const publishedKeys = () => {
+    const current = keyManager.current();
+    let set = jwksOf.get(current);
+    if (!set) jwksOf.set(current, (set = { keys: current.publicJwks }));
+    return set;
+  };
+  return createTokenVerifier(
+    config.publicUrl,
+    publishedKeys,
+    async () => void (await keyManager.refresh()),
+    createDpopVerifier(store, dpopNonces(keys.dpopNonce)),
+  );
+}
+
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, keys } = deps;
   const app = Fastify({
@@ -124,19 +142,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('onClose', async () => keyManager.stop());
   observeStore(app, store);
   observeSigningKeys(app, { store, active: () => keyManager.current().active });
-  const jwksOf = new WeakMap<object, JSONWebKeySet>();
-  const publishedKeys = () => {
-    const current = keyManager.current();
-    let set = jwksOf.get(current);
-    if (!set) jwksOf.set(current, (set = { keys: current.publicJwks }));
-    return set;
-  };
-  const verifier = createTokenVerifier(
-    config.publicUrl,
-    publishedKeys,
-    async () => void (await keyManager.refresh()),
-    createDpopVerifier(store, dpopNonces(keys.dpopNonce)),
-  );
+  const verifier = tokenVerifier(config, keys, keyManager, store);
   const provider = createProviderHolder({
     config,
     store,
@@ -154,10 +160,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const now = deps.now ?? Date.now;
   await receiveInvalidations(app, store);
-  const stopHousekeeping = startHousekeeping(store, app.log, config.auditRetentionDays);
-  app.addHook('onClose', async () => stopHousekeeping());
-  const stopLogoutRetries = startLogoutRetries(store, () => provider.current(), app.log);
-  app.addHook('onClose', async () => stopLogoutRetries());
+  const jobs = [
+    startHousekeeping(store, app.log, config.auditRetentionDays),
+    startLogoutRetries(store, () => provider.current(), app.log),
+  ];
+  app.addHook('onClose', async () => jobs.forEach((stop) => stop()));
   // Before any route, which takes the error handler in force when it is added; browsers asking
   // for an unknown path get the sign-in pages' 404 page, API clients the JSON body.
   registerErrorHandling(app, { notFoundPage });
@@ -173,6 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(userinfoPlugin({ config, store, provider }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now, provider }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
+  await app.register(eventsPlugin({ config, store, keys, verifier, keyManager, now }));
   await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 
   return { app, keyManager, verifier, provider };

@@ -42,6 +42,9 @@ export interface Config {
   sunsetDate: string | undefined; // HTTP-date for Sunset on deprecated endpoints
   userinfoCacheTtl: number; // seconds userinfo claims are kept per access token at most (0: never)
   auditRetentionDays: number; // audit records older than this many days are pruned
+  eventsRetryBaseMs: number; // wait after a delivery's first failed attempt; each later wait is 3x longer
+  eventsDeadLetterSeconds: number; // a delivery still failing this long after its event is given up
+  eventsAllowPrivateTargets: boolean; // webhooks and push streams may reach private and loopback addresses
   checkuserRateLimit: number; // lookups per client per minute
   loginRateLimitAccount: number; // failed logins per account per 15 minutes
   loginRateLimitIp: number; // login attempts per client IP per 15 minutes
@@ -456,6 +459,29 @@ export const SETTINGS: Setting[] = [
     36_500,
     'Days (1-36500) audit records are kept; a job on every instance deletes older ones. Export them first (`audit export`) if they must be kept longer elsewhere',
   ),
+  intSetting(
+    'EVENTS_RETRY_BASE_MS',
+    'eventsRetryBaseMs',
+    4000,
+    10,
+    600_000,
+    'Milliseconds (10-600000) a failed webhook or Shared Signals push waits before its second attempt; each later wait is three times the one before (with up to 10% jitter off it), at most an hour. The default gives attempts about 0, 4, 16 and 52 s after the change, then 2.6 min, 7.8 min, ...',
+  ),
+  intSetting(
+    'EVENTS_DEAD_LETTER_SECONDS',
+    'eventsDeadLetterSeconds',
+    259_200,
+    1,
+    2_592_000,
+    'Seconds (1-2592000) after its event a delivery that still fails is given up (state dead, kept for `events list` and `events replay`); default 3 days',
+  ),
+  {
+    name: 'EVENTS_ALLOW_PRIVATE_TARGETS',
+    default: 'false',
+    meaning:
+      "true lets webhooks and Shared Signals push streams reach private, loopback and link-local addresses (receivers inside the operator's network). Off, such targets are refused when registered and when a name resolves to one at delivery; loopback receivers are always allowed while PUBLIC_URL is itself on localhost",
+    parse: (raw) => ({ eventsAllowPrivateTargets: flag('EVENTS_ALLOW_PRIVATE_TARGETS', raw) }),
+  },
   intSetting(
     'CHECKUSER_RATE_LIMIT',
     'checkuserRateLimit',

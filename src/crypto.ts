@@ -26,6 +26,8 @@ export interface Keyring {
   csrf: KeyObject;
   /** secret of the DPoP nonces (RFC 9449 8), so every instance accepts every other's */
   dpopNonce: Buffer;
+  /** AES-256-GCM key for webhook secrets and push streams' authorization headers at rest */
+  eventSecrets: Buffer;
 }
 
 function derive(secret: string, purpose: string): Buffer {
@@ -40,6 +42,7 @@ export function keyring(secret: string): Keyring {
     cookies: [derive(secret, 'cookies').toString('base64url')],
     csrf: createSecretKey(derive(secret, 'csrf')),
     dpopNonce: derive(secret, 'dpop-nonce'),
+    eventSecrets: derive(secret, 'event-secrets'),
   };
 }
 

@@ -21,6 +21,7 @@ export const API_SCOPES = [
   'system-check-user-existence',
   'gk_checkuser',
   'gk_checkuser_systemlookup',
+  'ssf.manage',
 ] as const;
 
 /** Scopes of sign-in (authorization code). */
@@ -97,6 +98,7 @@ export function resourceServers(publicUrl: string): ResourceServer[] {
       id: `${publicUrl}/userinfo/v1/exists`,
       scopes: ['system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'],
     },
+    { id: `${publicUrl}/ssf`, scopes: ['ssf.manage'] },
   ];
 }
 

@@ -167,6 +167,7 @@ export async function cli(
   databaseUrl: string,
   args: string[],
   stdin = '',
+  env: Record<string, string> = {},
 ): Promise<{ code: number; out: string; err: string }> {
   const { runCli } = await import('../src/cli/index.ts');
   const out: string[] = [];
@@ -179,6 +180,7 @@ export async function cli(
       IDP_SECRET: TEST_SECRET,
       PUBLIC_URL,
       LOG_LEVEL: 'silent',
+      ...env,
     },
   );
   return { code, out: out.join('\n'), err: err.join('\n') };

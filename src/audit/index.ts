@@ -8,6 +8,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../store/schema.ts';
 import { insertAuditEvent } from '../store/audit.ts';
 import { countAudit } from '../http/metrics.ts';
+import { recordEvents } from './events.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 
@@ -48,6 +49,12 @@ export const AUDIT_ACTIONS = [
   'org.remove',
   'org.brand',
   'keys.rotate',
+  'webhook.add',
+  'webhook.remove',
+  'webhook.secret_rotate',
+  'stream.create',
+  'stream.update',
+  'stream.delete',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -128,6 +135,7 @@ export async function recordAudit(db: Q, entry: AuditEntry): Promise<void> {
     requestId: entry.actor.requestId ?? null,
     details: entry.details ?? {},
   });
+  await recordEvents(db, entry);
   countAudit(entry.action, entry.details);
 }
 

@@ -16,6 +16,7 @@ import { clientCommands } from './commands/client.ts';
 import { passkeyCommands } from './commands/passkey.ts';
 import { keysCommands } from './commands/keys.ts';
 import { auditCommands } from './commands/audit.ts';
+import { eventsCommands } from './commands/events.ts';
 
 export type { Io } from './command.ts';
 
@@ -27,6 +28,7 @@ export const COMMANDS: CommandDef[] = [
   ...passkeyCommands,
   ...keysCommands,
   ...auditCommands,
+  ...eventsCommands,
 ];
 
 /** `serve` starts the service (src/command-line.ts); it is listed here so help and argument checks cover it. */

@@ -11,6 +11,8 @@ const SCOPE_MEANING: Record<(typeof API_SCOPES)[number], string> = {
   'system-check-user-existence': 'Ask whether a user exists, by namespaced id or mail address',
   gk_checkuser: 'Legacy user-existence check (with gk_checkuser_systemlookup)',
   gk_checkuser_systemlookup: 'Legacy user-existence check (with gk_checkuser)',
+  'ssf.manage':
+    'Manage OpenID Shared Signals streams and poll their events (users of the organizations the client administers)',
 };
 
 export function securitySchemes(publicUrl: string): Json {
@@ -55,6 +57,10 @@ export const TAGS = [
   { name: 'oauth', description: 'The OAuth 2.0 authorization server (served by oidc-provider)' },
   { name: 'openid', description: 'OpenID Connect discovery, keys and logout (served by oidc-provider)' },
   { name: 'operations', description: 'Health probes and metrics for load balancers and monitoring' },
+  {
+    name: 'shared-signals',
+    description: 'OpenID Shared Signals: security events about users (CAEP, RISC) for receivers, pushed or polled',
+  },
   { name: 'documentation', description: 'This document and its rendered reference' },
 ];
 

@@ -114,3 +114,15 @@ export async function deleteOrganization(db: Q, id: number): Promise<boolean> {
   const r = await db.deleteFrom('organizations').where('id', '=', id).executeTakeFirst();
   return Number(r.numDeletedRows) === 1;
 }
+
+/** A user of one of the organizations by e-mail address (stored in lower case). */
+export function findUserByEmailIn(db: Q, orgIds: number[], email: string): Promise<User | undefined> {
+  if (orgIds.length === 0) return Promise.resolve(undefined);
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('org_id', 'in', orgIds)
+    .where('email', '=', email.trim().toLowerCase())
+    .orderBy('id')
+    .executeTakeFirst();
+}

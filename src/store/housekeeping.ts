@@ -1,5 +1,5 @@
 // Periodic removal of expired rows: oidc-provider artifacts past their expiry, rate-limit
-// windows long closed, DPoP proof ids past their window. Safe to run on every instance at once
+// windows long closed, DPoP proof ids past their window, event deliveries finished 30 days ago. Safe to run on every instance at once
 // (plain deletes by time).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Store } from './index.ts';
@@ -7,10 +7,13 @@ import { deleteExpiredPayloads } from './oidc-payloads.ts';
 import { deleteOlderThan } from './rate-limits.ts';
 import { deleteExpiredProofs } from './dpop-proofs.ts';
 import { deleteAuditEventsBefore } from './audit.ts';
+import { deleteFinishedEvents } from './events.ts';
 
 const RATE_LIMIT_RETENTION_MS = 24 * 3600 * 1000;
 
 const DAY_MS = 24 * 3600 * 1000;
+/** Delivered and given-up event deliveries are kept this long for `events list` and `events replay`. */
+const EVENT_RETENTION_MS = 30 * DAY_MS;
 
 /** Removes what has expired; audit records older than the retention (days) go too, in batches. */
 export async function sweepExpired(
@@ -21,6 +24,7 @@ export async function sweepExpired(
   const payloads = await deleteExpiredPayloads(store.db, now);
   await deleteOlderThan(store.db, now - RATE_LIMIT_RETENTION_MS);
   await deleteExpiredProofs(store.db, now);
+  await deleteFinishedEvents(store.db, now - EVENT_RETENTION_MS);
   let audit = 0;
   if (auditRetentionDays !== undefined) {
     const before = now - auditRetentionDays * DAY_MS;

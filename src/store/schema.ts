@@ -182,6 +182,88 @@ export interface DB {
   rate_limits: RateLimitsTable;
   dpop_proofs: DpopProofsTable;
   logout_deliveries: LogoutDeliveriesTable;
+  events: EventsTable;
+  event_deliveries: EventDeliveriesTable;
+  webhooks: WebhooksTable;
+  ssf_streams: SsfStreamsTable;
+  ssf_stream_subjects: SsfStreamSubjectsTable;
+}
+
+/** The outbox: one row per event, written in the transaction of the change it reports. */
+export interface EventsTable {
+  id: Generated<number>;
+  at: number;
+  /** passkey.created, user.disabled, ... (src/audit/events.ts) */
+  type: string;
+  org_id: number | null;
+  /** the user it is about (eppn): deliveries about one subject go out in order */
+  subject: string | null;
+  /** JSON object: the webhook payload's `data` */
+  data: string;
+}
+
+/** One event on its way to one destination. */
+export interface EventDeliveriesTable {
+  id: Generated<number>;
+  event_id: number;
+  /** 'webhook:<id>' or 'stream:<id>' */
+  destination: string;
+  subject: string | null;
+  /** 'pending' | 'delivered' | 'dead' */
+  state: string;
+  attempts: number;
+  /** when the delivery job may attempt it; null for a poll stream's (the receiver collects them) */
+  next_attempt_at: number | null;
+  /** an attempt in flight holds it until then */
+  lease_until: number | null;
+  last_attempt_at: number | null;
+  /** the receiver's HTTP status of the last attempt; null when it never answered */
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: number | null;
+  created_at: number;
+}
+
+export interface WebhooksTable {
+  id: Generated<number>;
+  org_id: number;
+  url: string;
+  /** space-separated event types, padded with a space on each side; '' for every type */
+  event_types: string;
+  /** the signing secret, sealed under IDP_SECRET */
+  secret: string;
+  /** the secret before the last rotation, also signing until previous_secret_expires_at */
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
+  created_at: number;
+}
+
+/** An OpenID Shared Signals stream of a receiver (a client). */
+export interface SsfStreamsTable {
+  id: string;
+  client_id: string;
+  /** urn:ietf:rfc:8935 (push) or urn:ietf:rfc:8936 (poll) */
+  delivery_method: string;
+  /** push: the receiver's URL */
+  endpoint_url: string | null;
+  /** push: the Authorization header the receiver asked for, sealed under IDP_SECRET */
+  authorization_header: string | null;
+  /** JSON array of event type URIs */
+  events_requested: string;
+  description: string | null;
+  /** 'enabled' | 'paused' | 'disabled' */
+  status: string;
+  reason: string | null;
+  /** 1: every user of the client's organizations; 0: only the subjects added */
+  all_subjects: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SsfStreamSubjectsTable {
+  stream_id: string;
+  /** the user's sub */
+  sub: string;
 }
 
 /** DPoP proofs already accepted: a hash naming the proof, kept until it could no longer be accepted anyway. */

@@ -202,6 +202,7 @@ describe('the OpenAPI document covers every route', () => {
       'gk_checkuser_systemlookup',
       'passkey.delete',
       'passkey.read',
+      'ssf.manage',
       'system-check-user-existence',
     ]);
     assert.deepEqual(schemes.clientBasic, { ...schemes.clientBasic, type: 'http', scheme: 'basic' });
@@ -209,7 +210,15 @@ describe('the OpenAPI document covers every route', () => {
     assert.deepEqual(paths['/2/passkey/{org_id}/{id}']!.delete!.security, [{ oauth2: ['passkey.delete'] }]);
     assert.deepEqual(paths['/oauth/token']!.post!.security, [{ clientBasic: [] }, {}]);
     assert.deepEqual(paths['/openid/userinfo']!.get!.security, [{ bearer: [] }]);
-    for (const path of ['/healthz', '/readyz', '/openid/jwks', '/.well-known/openid-configuration', '/docs'])
+    assert.deepEqual(paths['/ssf/streams']!.post!.security, [{ oauth2: ['ssf.manage'] }]);
+    for (const path of [
+      '/healthz',
+      '/readyz',
+      '/openid/jwks',
+      '/.well-known/openid-configuration',
+      '/.well-known/ssf-configuration',
+      '/docs',
+    ])
       assert.deepEqual(paths[path]!.get!.security, [], path);
     const token = paths['/oauth/token']!.post!;
     assert.ok(token.requestBody!.content['application/x-www-form-urlencoded'], 'form body');

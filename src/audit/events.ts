@@ -1,0 +1,125 @@
+// Events for applications and operators' tooling (webhooks, OpenID Shared Signals), derived from
+// the audit trail: recordAudit() writes an audited change's events into the outbox in the same
+// transaction, so an acknowledged change has its events and a rolled-back one has none. Delivery
+// is the events feature's job (src/events/), never the request's.
+import type { Kysely, Transaction } from 'kysely';
+import type { DB } from '../store/schema.ts';
+import { findUserByEppn } from '../store/directory.ts';
+import { insertEvent } from '../store/events.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+
+/** Every event type; webhooks filter on these names. */
+export const EVENT_TYPES = [
+  'passkey.created',
+  'passkey.deleted',
+  'user.created',
+  'user.disabled',
+  'user.enabled',
+  'user.deleted',
+  'password.changed',
+  'session.revoked',
+  'recovery_link.created',
+  'recovery_link.used',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+const CAEP = 'https://schemas.openid.net/secevent/caep/event-type';
+const RISC = 'https://schemas.openid.net/secevent/risc/event-type';
+
+/** Shared Signals event types (CAEP 1.0, RISC 1.0) and the event types they are sent for. */
+export const SSF_EVENT_TYPES = {
+  credentialChange: `${CAEP}/credential-change`,
+  sessionRevoked: `${CAEP}/session-revoked`,
+  accountDisabled: `${RISC}/account-disabled`,
+  accountEnabled: `${RISC}/account-enabled`,
+  accountPurged: `${RISC}/account-purged`,
+} as const;
+
+export const SSF_TYPE_OF: Partial<Record<EventType, string>> = {
+  'passkey.created': SSF_EVENT_TYPES.credentialChange,
+  'passkey.deleted': SSF_EVENT_TYPES.credentialChange,
+  'password.changed': SSF_EVENT_TYPES.credentialChange,
+  'session.revoked': SSF_EVENT_TYPES.sessionRevoked,
+  'user.disabled': SSF_EVENT_TYPES.accountDisabled,
+  'user.enabled': SSF_EVENT_TYPES.accountEnabled,
+  'user.deleted': SSF_EVENT_TYPES.accountPurged,
+};
+
+/** The `data` of an event (the webhook payload's): the user by eppn and sub, the organization, who acted. */
+export interface EventData {
+  eppn: string;
+  org_id: number | null;
+  /** the user's sub, as in their ID tokens */
+  sub: string | null;
+  /** passkey events: the passkey's id in the passkey API */
+  id?: number;
+  actor: { type: string; id: string | null };
+}
+
+/** What an audited change says about itself (an AuditEntry). */
+export interface AuditedChange {
+  action: string;
+  actor: { type: string; id: string | null };
+  at: number;
+  orgId?: number | null;
+  eppn?: string | null;
+  passkeyIds?: number[];
+  details?: Record<string, unknown>;
+}
+
+/** The events an audited change produces, in order. */
+function eventsOf(entry: AuditedChange): { type: EventType; id?: number }[] {
+  const passkeys = (type: EventType) => (entry.passkeyIds ?? []).map((id) => ({ type, id }));
+  switch (entry.action) {
+    case 'passkey.register':
+    case 'passkey.import':
+      return passkeys('passkey.created');
+    case 'passkey.delete':
+    case 'passkey.delete_user':
+    case 'passkey.delete_by_user':
+      return passkeys('passkey.deleted');
+    case 'password.set':
+    case 'password.change':
+      return [{ type: 'password.changed' }];
+    case 'user.add':
+      return [{ type: 'user.created' }];
+    case 'user.disable':
+      // Disabling ends every session of the user.
+      return [{ type: 'user.disabled' }, { type: 'session.revoked' }];
+    case 'user.enable':
+      return [{ type: 'user.enabled' }];
+    case 'user.remove':
+      return [{ type: 'user.deleted' }];
+    default:
+      return [];
+  }
+}
+
+/** Writes the events of one audited change; call it with the change's transaction (recordAudit does). */
+export async function recordEvents(db: Q, entry: AuditedChange): Promise<number> {
+  const events = eventsOf(entry);
+  if (events.length === 0 || !entry.eppn) return 0;
+  // A removed user is gone from the directory by the time the removal is recorded: it names its sub.
+  const named = typeof entry.details?.sub === 'string' ? entry.details.sub : undefined;
+  const sub = named ?? (await findUserByEppn(db, entry.eppn))?.sub ?? null;
+  for (const event of events) {
+    const data: EventData = {
+      eppn: entry.eppn,
+      org_id: entry.orgId ?? null,
+      sub,
+      ...(event.id === undefined ? {} : { id: event.id }),
+      actor: { type: entry.actor.type, id: entry.actor.id },
+    };
+    await insertEvent(db, {
+      at: entry.at,
+      type: event.type,
+      orgId: entry.orgId ?? null,
+      subject: entry.eppn,
+      sub,
+      ssfType: SSF_TYPE_OF[event.type] ?? null,
+      data,
+    });
+  }
+  return events.length;
+}

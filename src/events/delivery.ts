@@ -1,0 +1,205 @@
+// The delivery job, in every instance: claims due deliveries from the outbox (src/store/events.ts),
+// sends each (a signed webhook message, or a SET pushed to a Shared Signals stream) and records the
+// outcome. At least once: a delivery is marked delivered only after the receiver answered 2xx, so
+// a crash between the two sends it again (receivers deduplicate by webhook-id or jti). A failure
+// is retried with exponential backoff and jitter until EVENTS_DEAD_LETTER_SECONDS after its
+// event, then given up (dead). Never part of a request: a slow or dead receiver delays nothing else
+// than its own deliveries.
+import type { FastifyBaseLogger } from 'fastify';
+import { open, seal, type Keyring } from '../crypto.ts';
+import type { Store } from '../store/index.ts';
+import * as repo from '../store/events.ts';
+import type { EventData } from '../audit/events.ts';
+import { countDelivery } from '../http/metrics-events.ts';
+import { post, type Answer, type TargetPolicy } from './targets.ts';
+import { sendToWebhook, webhookBody } from './webhooks.ts';
+import { ssfEvent, VERIFICATION, type SetSigner } from './sets.ts';
+
+/** How long an attempt holds its delivery; longer than the 5 s a receiver has to answer. */
+const LEASE_MS = 30_000;
+const BATCH = 50;
+/** Between looks at the outbox when the last one found nothing to do. */
+const IDLE_MS = 250;
+const MAX_DELAY_MS = 3600_000;
+/** A paused stream's deliveries wait this long before the job looks at them again. */
+const PAUSED_RETRY_MS = 5000;
+
+export interface DeliveryOptions {
+  store: Store;
+  keys: Keyring;
+  policy: TargetPolicy;
+  issuer: string;
+  signSet: SetSigner;
+  retryBaseMs: number;
+  deadLetterMs: number;
+  log?: FastifyBaseLogger;
+  now?: () => number;
+}
+
+/** The wait after the n-th failed attempt (1-based): base x 3^(n-1), at most an hour, minus up to 10% jitter. */
+export function retryDelay(baseMs: number, failedAttempts: number, random = Math.random()): number {
+  const delay = Math.min(MAX_DELAY_MS, baseMs * 3 ** Math.max(0, failedAttempts - 1));
+  return Math.round(delay * (1 - 0.1 * random));
+}
+
+type Outcome = { ok: true; status: number } | { ok: false; status: number | null; error: string; retry?: boolean };
+
+function fromAnswer(answer: Answer): Outcome {
+  if (answer.status >= 200 && answer.status < 300) return { ok: true, status: answer.status };
+  return { ok: false, status: answer.status, error: `HTTP ${answer.status} ${answer.body.slice(0, 200)}`.trim() };
+}
+
+function errorText(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).slice(0, 500);
+}
+
+/** The subject of a SET about a user (RFC 9493 iss_sub, with the sub of their ID tokens). */
+function userSubject(issuer: string, data: EventData): object {
+  return { format: 'iss_sub', iss: issuer, sub: data.sub ?? data.eppn };
+}
+
+/** A push stream's Authorization header, sealed at rest with the stream's id as associated data. */
+export function sealAuthorization(keys: Keyring, streamId: string, header: string): string {
+  return seal(keys.eventSecrets, Buffer.from(header), `stream-authorization:${streamId}`);
+}
+
+function openAuthorization(keys: Keyring, stream: repo.StreamRow): string | undefined {
+  if (!stream.authorization_header) return undefined;
+  const header = open(keys.eventSecrets, stream.authorization_header, `stream-authorization:${stream.id}`);
+  if (!header) throw new Error(`stream ${stream.id}: its authorization header cannot be opened with this IDP_SECRET`);
+  return header.toString('utf8');
+}
+
+async function toWebhook(
+  o: DeliveryOptions,
+  d: repo.ClaimedDelivery,
+  id: number,
+  at: number,
+): Promise<Outcome | 'gone'> {
+  const row = await repo.findWebhook(o.store.db, id);
+  if (!row) return 'gone';
+  const body = webhookBody(d);
+  return fromAnswer(await sendToWebhook(o.keys, o.policy, row, { id: `msg_${d.event_id}`, body }, at));
+}
+
+async function toStream(
+  o: DeliveryOptions,
+  d: repo.ClaimedDelivery,
+  id: string,
+  at: number,
+): Promise<Outcome | 'gone' | 'paused'> {
+  const stream = await repo.findStreamById(o.store.db, id);
+  if (!stream || stream.status === 'disabled' || stream.delivery_method !== repo.PUSH || !stream.endpoint_url)
+    return 'gone';
+  if (stream.status === 'paused') return 'paused';
+  const data = JSON.parse(d.data) as EventData & { state?: string };
+  const event =
+    d.type === 'ssf.verification'
+      ? { uri: VERIFICATION, payload: data.state === undefined ? {} : { state: data.state } }
+      : ssfEvent(d.type, d.at, data);
+  if (!event) return 'gone';
+  const subject = d.type === 'ssf.verification' ? { format: 'opaque', id } : userSubject(o.issuer, data);
+  const token = await o.signSet(
+    { jti: `set-${d.id}`, audience: stream.client_id, subject, txn: `evt-${d.event_id}`, ...event },
+    at,
+  );
+  const headers: Record<string, string> = {
+    'content-type': 'application/secevent+jwt',
+    accept: 'application/json',
+  };
+  const authorization = openAuthorization(o.keys, stream);
+  if (authorization) headers.authorization = authorization;
+  return fromAnswer(await post(stream.endpoint_url, token, headers, o.policy));
+}
+
+/** What an attempt's result means for its delivery. */
+function settle(
+  o: DeliveryOptions,
+  d: repo.ClaimedDelivery,
+  kind: string,
+  outcome: Outcome | 'gone' | 'paused',
+  at: number,
+): repo.AttemptOutcome {
+  if (outcome === 'paused')
+    return {
+      at,
+      status: null,
+      error: 'stream paused',
+      state: 'pending',
+      nextAttemptAt: at + PAUSED_RETRY_MS,
+      counted: false,
+    };
+  if (outcome === 'gone')
+    return { at, status: null, error: `${kind} removed or disabled`, state: 'dead', nextAttemptAt: null };
+  if (outcome.ok) return { at, status: outcome.status, error: null, state: 'delivered', nextAttemptAt: null };
+  const dead = at - Number(d.created_at) >= o.deadLetterMs;
+  return {
+    at,
+    status: outcome.status,
+    error: outcome.error,
+    state: dead ? 'dead' : 'pending',
+    nextAttemptAt: dead ? null : at + retryDelay(o.retryBaseMs, d.attempts + 1),
+  };
+}
+
+export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>; runOnce(): Promise<number> } {
+  const now = o.now ?? Date.now;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<number> | undefined;
+
+  async function attempt(d: repo.ClaimedDelivery): Promise<void> {
+    const at = now();
+    const [kind, id] = [
+      d.destination.slice(0, d.destination.indexOf(':')),
+      d.destination.slice(d.destination.indexOf(':') + 1),
+    ];
+    let outcome: Outcome | 'gone' | 'paused';
+    try {
+      outcome = kind === 'webhook' ? await toWebhook(o, d, Number(id), at) : await toStream(o, d, id, at);
+    } catch (err) {
+      outcome = { ok: false, status: null, error: errorText(err) };
+    }
+    const result = settle(o, d, kind, outcome, now());
+    const recorded = await repo.recordDeliveryAttempt(o.store.db, d, d.lease, result);
+    if (!recorded) return;
+    countDelivery(kind, result.state === 'delivered' ? 'delivered' : result.state === 'dead' ? 'dead' : 'failed');
+    if (result.state === 'dead')
+      o.log?.warn(
+        { delivery: Number(d.id), destination: d.destination, error: result.error },
+        'event delivery given up',
+      );
+  }
+
+  async function runOnce(): Promise<number> {
+    const at = now();
+    const batch = await repo.claimDueDeliveries(o.store.db, o.store.dialect, at, at + LEASE_MS, BATCH);
+    await Promise.all(batch.map((d) => attempt(d)));
+    return batch.length;
+  }
+
+  function schedule(ms: number): void {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = runOnce();
+      running.then(
+        (n) => schedule(n === BATCH ? 0 : IDLE_MS),
+        (err: unknown) => {
+          o.log?.warn({ err }, 'event delivery: the outbox could not be read, retrying');
+          schedule(IDLE_MS * 8);
+        },
+      );
+    }, ms);
+    timer.unref();
+  }
+  schedule(0);
+
+  return {
+    runOnce,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running?.catch(() => undefined);
+    },
+  };
+}

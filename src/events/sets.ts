@@ -1,0 +1,90 @@
+// Security Event Tokens (RFC 8417) for OpenID Shared Signals streams: signed with the service's
+// ES256 key (the one its JWKS publishes), `typ` secevent+jwt, the subject as `sub_id` (RFC 9493),
+// one event per token.
+import { importJWK, SignJWT, type JWK } from 'jose';
+import type { KeyManager } from '../oauth/key-manager.ts';
+import { SSF_EVENT_TYPES, type EventData } from '../audit/events.ts';
+
+export const VERIFICATION = 'https://schemas.openid.net/secevent/ssf/event-type/verification';
+export const STREAM_UPDATED = 'https://schemas.openid.net/secevent/ssf/event-type/stream-updated';
+
+const INITIATOR: Record<string, string> = {
+  user: 'user',
+  operator: 'admin',
+  client: 'admin',
+  provisioning: 'policy',
+  system: 'system',
+};
+
+/** The SSF event (type and payload) an outbox event is sent as; undefined when it has none. */
+export function ssfEvent(type: string, at: number, data: EventData): { uri: string; payload: object } | undefined {
+  const common = {
+    event_timestamp: Math.floor(at / 1000),
+    initiating_entity: INITIATOR[data.actor.type] ?? 'system',
+  };
+  switch (type) {
+    case 'passkey.created':
+    case 'passkey.deleted':
+      return {
+        uri: SSF_EVENT_TYPES.credentialChange,
+        payload: {
+          ...common,
+          credential_type: 'fido2-platform',
+          change_type: type === 'passkey.created' ? 'create' : 'delete',
+        },
+      };
+    case 'password.changed':
+      return {
+        uri: SSF_EVENT_TYPES.credentialChange,
+        payload: { ...common, credential_type: 'password', change_type: 'update' },
+      };
+    case 'session.revoked':
+      return { uri: SSF_EVENT_TYPES.sessionRevoked, payload: common };
+    case 'user.disabled':
+      return { uri: SSF_EVENT_TYPES.accountDisabled, payload: {} };
+    case 'user.enabled':
+      return { uri: SSF_EVENT_TYPES.accountEnabled, payload: {} };
+    case 'user.deleted':
+      return { uri: SSF_EVENT_TYPES.accountPurged, payload: {} };
+    default:
+      return undefined;
+  }
+}
+
+export interface SetContent {
+  jti: string;
+  audience: string;
+  subject: object;
+  uri: string;
+  payload: object;
+  txn?: string;
+}
+
+/** Signs SETs with the active ES256 key of the key manager. */
+export function setSigner(issuer: string, keyManager: KeyManager) {
+  const imported = new Map<string, CryptoKey | Uint8Array>();
+  return async function sign(content: SetContent, now: number): Promise<string> {
+    const keys = keyManager.current();
+    const kid = keys.active.ES256;
+    const jwk: JWK | undefined = keys.providerJwks.find((k) => k.kid === kid);
+    if (!jwk) throw new Error('no active ES256 signing key');
+    let key = imported.get(kid);
+    if (!key) {
+      key = await importJWK(jwk, 'ES256');
+      imported.clear();
+      imported.set(kid, key);
+    }
+    return new SignJWT({
+      sub_id: content.subject,
+      events: { [content.uri]: content.payload },
+      ...(content.txn ? { txn: content.txn } : {}),
+    })
+      .setProtectedHeader({ alg: 'ES256', kid, typ: 'secevent+jwt' })
+      .setIssuer(issuer)
+      .setAudience(content.audience)
+      .setJti(content.jti)
+      .setIssuedAt(Math.floor(now / 1000))
+      .sign(key);
+  };
+}
+export type SetSigner = ReturnType<typeof setSigner>;

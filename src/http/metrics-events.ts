@@ -1,0 +1,55 @@
+// Events: the outbox's depth and age, read at scrape time, and deliveries by outcome.
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge } from 'prom-client';
+import type { Store } from '../store/index.ts';
+import { outboxDepth } from '../store/events.ts';
+import { metrics } from './metrics.ts';
+
+const stores = new Set<Store>();
+
+async function depth(): Promise<{ pending: number; oldest: number | null }> {
+  // Every instance reads the same database: one store answers for all.
+  const store = stores.values().next().value;
+  if (!store) return { pending: 0, oldest: null };
+  return outboxDepth(store.db);
+}
+
+new Gauge({
+  name: 'idp_events_outbox_depth',
+  help: 'Event deliveries not yet delivered (pending), webhooks and Shared Signals streams together',
+  registers: [metrics],
+  aggregator: 'max',
+  async collect() {
+    this.set((await depth().catch(() => ({ pending: 0 }))).pending);
+  },
+});
+
+new Gauge({
+  name: 'idp_events_oldest_undelivered_age_seconds',
+  help: 'Seconds since the event of the oldest pending delivery happened; 0 when none is pending',
+  registers: [metrics],
+  aggregator: 'max',
+  async collect() {
+    const { oldest } = await depth().catch(() => ({ oldest: null }));
+    this.set(oldest === null ? 0 : Math.max(0, (Date.now() - oldest) / 1000));
+  },
+});
+
+const deliveries = new Counter({
+  name: 'idp_event_deliveries_total',
+  help: 'Delivery attempts by destination kind (webhook, stream) and outcome (delivered; failed: retried later; dead: given up)',
+  labelNames: ['destination', 'outcome'],
+  registers: [metrics],
+});
+for (const destination of ['webhook', 'stream'])
+  for (const outcome of ['delivered', 'failed', 'dead']) deliveries.inc({ destination, outcome }, 0);
+
+export function countDelivery(destination: string, outcome: 'delivered' | 'failed' | 'dead'): void {
+  deliveries.inc({ destination, outcome });
+}
+
+/** Reports the outbox of store until app closes. */
+export function observeOutbox(app: FastifyInstance, store: Store): void {
+  stores.add(store);
+  app.addHook('onClose', async () => void stores.delete(store));
+}

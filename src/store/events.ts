@@ -1,0 +1,476 @@
+// The event outbox and its deliveries, webhooks and Shared Signals streams.
+//
+// An event is written with one delivery per destination that wants it, in the transaction of the
+// change it reports. The delivery job of any instance claims due deliveries with a lease (a
+// conditional update; on PostgreSQL the rows are locked with SKIP LOCKED, so instances never wait
+// on each other); of the pending deliveries to one destination about one subject, only the oldest
+// can be claimed, which keeps them in order.
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { DB, EventDeliveriesTable, EventsTable, SsfStreamsTable, WebhooksTable } from './schema.ts';
+import type { Dialect } from './index.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+export type EventRow = Selectable<EventsTable>;
+export type DeliveryRow = Selectable<EventDeliveriesTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type StreamRow = Selectable<SsfStreamsTable>;
+
+export const PUSH = 'urn:ietf:rfc:8935';
+export const POLL = 'urn:ietf:rfc:8936';
+
+export interface NewEvent {
+  at: number;
+  type: string;
+  orgId: number | null;
+  /** the user it is about (eppn) */
+  subject: string;
+  /** the user's sub: streams limited to some subjects list subs */
+  sub: string | null;
+  /** the Shared Signals event type it is sent as, if any */
+  ssfType: string | null;
+  data: object;
+}
+
+/** Writes an event and a delivery for every webhook and stream that wants it; returns the event id. */
+export async function insertEvent(db: Q, e: NewEvent): Promise<number> {
+  const { id } = await db
+    .insertInto('events')
+    .values({ at: e.at, type: e.type, org_id: e.orgId, subject: e.subject, data: JSON.stringify(e.data) })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  if (e.orgId === null) return Number(id);
+  await db
+    .insertInto('event_deliveries')
+    .columns(['event_id', 'destination', 'subject', 'state', 'attempts', 'next_attempt_at', 'created_at'])
+    .expression(
+      db
+        .selectFrom('webhooks')
+        .select([
+          sql.lit(Number(id)).as('event_id'),
+          sql<string>`'webhook:' || cast(id as text)`.as('destination'),
+          sql<string>`cast(${e.subject} as text)`.as('subject'),
+          sql.lit('pending').as('state'),
+          sql.lit(0).as('attempts'),
+          sql<number>`cast(${e.at} as bigint)`.as('next_attempt_at'),
+          sql<number>`cast(${e.at} as bigint)`.as('created_at'),
+        ])
+        .where('org_id', '=', e.orgId)
+        .where((eb) => eb.or([eb('event_types', '=', ''), eb('event_types', 'like', `% ${e.type} %`)])),
+    )
+    .execute();
+  if (e.ssfType === null) return Number(id);
+  const orgId = e.orgId;
+  await db
+    .insertInto('event_deliveries')
+    .columns(['event_id', 'destination', 'subject', 'state', 'attempts', 'next_attempt_at', 'created_at'])
+    .expression(
+      db
+        .selectFrom('ssf_streams as s')
+        .select([
+          sql.lit(Number(id)).as('event_id'),
+          sql<string>`'stream:' || s.id`.as('destination'),
+          sql<string>`cast(${e.subject} as text)`.as('subject'),
+          sql.lit('pending').as('state'),
+          sql.lit(0).as('attempts'),
+          // A poll stream's receiver collects its events; the delivery job leaves them alone.
+          sql<number | null>`case when s.delivery_method = ${PUSH} then cast(${e.at} as bigint) else null end`.as(
+            'next_attempt_at',
+          ),
+          sql<number>`cast(${e.at} as bigint)`.as('created_at'),
+        ])
+        .where('s.status', '<>', 'disabled')
+        .where('s.events_requested', 'like', `%"${e.ssfType}"%`)
+        .where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('client_orgs as co')
+              .select('co.org_id')
+              .whereRef('co.client_id', '=', 's.client_id')
+              .where('co.org_id', '=', orgId)
+              .where('co.kind', '=', 'admin'),
+          ),
+        )
+        .where((eb) =>
+          eb.or([
+            eb('s.all_subjects', '=', 1),
+            eb.exists(
+              eb
+                .selectFrom('ssf_stream_subjects as ss')
+                .select('ss.sub')
+                .whereRef('ss.stream_id', '=', 's.id')
+                .where('ss.sub', '=', e.sub ?? ''),
+            ),
+          ]),
+        ),
+    )
+    .execute();
+  return Number(id);
+}
+
+export interface ClaimedDelivery extends DeliveryRow {
+  type: string;
+  at: number;
+  data: string;
+  lease: number;
+}
+
+/**
+ * Takes up to `limit` due deliveries for one attempt each, until `leaseUntil`: pending, due, not
+ * held by another attempt, and the oldest pending one of their destination and subject.
+ */
+export async function claimDueDeliveries(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  now: number,
+  leaseUntil: number,
+  limit: number,
+): Promise<ClaimedDelivery[]> {
+  const due = db
+    .selectFrom('event_deliveries as d')
+    .select('d.id')
+    .where('d.state', '=', 'pending')
+    .where('d.next_attempt_at', '<=', now)
+    .where((eb) => eb.or([eb('d.lease_until', 'is', null), eb('d.lease_until', '<=', now)]))
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('event_deliveries as e')
+            .select('e.id')
+            .whereRef('e.destination', '=', 'd.destination')
+            .where(sql<boolean>`coalesce(e.subject, '') = coalesce(d.subject, '')`)
+            .where('e.state', '=', 'pending')
+            .whereRef('e.id', '<', 'd.id'),
+        ),
+      ),
+    )
+    .orderBy('d.id')
+    .limit(limit);
+  const claimed = await db
+    .updateTable('event_deliveries')
+    .set({ lease_until: leaseUntil })
+    .where('id', 'in', dialect === 'postgres' ? due.forUpdate().skipLocked() : due)
+    .where('state', '=', 'pending')
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
+    .returningAll()
+    .execute();
+  if (claimed.length === 0) return [];
+  const events = await db
+    .selectFrom('events')
+    .select(['id', 'type', 'at', 'data'])
+    .where(
+      'id',
+      'in',
+      claimed.map((d) => d.event_id),
+    )
+    .execute();
+  const byId = new Map(events.map((e) => [Number(e.id), e]));
+  return claimed
+    .map((d) => {
+      const event = byId.get(Number(d.event_id))!;
+      return { ...d, type: event.type, at: Number(event.at), data: event.data, lease: leaseUntil };
+    })
+    .sort((a, b) => Number(a.id) - Number(b.id));
+}
+
+export interface AttemptOutcome {
+  at: number;
+  status: number | null;
+  error: string | null;
+  state: 'pending' | 'delivered' | 'dead';
+  /** the next attempt (pending only) */
+  nextAttemptAt: number | null;
+  /** false: the attempt did not count (a paused stream) */
+  counted?: boolean;
+}
+
+/** Records one attempt, if it still holds its lease (an attempt that outlived it changes nothing). */
+export async function recordDeliveryAttempt(
+  db: Q,
+  delivery: Pick<DeliveryRow, 'id' | 'attempts'>,
+  lease: number,
+  o: AttemptOutcome,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('event_deliveries')
+    .set({
+      state: o.state,
+      attempts: o.counted === false ? delivery.attempts : delivery.attempts + 1,
+      last_attempt_at: o.at,
+      last_status: o.status,
+      last_error: o.error,
+      delivered_at: o.state === 'delivered' ? o.at : null,
+      next_attempt_at: o.state === 'pending' ? o.nextAttemptAt : null,
+      lease_until: null,
+    })
+    .where('id', '=', delivery.id)
+    .where('lease_until', '=', lease)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export interface DeliveryFilter {
+  state?: string;
+  destination?: string;
+  /** keyset: only deliveries with a smaller id */
+  before?: number;
+  limit?: number;
+}
+
+export interface DeliveryView extends DeliveryRow {
+  type: string;
+  at: number;
+  data: string;
+}
+
+function deliveriesWithEvents(db: Q) {
+  return db
+    .selectFrom('event_deliveries as d')
+    .innerJoin('events as ev', 'ev.id', 'd.event_id')
+    .selectAll('d')
+    .select(['ev.type', 'ev.at', 'ev.data']);
+}
+
+export function listDeliveries(db: Q, f: DeliveryFilter): Promise<DeliveryView[]> {
+  let q = deliveriesWithEvents(db);
+  if (f.state !== undefined) q = q.where('d.state', '=', f.state);
+  if (f.destination !== undefined) q = q.where('d.destination', '=', f.destination);
+  if (f.before !== undefined) q = q.where('d.id', '<', f.before);
+  return q
+    .orderBy('d.id', 'desc')
+    .limit(f.limit ?? 100)
+    .execute();
+}
+
+export function findDelivery(db: Q, id: number): Promise<DeliveryView | undefined> {
+  return deliveriesWithEvents(db).where('d.id', '=', id).executeTakeFirst();
+}
+
+/** Makes a delivery pending and due again (a replay), whatever its state; false for an unknown id. */
+export async function replayDelivery(db: Q, id: number, now: number): Promise<boolean> {
+  const delivery = await db
+    .selectFrom('event_deliveries')
+    .select('destination')
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!delivery) return false;
+  const poll = delivery.destination.startsWith('stream:')
+    ? await db
+        .selectFrom('ssf_streams')
+        .select('delivery_method')
+        .where('id', '=', delivery.destination.slice('stream:'.length))
+        .executeTakeFirst()
+    : undefined;
+  const r = await db
+    .updateTable('event_deliveries')
+    .set({
+      state: 'pending',
+      attempts: 0,
+      next_attempt_at: poll?.delivery_method === POLL ? null : now,
+      lease_until: null,
+      delivered_at: null,
+    })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Pending deliveries and the age of the oldest, for /metrics. */
+export async function outboxDepth(db: Q): Promise<{ pending: number; oldest: number | null }> {
+  const row = await db
+    .selectFrom('event_deliveries')
+    .select((eb) => [eb.fn.countAll<number | string>().as('pending'), eb.fn.min('created_at').as('oldest')])
+    .where('state', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  return { pending: Number(row.pending), oldest: row.oldest === null ? null : Number(row.oldest) };
+}
+
+/** Retention: delivered and dead deliveries, and events with no delivery left, older than `before`. */
+export async function deleteFinishedEvents(db: Q, before: number): Promise<number> {
+  const r = await db
+    .deleteFrom('event_deliveries')
+    .where('state', '<>', 'pending')
+    .where('created_at', '<', before)
+    .executeTakeFirst();
+  await db
+    .deleteFrom('events')
+    .where('at', '<', before)
+    .where((eb) =>
+      eb.not(eb.exists(eb.selectFrom('event_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'events.id'))),
+    )
+    .execute();
+  return Number(r.numDeletedRows);
+}
+
+// Webhooks
+
+export async function insertWebhook(
+  db: Q,
+  w: { orgId: number; url: string; eventTypes: string[]; secret: string; at: number },
+): Promise<WebhookRow> {
+  return db
+    .insertInto('webhooks')
+    .values({
+      org_id: w.orgId,
+      url: w.url,
+      event_types: w.eventTypes.length ? ` ${w.eventTypes.join(' ')} ` : '',
+      secret: w.secret,
+      created_at: w.at,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export function listWebhooks(db: Q, orgId?: number): Promise<WebhookRow[]> {
+  let q = db.selectFrom('webhooks').selectAll();
+  if (orgId !== undefined) q = q.where('org_id', '=', orgId);
+  return q.orderBy('id').execute();
+}
+
+export function findWebhook(db: Q, id: number): Promise<WebhookRow | undefined> {
+  return db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Removes a webhook and its deliveries still pending; false for an unknown id. */
+export async function deleteWebhook(db: Q, id: number): Promise<boolean> {
+  await db
+    .deleteFrom('event_deliveries')
+    .where('destination', '=', `webhook:${id}`)
+    .where('state', '=', 'pending')
+    .execute();
+  const r = await db.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}
+
+export async function updateWebhookSecret(
+  db: Q,
+  id: number,
+  secret: string,
+  previous: { secret: string; expiresAt: number } | null,
+): Promise<void> {
+  await db
+    .updateTable('webhooks')
+    .set({ secret, previous_secret: previous?.secret ?? null, previous_secret_expires_at: previous?.expiresAt ?? null })
+    .where('id', '=', id)
+    .execute();
+}
+
+// Shared Signals streams
+
+export async function insertStream(db: Q, row: StreamRow): Promise<void> {
+  await db.insertInto('ssf_streams').values(row).execute();
+}
+
+export function findStream(db: Q, clientId: string, id: string): Promise<StreamRow | undefined> {
+  return db
+    .selectFrom('ssf_streams')
+    .selectAll()
+    .where('id', '=', id)
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
+}
+
+/** Any client's stream, for the delivery job. */
+export function findStreamById(db: Q, id: string): Promise<StreamRow | undefined> {
+  return db.selectFrom('ssf_streams').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function listStreams(db: Q, clientId: string): Promise<StreamRow[]> {
+  return db.selectFrom('ssf_streams').selectAll().where('client_id', '=', clientId).orderBy('created_at').execute();
+}
+
+export async function updateStream(
+  db: Q,
+  id: string,
+  changes: Partial<Omit<StreamRow, 'id' | 'client_id' | 'created_at'>>,
+): Promise<void> {
+  await db.updateTable('ssf_streams').set(changes).where('id', '=', id).execute();
+}
+
+/** Removes a stream, its subjects and its undelivered events. */
+export async function deleteStream(db: Q, id: string): Promise<void> {
+  await db
+    .deleteFrom('event_deliveries')
+    .where('destination', '=', `stream:${id}`)
+    .where('state', '=', 'pending')
+    .execute();
+  await db.deleteFrom('ssf_stream_subjects').where('stream_id', '=', id).execute();
+  await db.deleteFrom('ssf_streams').where('id', '=', id).execute();
+}
+
+export async function addStreamSubject(db: Q, streamId: string, sub: string): Promise<void> {
+  await db
+    .insertInto('ssf_stream_subjects')
+    .values({ stream_id: streamId, sub })
+    .onConflict((oc) => oc.columns(['stream_id', 'sub']).doNothing())
+    .execute();
+}
+
+export async function removeStreamSubject(db: Q, streamId: string, sub: string): Promise<void> {
+  await db.deleteFrom('ssf_stream_subjects').where('stream_id', '=', streamId).where('sub', '=', sub).execute();
+}
+
+/** A poll stream's pending events, oldest first. */
+export function pendingForStream(db: Q, streamId: string, limit: number): Promise<DeliveryView[]> {
+  return deliveriesWithEvents(db)
+    .where('d.destination', '=', `stream:${streamId}`)
+    .where('d.state', '=', 'pending')
+    .orderBy('d.id')
+    .limit(limit)
+    .execute();
+}
+
+/** Marks a poll stream's deliveries delivered (acknowledged) or dead (refused by the receiver). */
+export async function settleStreamDeliveries(
+  db: Q,
+  streamId: string,
+  ids: number[],
+  state: 'delivered' | 'dead',
+  at: number,
+  error: string | null = null,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('event_deliveries')
+    .set({ state, delivered_at: state === 'delivered' ? at : null, last_attempt_at: at, last_error: error })
+    .where('destination', '=', `stream:${streamId}`)
+    .where('state', '=', 'pending')
+    .where('id', 'in', ids)
+    .execute();
+}
+
+/** Organizations whose users a client's streams hear about (its passkey API grants). */
+export async function streamOrganizations(db: Q, clientId: string): Promise<number[]> {
+  const rows = await db
+    .selectFrom('client_orgs')
+    .select('org_id')
+    .where('client_id', '=', clientId)
+    .where('kind', '=', 'admin')
+    .execute();
+  return rows.map((r) => r.org_id);
+}
+
+/** An event for one stream only (a verification event): written with its one delivery. */
+export async function insertStreamEvent(
+  db: Q,
+  stream: Pick<StreamRow, 'id' | 'delivery_method'>,
+  e: { at: number; type: string; data: object },
+): Promise<void> {
+  const { id } = await db
+    .insertInto('events')
+    .values({ at: e.at, type: e.type, org_id: null, subject: null, data: JSON.stringify(e.data) })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db
+    .insertInto('event_deliveries')
+    .values({
+      event_id: Number(id),
+      destination: `stream:${stream.id}`,
+      subject: null,
+      state: 'pending',
+      attempts: 0,
+      next_attempt_at: stream.delivery_method === PUSH ? e.at : null,
+      created_at: e.at,
+    })
+    .execute();
+}
