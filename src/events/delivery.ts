@@ -15,8 +15,11 @@ import { post, type Answer, type TargetPolicy } from './targets.ts';
 import { sendToWebhook, webhookBody } from './webhooks.ts';
 import { ssfEvent, VERIFICATION, type SetSigner } from './sets.ts';
 
-/** How long an attempt holds its delivery; longer than the 5 s a receiver has to answer. */
-const LEASE_MS = 30_000;
+/**
+ * How long an attempt holds its delivery: well over the 5 s a receiver has to answer. Deliveries
+ * claimed by an instance that died are taken over by another once their lease ends.
+ */
+const LEASE_MS = 15_000;
 const BATCH = 50;
 /** Between looks at the outbox when the last one found nothing to do. */
 const IDLE_MS = 250;
