@@ -73,13 +73,31 @@ function openAuthorization(keys: Keyring, stream: repo.StreamRow): string | unde
   return header.toString('utf8');
 }
 
+/** The webhooks and streams of one batch, each read once. */
+function destinations(o: DeliveryOptions) {
+  const webhooks = new Map<number, Promise<repo.WebhookRow | undefined>>();
+  const streams = new Map<string, Promise<repo.StreamRow | undefined>>();
+  return {
+    webhook(id: number) {
+      if (!webhooks.has(id)) webhooks.set(id, repo.findWebhook(o.store.db, id));
+      return webhooks.get(id)!;
+    },
+    stream(id: string) {
+      if (!streams.has(id)) streams.set(id, repo.findStreamById(o.store.db, id));
+      return streams.get(id)!;
+    },
+  };
+}
+type Destinations = ReturnType<typeof destinations>;
+
 async function toWebhook(
   o: DeliveryOptions,
+  known: Destinations,
   d: repo.ClaimedDelivery,
   id: number,
   at: number,
 ): Promise<Outcome | 'gone'> {
-  const row = await repo.findWebhook(o.store.db, id);
+  const row = await known.webhook(id);
   if (!row) return 'gone';
   const body = webhookBody(d);
   return fromAnswer(await sendToWebhook(o.keys, o.policy, row, { id: `msg_${d.event_id}`, body }, at));
@@ -87,11 +105,12 @@ async function toWebhook(
 
 async function toStream(
   o: DeliveryOptions,
+  known: Destinations,
   d: repo.ClaimedDelivery,
   id: string,
   at: number,
 ): Promise<Outcome | 'gone' | 'paused'> {
-  const stream = await repo.findStreamById(o.store.db, id);
+  const stream = await known.stream(id);
   if (!stream || stream.status === 'disabled' || stream.delivery_method !== repo.PUSH || !stream.endpoint_url)
     return 'gone';
   if (stream.status === 'paused') return 'paused';
@@ -151,33 +170,42 @@ export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
 
-  async function attempt(d: repo.ClaimedDelivery): Promise<void> {
+  async function attempt(d: repo.ClaimedDelivery, known: Destinations) {
     const at = now();
-    const [kind, id] = [
-      d.destination.slice(0, d.destination.indexOf(':')),
-      d.destination.slice(d.destination.indexOf(':') + 1),
-    ];
+    const split = d.destination.indexOf(':');
+    const [kind, id] = [d.destination.slice(0, split), d.destination.slice(split + 1)];
     let outcome: Outcome | 'gone' | 'paused';
     try {
-      outcome = kind === 'webhook' ? await toWebhook(o, d, Number(id), at) : await toStream(o, d, id, at);
+      outcome = kind === 'webhook' ? await toWebhook(o, known, d, Number(id), at) : await toStream(o, known, d, id, at);
     } catch (err) {
       outcome = { ok: false, status: null, error: errorText(err) };
     }
-    const result = settle(o, d, kind, outcome, now());
-    const recorded = await repo.recordDeliveryAttempt(o.store.db, d, d.lease, result);
-    if (!recorded) return;
-    countDelivery(kind, result.state === 'delivered' ? 'delivered' : result.state === 'dead' ? 'dead' : 'failed');
-    if (result.state === 'dead')
-      o.log?.warn(
-        { delivery: Number(d.id), destination: d.destination, error: result.error },
-        'event delivery given up',
+    return { d, kind, result: settle(o, d, kind, outcome, now()) };
+  }
+
+  /** The outcomes of a batch, in one transaction. */
+  async function record(attempts: Awaited<ReturnType<typeof attempt>>[]): Promise<void> {
+    const recorded = await o.store.db
+      .transaction()
+      .execute(async (trx) =>
+        Promise.all(attempts.map((a) => repo.recordDeliveryAttempt(trx, a.d, a.d.lease, a.result))),
       );
+    attempts.forEach(({ d, kind, result }, i) => {
+      if (!recorded[i]) return;
+      countDelivery(kind, result.state === 'delivered' ? 'delivered' : result.state === 'dead' ? 'dead' : 'failed');
+      if (result.state === 'dead')
+        o.log?.warn(
+          { delivery: Number(d.id), destination: d.destination, error: result.error },
+          'event delivery given up',
+        );
+    });
   }
 
   async function runOnce(): Promise<number> {
     const at = now();
     const batch = await repo.claimDueDeliveries(o.store.db, o.store.dialect, at, at + LEASE_MS, BATCH);
-    await Promise.all(batch.map((d) => attempt(d)));
+    const known = destinations(o);
+    if (batch.length > 0) await record(await Promise.all(batch.map((d) => attempt(d, known))));
     return batch.length;
   }
 

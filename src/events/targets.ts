@@ -4,8 +4,8 @@
 // allows them (EVENTS_ALLOW_PRIVATE_TARGETS), both when a URL is registered (an address literal)
 // and when its name resolves at delivery (the connection is made to the address checked).
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { request as httpRequest, type RequestOptions } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type RequestOptions } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { isLoopbackHost, type Config } from '../config.ts';
@@ -85,6 +85,19 @@ function checkedLookup(policy: TargetPolicy): LookupFunction {
   };
 }
 
+/** Connections to receivers are kept open between deliveries (a busy outbox sends many). */
+const agents = new WeakMap<TargetPolicy, { http: HttpAgent; https: HttpsAgent }>();
+
+function agentsOf(policy: TargetPolicy) {
+  let pair = agents.get(policy);
+  if (!pair) {
+    const options = { keepAlive: true, maxSockets: 16, timeout: TIMEOUT_MS };
+    pair = { http: new HttpAgent(options), https: new HttpsAgent(options) };
+    agents.set(policy, pair);
+  }
+  return pair;
+}
+
 export interface Answer {
   status: number;
   body: string;
@@ -107,7 +120,7 @@ export function post(
     headers: { ...headers, 'content-length': Buffer.byteLength(body), 'user-agent': 'passkey-idp-events' },
     lookup: checkedLookup(policy),
     timeout: TIMEOUT_MS,
-    agent: false,
+    agent: url.protocol === 'https:' ? agentsOf(policy).https : agentsOf(policy).http,
   };
   return new Promise((resolve, reject) => {
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, options, (res) => {
