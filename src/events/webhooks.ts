@@ -130,10 +130,18 @@ export async function rotateWebhookSecret(
   });
 }
 
+/** Opened secrets by their sealed form (which changes with every rotation), so each is opened once. */
+const opened = new Map<string, Buffer>();
+
 function openSecret(keys: Keyring, id: number, sealed: string): Buffer {
+  const cached = opened.get(sealed);
+  if (cached) return cached;
   const secret = open(keys.eventSecrets, sealed, `webhook-secret:${id}`);
   if (!secret) throw new Error(`webhook ${id}: its secret cannot be opened with this IDP_SECRET`);
-  return Buffer.from(secret.toString('utf8').slice(SECRET_PREFIX.length), 'base64');
+  const key = Buffer.from(secret.toString('utf8').slice(SECRET_PREFIX.length), 'base64');
+  if (opened.size >= 1000) opened.clear();
+  opened.set(sealed, key);
+  return key;
 }
 
 /** The signing keys in force: the current secret, and the previous one during its overlap. */

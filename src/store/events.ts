@@ -39,70 +39,68 @@ export async function insertEvent(db: Q, e: NewEvent): Promise<number> {
     .returning('id')
     .executeTakeFirstOrThrow();
   if (e.orgId === null) return Number(id);
-  await db
-    .insertInto('event_deliveries')
-    .columns(['event_id', 'destination', 'subject', 'state', 'attempts', 'next_attempt_at', 'created_at'])
-    .expression(
-      db
-        .selectFrom('webhooks')
-        .select([
-          sql.lit(Number(id)).as('event_id'),
-          sql<string>`'webhook:' || cast(id as text)`.as('destination'),
-          sql<string>`cast(${e.subject} as text)`.as('subject'),
-          sql.lit('pending').as('state'),
-          sql.lit(0).as('attempts'),
-          sql<number>`cast(${e.at} as bigint)`.as('next_attempt_at'),
-          sql<number>`cast(${e.at} as bigint)`.as('created_at'),
-        ])
-        .where('org_id', '=', e.orgId)
-        .where((eb) => eb.or([eb('event_types', '=', ''), eb('event_types', 'like', `% ${e.type} %`)])),
-    )
-    .execute();
-  if (e.ssfType === null) return Number(id);
   const orgId = e.orgId;
+  const webhooks = db
+    .selectFrom('webhooks')
+    .select([
+      sql.lit(Number(id)).as('event_id'),
+      sql<string>`'webhook:' || cast(id as text)`.as('destination'),
+      sql<string>`cast(${e.subject} as text)`.as('subject'),
+      sql.lit('pending').as('state'),
+      sql.lit(0).as('attempts'),
+      sql<number | null>`cast(${e.at} as bigint)`.as('next_attempt_at'),
+      sql<number>`cast(${e.at} as bigint)`.as('created_at'),
+    ])
+    .where('org_id', '=', orgId)
+    .where((eb) => eb.or([eb('event_types', '=', ''), eb('event_types', 'like', `% ${e.type} %`)]));
+  // One statement for both kinds of destination: the change's transaction stays short.
+  const destinations =
+    e.ssfType === null
+      ? webhooks
+      : webhooks.unionAll(
+          db
+            .selectFrom('ssf_streams as s')
+            .select([
+              sql.lit(Number(id)).as('event_id'),
+              sql<string>`'stream:' || s.id`.as('destination'),
+              sql<string>`cast(${e.subject} as text)`.as('subject'),
+              sql.lit('pending').as('state'),
+              sql.lit(0).as('attempts'),
+              // A poll stream's receiver collects its events; the delivery job leaves them alone.
+              sql<number | null>`case when s.delivery_method = ${PUSH} then cast(${e.at} as bigint) else null end`.as(
+                'next_attempt_at',
+              ),
+              sql<number>`cast(${e.at} as bigint)`.as('created_at'),
+            ])
+            .where('s.status', '<>', 'disabled')
+            .where('s.events_requested', 'like', `%"${e.ssfType}"%`)
+            .where((eb) =>
+              eb.exists(
+                eb
+                  .selectFrom('client_orgs as co')
+                  .select('co.org_id')
+                  .whereRef('co.client_id', '=', 's.client_id')
+                  .where('co.org_id', '=', orgId)
+                  .where('co.kind', '=', 'admin'),
+              ),
+            )
+            .where((eb) =>
+              eb.or([
+                eb('s.all_subjects', '=', 1),
+                eb.exists(
+                  eb
+                    .selectFrom('ssf_stream_subjects as ss')
+                    .select('ss.sub')
+                    .whereRef('ss.stream_id', '=', 's.id')
+                    .where('ss.sub', '=', e.sub ?? ''),
+                ),
+              ]),
+            ),
+        );
   await db
     .insertInto('event_deliveries')
     .columns(['event_id', 'destination', 'subject', 'state', 'attempts', 'next_attempt_at', 'created_at'])
-    .expression(
-      db
-        .selectFrom('ssf_streams as s')
-        .select([
-          sql.lit(Number(id)).as('event_id'),
-          sql<string>`'stream:' || s.id`.as('destination'),
-          sql<string>`cast(${e.subject} as text)`.as('subject'),
-          sql.lit('pending').as('state'),
-          sql.lit(0).as('attempts'),
-          // A poll stream's receiver collects its events; the delivery job leaves them alone.
-          sql<number | null>`case when s.delivery_method = ${PUSH} then cast(${e.at} as bigint) else null end`.as(
-            'next_attempt_at',
-          ),
-          sql<number>`cast(${e.at} as bigint)`.as('created_at'),
-        ])
-        .where('s.status', '<>', 'disabled')
-        .where('s.events_requested', 'like', `%"${e.ssfType}"%`)
-        .where((eb) =>
-          eb.exists(
-            eb
-              .selectFrom('client_orgs as co')
-              .select('co.org_id')
-              .whereRef('co.client_id', '=', 's.client_id')
-              .where('co.org_id', '=', orgId)
-              .where('co.kind', '=', 'admin'),
-          ),
-        )
-        .where((eb) =>
-          eb.or([
-            eb('s.all_subjects', '=', 1),
-            eb.exists(
-              eb
-                .selectFrom('ssf_stream_subjects as ss')
-                .select('ss.sub')
-                .whereRef('ss.stream_id', '=', 's.id')
-                .where('ss.sub', '=', e.sub ?? ''),
-            ),
-          ]),
-        ),
-    )
+    .expression(destinations)
     .execute();
   return Number(id);
 }
@@ -138,7 +136,7 @@ export async function claimDueDeliveries(
             .selectFrom('event_deliveries as e')
             .select('e.id')
             .whereRef('e.destination', '=', 'd.destination')
-            .where(sql<boolean>`coalesce(e.subject, '') = coalesce(d.subject, '')`)
+            .whereRef('e.subject', '=', 'd.subject')
             .where('e.state', '=', 'pending')
             .whereRef('e.id', '<', 'd.id'),
         ),
@@ -458,7 +456,7 @@ export async function insertStreamEvent(
 ): Promise<void> {
   const { id } = await db
     .insertInto('events')
-    .values({ at: e.at, type: e.type, org_id: null, subject: null, data: JSON.stringify(e.data) })
+    .values({ at: e.at, type: e.type, org_id: null, subject: '', data: JSON.stringify(e.data) })
     .returning('id')
     .executeTakeFirstOrThrow();
   await db
@@ -466,7 +464,8 @@ export async function insertStreamEvent(
     .values({
       event_id: Number(id),
       destination: `stream:${stream.id}`,
-      subject: null,
+      // about no user: ordered among the stream's other events about no user
+      subject: '',
       state: 'pending',
       attempts: 0,
       next_attempt_at: stream.delivery_method === PUSH ? e.at : null,

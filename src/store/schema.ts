@@ -196,7 +196,7 @@ export interface EventsTable {
   /** passkey.created, user.disabled, ... (src/audit/events.ts) */
   type: string;
   org_id: number | null;
-  /** the user it is about (eppn): deliveries about one subject go out in order */
+  /** the user it is about (eppn; '' for none): deliveries about one subject go out in order */
   subject: string | null;
   /** JSON object: the webhook payload's `data` */
   data: string;
