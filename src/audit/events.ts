@@ -12,6 +12,7 @@ type Q = Kysely<DB> | Transaction<DB>;
 /** Every event type; webhooks filter on these names. */
 export const EVENT_TYPES = [
   'passkey.created',
+  'passkey.first_used',
   'passkey.deleted',
   'user.created',
   'user.disabled',
@@ -75,6 +76,8 @@ function eventsOf(entry: AuditedChange): { type: EventType; id?: number }[] {
     case 'passkey.register':
     case 'passkey.import':
       return passkeys('passkey.created');
+    case 'passkey.first_use':
+      return passkeys('passkey.first_used');
     case 'passkey.delete':
     case 'passkey.delete_user':
     case 'passkey.delete_by_user':

@@ -24,6 +24,7 @@ export const AUDIT_ACTIONS = [
   'passkey.delete',
   'passkey.delete_user',
   'passkey.import',
+  'passkey.first_use',
   'passkey.counter_regression',
   'password.set',
   'password.change',

@@ -7,11 +7,21 @@ import { metrics } from './metrics.ts';
 
 const stores = new Set<Store>();
 
-async function depth(): Promise<{ pending: number; oldest: number | null }> {
+let reading: { at: number; result: Promise<{ pending: number; oldest: number | null }> } | undefined;
+
+/**
+ * One query per scrape for both gauges. It starts after the other collectors have read their
+ * figures (the pool's among them, which it would otherwise count as a waiting query).
+ */
+function depth(): Promise<{ pending: number; oldest: number | null }> {
   // Every instance reads the same database: one store answers for all.
   const store = stores.values().next().value;
-  if (!store) return { pending: 0, oldest: null };
-  return outboxDepth(store.db);
+  if (!store) return Promise.resolve({ pending: 0, oldest: null });
+  if (!reading || Date.now() - reading.at > 1000) {
+    const result = new Promise<void>((r) => setImmediate(r)).then(() => outboxDepth(store.db));
+    reading = { at: Date.now(), result };
+  }
+  return reading.result;
 }
 
 new Gauge({

@@ -95,16 +95,30 @@ async function recordUse(
 ): Promise<boolean> {
   const stored = Number(passkey.sign_count);
   const now = ceremony.now;
-  const fresh =
-    !((info.newCounter > 0 || stored > 0) && info.newCounter <= stored) &&
-    (await recordPasskeyUse(
-      ceremony.store.db,
+  const record = (db: Parameters<typeof recordPasskeyUse>[0]) =>
+    recordPasskeyUse(
+      db,
       passkey.id,
       info.newCounter,
       info.credentialBackedUp,
       now(),
       info.credentialDeviceType === 'multiDevice',
-    ));
+    );
+  // A passkey's first use is audited (and so becomes an event) with the use itself.
+  const firstUse = (db: Parameters<typeof recordAudit>[0]) =>
+    recordAudit(db, {
+      action: 'passkey.first_use',
+      actor: { type: 'user', id: user.eppn, requestId },
+      at: now(),
+      orgId: passkey.org_id,
+      eppn: user.eppn,
+      passkeyIds: [passkey.id],
+    });
+  const fresh =
+    !((info.newCounter > 0 || stored > 0) && info.newCounter <= stored) &&
+    (passkey.last_used_at === null
+      ? await ceremony.store.db.transaction().execute(async (trx) => (await record(trx)) && (await firstUse(trx), true))
+      : await record(ceremony.store.db));
   if (fresh) return true;
   // A cloned authenticator is the usual cause: refuse, and leave a trace for the organization.
   await recordAudit(ceremony.store.db, {

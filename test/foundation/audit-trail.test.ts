@@ -430,7 +430,13 @@ for (const dialect of dialects()) {
         const started = Date.now();
         await act();
         const expected = Object.fromEntries(Object.entries(table).map(([k, v]) => [k, resolve(v)])) as Expected;
-        const records = (await listAuditEvents(ctx.store.db, { after: from })).filter((r) => r.kind === action);
+        // A failed client authentication is recorded from the authorization server's error event,
+        // which may finish just after the answer: wait for it briefly, then count.
+        const read = async () =>
+          (await listAuditEvents(ctx.store.db, { after: from })).filter((r) => r.kind === action);
+        for (let i = 0; i < 40 && (await read()).length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+        await new Promise((r) => setTimeout(r, 25));
+        const records = await read();
         assert.equal(records.length, 1, `${action}: ${records.length} records`);
         const r = records[0]!;
         assert.equal(r.actor_type, expected.actor_type);

@@ -164,6 +164,21 @@ for (const dialect of dialects()) {
       const after = await row();
       assert.equal(Number(after.sign_count), 6);
       assert.equal(after.last_used_at, clock);
+      // the first use is audited, and an event, once
+      const firstUses = await listAuditEvents(ctx.store.db, { action: 'passkey.first_use', after: 0 });
+      assert.deepEqual(
+        firstUses.map((e) => [e.eppn, JSON.parse(e.passkey_ids)]),
+        [['ada@example.org', [passkeyId]]],
+      );
+      const events = await ctx.store.db
+        .selectFrom('events')
+        .selectAll()
+        .where('type', '=', 'passkey.first_used')
+        .execute();
+      assert.deepEqual(
+        events.map((e) => JSON.parse(e.data).id),
+        [passkeyId],
+      );
       assert.deepEqual(await webauthn.verifyAuthentication(JSON.stringify(response), 'b1', 'req-2'), {
         ok: false,
         reason: 'challenge',
@@ -283,6 +298,9 @@ for (const dialect of dialects()) {
       const good = await webauthn.authenticationOptions('b1');
       assert.equal((await webauthn.verifyAuthentication(signed(key, good.challenge, 50), 'b1', 'r')).ok, true);
       assert.equal(Number((await row()).sign_count), 50);
+      // a later use is not a first use
+      const firstUses = await listAuditEvents(ctx.store.db, { action: 'passkey.first_use', after: 0 });
+      assert.equal(firstUses.filter((e) => JSON.parse(e.passkey_ids).includes(passkeyId)).length, 1);
     });
 
     it('lets only one of two simultaneous assertions with the same counter through, and never lowers the counter', async () => {
