@@ -67,6 +67,7 @@ export interface AuditedChange {
   eppn?: string | null;
   passkeyIds?: number[];
   details?: Record<string, unknown>;
+  sub?: string | null;
 }
 
 /** The events an audited change produces, in order. */
@@ -104,7 +105,7 @@ export async function recordEvents(db: Q, entry: AuditedChange): Promise<number>
   const events = eventsOf(entry);
   if (events.length === 0 || !entry.eppn) return 0;
   // A removed user is gone from the directory by the time the removal is recorded: it names its sub.
-  const named = typeof entry.details?.sub === 'string' ? entry.details.sub : undefined;
+  const named = entry.sub ?? (typeof entry.details?.sub === 'string' ? entry.details.sub : undefined);
   const sub = named ?? (await findUserByEppn(db, entry.eppn))?.sub ?? null;
   for (const event of events) {
     const data: EventData = {

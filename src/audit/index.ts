@@ -84,6 +84,8 @@ export interface AuditEntry {
   eppn?: string | null;
   passkeyIds?: number[];
   details?: Record<string, unknown>;
+  /** the user's sub, when the change has it at hand: its events need it (not part of the record) */
+  sub?: string | null;
 }
 
 /**

@@ -164,13 +164,59 @@ function settle(
   };
 }
 
+interface Attempt {
+  d: repo.ClaimedDelivery;
+  kind: string;
+  result: repo.AttemptOutcome;
+}
+
+/**
+ * The outcomes of a batch, in one transaction: the deliveries accepted with one status in one
+ * statement (the usual case), the others one by one.
+ */
+async function recordOutcomes(o: DeliveryOptions, attempts: Attempt[]): Promise<void> {
+  const accepted = new Map<number, Attempt[]>();
+  const others: Attempt[] = [];
+  for (const a of attempts) {
+    if (a.result.state === 'delivered' && a.result.status !== null)
+      accepted.set(a.result.status, [...(accepted.get(a.result.status) ?? []), a]);
+    else others.push(a);
+  }
+  const recorded = await o.store.db.transaction().execute(async (trx) => {
+    const ids = new Set<number>();
+    for (const [status, group] of accepted) {
+      const lease = group[0]!.d.lease;
+      const at = Math.max(...group.map((a) => a.result.at));
+      const done = await repo.recordDelivered(
+        trx,
+        group.map((a) => Number(a.d.id)),
+        lease,
+        { at, status },
+      );
+      done.forEach((id) => ids.add(id));
+    }
+    for (const a of others)
+      if (await repo.recordDeliveryAttempt(trx, a.d, a.d.lease, a.result)) ids.add(Number(a.d.id));
+    return ids;
+  });
+  for (const { d, kind, result } of attempts) {
+    if (!recorded.has(Number(d.id))) continue;
+    countDelivery(kind, result.state === 'delivered' ? 'delivered' : result.state === 'dead' ? 'dead' : 'failed');
+    if (result.state === 'dead')
+      o.log?.warn(
+        { delivery: Number(d.id), destination: d.destination, error: result.error },
+        'event delivery given up',
+      );
+  }
+}
+
 export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>; runOnce(): Promise<number> } {
   const now = o.now ?? Date.now;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
 
-  async function attempt(d: repo.ClaimedDelivery, known: Destinations) {
+  async function attempt(d: repo.ClaimedDelivery, known: Destinations): Promise<Attempt> {
     const at = now();
     const split = d.destination.indexOf(':');
     const [kind, id] = [d.destination.slice(0, split), d.destination.slice(split + 1)];
@@ -183,29 +229,11 @@ export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>;
     return { d, kind, result: settle(o, d, kind, outcome, now()) };
   }
 
-  /** The outcomes of a batch, in one transaction. */
-  async function record(attempts: Awaited<ReturnType<typeof attempt>>[]): Promise<void> {
-    const recorded = await o.store.db
-      .transaction()
-      .execute(async (trx) =>
-        Promise.all(attempts.map((a) => repo.recordDeliveryAttempt(trx, a.d, a.d.lease, a.result))),
-      );
-    attempts.forEach(({ d, kind, result }, i) => {
-      if (!recorded[i]) return;
-      countDelivery(kind, result.state === 'delivered' ? 'delivered' : result.state === 'dead' ? 'dead' : 'failed');
-      if (result.state === 'dead')
-        o.log?.warn(
-          { delivery: Number(d.id), destination: d.destination, error: result.error },
-          'event delivery given up',
-        );
-    });
-  }
-
   async function runOnce(): Promise<number> {
     const at = now();
     const batch = await repo.claimDueDeliveries(o.store.db, o.store.dialect, at, at + LEASE_MS, BATCH);
     const known = destinations(o);
-    if (batch.length > 0) await record(await Promise.all(batch.map((d) => attempt(d, known))));
+    if (batch.length > 0) await recordOutcomes(o, await Promise.all(batch.map((d) => attempt(d, known))));
     return batch.length;
   }
 

@@ -70,7 +70,7 @@ export function disableUser(store: Store, eppn: string, { actor = SYSTEM, now = 
     await dir.updateUser(trx, user.id, { disabled_at: now, updated_at: now });
     await publish(trx, 'user', user.sub);
     const sessions = await endSessionsInTransaction(trx, user.sub, now);
-    const entry = { actor, at: now, orgId: user.org_id, eppn: user.eppn, details: { sessions } };
+    const entry = { actor, at: now, orgId: user.org_id, eppn: user.eppn, sub: user.sub, details: { sessions } };
     await recordAudit(trx, { action: 'user.disable', ...entry });
     return { eppn: user.eppn, changed: true, sessions };
   });
@@ -83,7 +83,14 @@ export function enableUser(store: Store, eppn: string, { actor = SYSTEM, now = D
     if (user.disabled_at === null) return { eppn: user.eppn, changed: false, sessions: 0 };
     await dir.updateUser(trx, user.id, { disabled_at: null, updated_at: now });
     await publish(trx, 'user', user.sub);
-    await recordAudit(trx, { action: 'user.enable', actor, at: now, orgId: user.org_id, eppn: user.eppn });
+    await recordAudit(trx, {
+      action: 'user.enable',
+      actor,
+      at: now,
+      orgId: user.org_id,
+      eppn: user.eppn,
+      sub: user.sub,
+    });
     return { eppn: user.eppn, changed: true, sessions: 0 };
   });
 }
@@ -92,7 +99,7 @@ export function enableUser(store: Store, eppn: string, { actor = SYSTEM, now = D
 async function removeUserInTransaction(trx: Trx, user: dir.User, actor: Actor, now: number): Promise<number> {
   const passkeyIds = await deleteUserPasskeys(trx, user.id);
   if (passkeyIds.length > 0) {
-    const entry = { actor, at: now, orgId: user.org_id, eppn: user.eppn, passkeyIds };
+    const entry = { actor, at: now, orgId: user.org_id, eppn: user.eppn, sub: user.sub, passkeyIds };
     await recordAudit(trx, { action: AUDIT_DELETE_USER, ...entry });
   }
   const sessions = await endSessionsInTransaction(trx, user.sub, now);

@@ -43,7 +43,7 @@ export async function insertEvent(db: Q, e: NewEvent): Promise<number> {
   const webhooks = db
     .selectFrom('webhooks')
     .select([
-      sql.lit(Number(id)).as('event_id'),
+      sql<number>`cast(${Number(id)} as bigint)`.as('event_id'),
       sql<string>`'webhook:' || cast(id as text)`.as('destination'),
       sql<string>`cast(${e.subject} as text)`.as('subject'),
       sql.lit('pending').as('state'),
@@ -61,7 +61,7 @@ export async function insertEvent(db: Q, e: NewEvent): Promise<number> {
           db
             .selectFrom('ssf_streams as s')
             .select([
-              sql.lit(Number(id)).as('event_id'),
+              sql<number>`cast(${Number(id)} as bigint)`.as('event_id'),
               sql<string>`'stream:' || s.id`.as('destination'),
               sql<string>`cast(${e.subject} as text)`.as('subject'),
               sql.lit('pending').as('state'),
@@ -205,6 +205,37 @@ export async function recordDeliveryAttempt(
     .where('lease_until', '=', lease)
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
+}
+
+/**
+ * Records many successful attempts at once (a batch's deliveries the receivers accepted with one
+ * status): one statement instead of one per delivery. Only those still holding `lease` change;
+ * returns their ids.
+ */
+export async function recordDelivered(
+  db: Q,
+  ids: number[],
+  lease: number,
+  o: { at: number; status: number },
+): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .updateTable('event_deliveries')
+    .set((eb) => ({
+      state: 'delivered',
+      attempts: eb('attempts', '+', 1),
+      last_attempt_at: o.at,
+      last_status: o.status,
+      last_error: null,
+      delivered_at: o.at,
+      next_attempt_at: null,
+      lease_until: null,
+    }))
+    .where('id', 'in', ids)
+    .where('lease_until', '=', lease)
+    .returning('id')
+    .execute();
+  return rows.map((r) => Number(r.id));
 }
 
 export interface DeliveryFilter {

@@ -43,6 +43,7 @@ export function removeUserPasskeys(
       orgId,
       eppn,
       passkeyIds: deleted,
+      sub: member?.sub,
     });
     return { ids: deleted, sub: member?.sub };
   });
@@ -66,6 +67,7 @@ export function removeOrganizationPasskey(
       orgId,
       eppn: deleted.eppn,
       passkeyIds: [id],
+      sub: deleted.sub,
     });
     return { eppn: deleted.eppn };
   });
