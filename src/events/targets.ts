@@ -68,7 +68,7 @@ export function checkTargetUrl(value: string, policy: TargetPolicy, what = 'url'
 }
 
 /** dns.lookup that refuses names resolving to an address the policy does not allow. */
-function checkedLookup(policy: TargetPolicy): LookupFunction {
+export function checkedLookup(policy: TargetPolicy): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '', 4);

@@ -161,6 +161,8 @@ for (const dialect of dialects()) {
           dead = await listDeliveries(short.store.db, { state: 'dead' });
         }
         assert.equal(dead.length, 1);
+        // delivery is not readiness: the receiver is down, the service is ready
+        assert.equal((await short.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
         assert.match(dead[0]!.last_error ?? '', /HTTP 503/);
         assert.equal(dead[0]!.last_status, 503);
         down.answer = () => 200;
