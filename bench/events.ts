@@ -8,12 +8,12 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli } from '../src/cli/index.ts';
 import { openStore } from '../src/store/index.ts';
 import { addOrganization, addUser } from '../src/directory/index.ts';
 import { insertPasskeys } from '../src/store/passkeys.ts';
 import { passkeyRow } from '../test/passkey-admin/fixtures.ts';
 import {
+  cli,
   machine,
   row,
   runLine,
@@ -24,20 +24,11 @@ import {
   writeResultsSection,
 } from './lib.ts';
 
+/** The receiver is on loopback over plain http: allowed while PUBLIC_URL is on localhost. */
+const LOCAL = { PUBLIC_URL: 'http://127.0.0.1:8080' };
+
 const USERS = 200;
 const CONCURRENCY = 16;
-
-async function cli(databaseUrl: string, args: string[]): Promise<string> {
-  let out = '';
-  let err = '';
-  const code = await runCli(
-    args,
-    { out: (l) => (out += l), err: (l) => (err += l), readStdin: async () => '' },
-    { DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, LOG_LEVEL: 'silent', PUBLIC_URL: 'http://127.0.0.1:8080' },
-  );
-  if (code !== 0) throw new Error(err);
-  return out;
-}
 
 async function seed(databaseUrl: string, perPhase: number): Promise<number[]> {
   const store = await openStore(databaseUrl);
@@ -97,7 +88,11 @@ async function deleteAll(url: string, token: string, ids: number[]): Promise<{ m
 async function measure(label: string, databaseUrl: string, port: number, perPhase: number): Promise<Phase[]> {
   const ids = await seed(databaseUrl, perPhase);
   const client = JSON.parse(
-    await cli(databaseUrl, ['client', 'add', '--name', 'bench', '--scopes', 'passkey.delete', '--orgs', '1', '--json']),
+    await cli(
+      databaseUrl,
+      ['client', 'add', '--name', 'bench', '--scopes', 'passkey.delete', '--orgs', '1', '--json'],
+      LOCAL,
+    ),
   );
   let received = 0;
   let lastAt = 0;
@@ -125,7 +120,11 @@ async function measure(label: string, databaseUrl: string, port: number, perPhas
     await deleteAll(service.url, token, ids.slice(0, 200));
     const without = await deleteAll(service.url, token, ids.slice(200, perPhase));
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    await cli(databaseUrl, ['webhook', 'add', '--org', '1', '--url', receiverUrl, '--events', 'passkey.deleted']);
+    await cli(
+      databaseUrl,
+      ['webhook', 'add', '--org', '1', '--url', receiverUrl, '--events', 'passkey.deleted'],
+      LOCAL,
+    );
     const withEvents = await deleteAll(service.url, token, ids.slice(perPhase));
     const started = performance.now() - withEvents.ms;
     const deadline = performance.now() + 120_000;

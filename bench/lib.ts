@@ -7,6 +7,20 @@ import pg from 'pg';
 import autocannon from 'autocannon';
 
 /** The IDP_SECRET of every benchmark database and service. */
+/** Runs an admin command against a benchmark database; its standard output, or an error with its message. */
+export async function cli(databaseUrl: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+  const { runCli } = await import('../src/cli/index.ts');
+  let out = '';
+  let err = '';
+  const code = await runCli(
+    args,
+    { out: (l) => (out += l), err: (l) => (err += l), readStdin: async () => '' },
+    { DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, LOG_LEVEL: 'silent', ...env },
+  );
+  if (code !== 0) throw new Error(err);
+  return out;
+}
+
 export const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuv';
 
 export interface LoadResult {

@@ -4,7 +4,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli } from '../src/cli/index.ts';
 import { loadConfig } from '../src/config.ts';
 import { keyring } from '../src/crypto.ts';
 import { openStore } from '../src/store/index.ts';
@@ -12,6 +11,7 @@ import { loadKeySet } from '../src/oauth/keys.ts';
 import { keyTiming } from '../src/oauth/key-manager.ts';
 import { basicAccounts, createProvider } from '../src/oauth/provider.ts';
 import {
+  cli,
   load,
   loadTable,
   machine,
@@ -24,18 +24,6 @@ import {
   writeResultsSection,
   type LoadResult,
 } from './lib.ts';
-
-async function cli(databaseUrl: string, args: string[]): Promise<string> {
-  let out = '';
-  let err = '';
-  const code = await runCli(
-    args,
-    { out: (l) => (out += l), err: (l) => (err += l), readStdin: async () => '' },
-    { DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, LOG_LEVEL: 'silent' },
-  );
-  if (code !== 0) throw new Error(err);
-  return out;
-}
 
 const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
 

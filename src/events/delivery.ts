@@ -9,11 +9,10 @@ import type { FastifyBaseLogger } from 'fastify';
 import { open, seal, type Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import * as repo from '../store/events.ts';
-import type { EventData } from '../audit/events.ts';
 import { countDelivery } from '../http/metrics-events.ts';
 import { post, type Answer, type TargetPolicy } from './targets.ts';
 import { sendToWebhook, webhookBody } from './webhooks.ts';
-import { ssfEvent, VERIFICATION, type SetSigner } from './sets.ts';
+import { setForDelivery, type SetSigner } from './sets.ts';
 
 /**
  * How long an attempt holds its delivery: well over the 5 s a receiver has to answer. Deliveries
@@ -54,11 +53,6 @@ function fromAnswer(answer: Answer): Outcome {
 
 function errorText(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).slice(0, 500);
-}
-
-/** The subject of a SET about a user (RFC 9493 iss_sub, with the sub of their ID tokens). */
-function userSubject(issuer: string, data: EventData): object {
-  return { format: 'iss_sub', iss: issuer, sub: data.sub ?? data.eppn };
 }
 
 /** A push stream's Authorization header, sealed at rest with the stream's id as associated data. */
@@ -114,24 +108,15 @@ async function toStream(
   if (!stream || stream.status === 'disabled' || stream.delivery_method !== repo.PUSH || !stream.endpoint_url)
     return 'gone';
   if (stream.status === 'paused') return 'paused';
-  const data = JSON.parse(d.data) as EventData & { state?: string };
-  const event =
-    d.type === 'ssf.verification'
-      ? { uri: VERIFICATION, payload: data.state === undefined ? {} : { state: data.state } }
-      : ssfEvent(d.type, d.at, data);
-  if (!event) return 'gone';
-  const subject = d.type === 'ssf.verification' ? { format: 'opaque', id } : userSubject(o.issuer, data);
-  const token = await o.signSet(
-    { jti: `set-${d.id}`, audience: stream.client_id, subject, txn: `evt-${d.event_id}`, ...event },
-    at,
-  );
+  const set = await setForDelivery(o.signSet, o.issuer, stream, d, at);
+  if (!set) return 'gone';
   const headers: Record<string, string> = {
     'content-type': 'application/secevent+jwt',
     accept: 'application/json',
   };
   const authorization = openAuthorization(o.keys, stream);
   if (authorization) headers.authorization = authorization;
-  return fromAnswer(await post(stream.endpoint_url, token, headers, o.policy));
+  return fromAnswer(await post(stream.endpoint_url, set.token, headers, o.policy));
 }
 
 /** What an attempt's result means for its delivery. */

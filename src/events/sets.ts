@@ -88,3 +88,28 @@ export function setSigner(issuer: string, keyManager: KeyManager) {
   };
 }
 export type SetSigner = ReturnType<typeof setSigner>;
+
+/**
+ * The SET of one delivery to a stream, pushed or polled: its jti and txn stay the same across
+ * attempts (`set-<delivery id>`, `evt-<event id>`). Undefined for an event no SET is sent for.
+ */
+export async function setForDelivery(
+  sign: SetSigner,
+  issuer: string,
+  stream: { id: string; client_id: string },
+  d: { id: number; event_id: number; type: string; at: number; data: string },
+  now: number,
+): Promise<{ jti: string; token: string } | undefined> {
+  const data = JSON.parse(d.data) as EventData & { state?: string };
+  const verification = d.type === 'ssf.verification';
+  const event = verification
+    ? { uri: VERIFICATION, payload: data.state === undefined ? {} : { state: data.state } }
+    : ssfEvent(d.type, Number(d.at), data);
+  if (!event) return undefined;
+  const subject = verification
+    ? { format: 'opaque', id: stream.id }
+    : { format: 'iss_sub', iss: issuer, sub: data.sub ?? data.eppn };
+  const jti = `set-${d.id}`;
+  const token = await sign({ jti, audience: stream.client_id, subject, txn: `evt-${d.event_id}`, ...event }, now);
+  return { jti, token };
+}

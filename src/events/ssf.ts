@@ -17,8 +17,7 @@ import { findClient } from '../store/clients.ts';
 import { findUserByEmailIn, findUserBySub, type User } from '../store/directory.ts';
 import { checkTargetUrl, type TargetPolicy } from './targets.ts';
 import { sealAuthorization } from './delivery.ts';
-import { ssfEvent, VERIFICATION, type SetSigner } from './sets.ts';
-import type { EventData } from '../audit/events.ts';
+import { setForDelivery, type SetSigner } from './sets.ts';
 import * as schemas from './ssf-schemas.ts';
 
 const SCOPE = 'ssf.manage';
@@ -263,32 +262,20 @@ async function subjectUser(c: Ctx, clientId: string, value: unknown): Promise<Us
   return user;
 }
 
-async function addSubject(c: Ctx, request: FastifyRequest, reply: { code(n: number): unknown }) {
+/** Adds (or removes) a subject; from then on the stream hears only about the subjects added. */
+async function changeSubject(c: Ctx, request: FastifyRequest, reply: { code(n: number): unknown }, add: boolean) {
   const clientId = await receiver(c, request);
   const body = objectBody(request);
   const stream = await ownStream(c, clientId, body.stream_id);
   const user = await subjectUser(c, clientId, body.subject);
   await c.store.db.transaction().execute(async (trx) => {
-    await repo.addStreamSubject(trx, stream.id, user.sub);
-    // A stream given subjects hears only about them.
+    if (add) await repo.addStreamSubject(trx, stream.id, user.sub);
+    else await repo.removeStreamSubject(trx, stream.id, user.sub);
     if (stream.all_subjects === 1) await repo.updateStream(trx, stream.id, { all_subjects: 0, updated_at: c.now() });
-    await audit(c, clientId, request, 'stream.update', stream.id, { subject_added: user.sub })(trx);
+    const details = add ? { subject_added: user.sub } : { subject_removed: user.sub };
+    await audit(c, clientId, request, 'stream.update', stream.id, details)(trx);
   });
-  reply.code(200);
-  return null;
-}
-
-async function removeSubject(c: Ctx, request: FastifyRequest, reply: { code(n: number): unknown }) {
-  const clientId = await receiver(c, request);
-  const body = objectBody(request);
-  const stream = await ownStream(c, clientId, body.stream_id);
-  const user = await subjectUser(c, clientId, body.subject);
-  await c.store.db.transaction().execute(async (trx) => {
-    await repo.removeStreamSubject(trx, stream.id, user.sub);
-    if (stream.all_subjects === 1) await repo.updateStream(trx, stream.id, { all_subjects: 0, updated_at: c.now() });
-    await audit(c, clientId, request, 'stream.update', stream.id, { subject_removed: user.sub })(trx);
-  });
-  reply.code(204);
+  reply.code(add ? 200 : 204);
   return null;
 }
 
@@ -333,18 +320,8 @@ async function poll(c: Ctx, request: FastifyRequest<{ Params: { stream_id: strin
   const pending = limit === 0 ? [] : await repo.pendingForStream(c.store.db, stream.id, limit + 1);
   const sets: Record<string, string> = {};
   for (const d of pending.slice(0, limit)) {
-    const data = JSON.parse(d.data) as EventData & { state?: string };
-    const event =
-      d.type === 'ssf.verification'
-        ? { uri: VERIFICATION, payload: data.state === undefined ? {} : { state: data.state } }
-        : ssfEvent(d.type, Number(d.at), data);
-    if (!event) continue;
-    const subject =
-      d.type === 'ssf.verification'
-        ? { format: 'opaque', id: stream.id }
-        : { format: 'iss_sub', iss: c.issuer, sub: data.sub ?? data.eppn };
-    const jti = `set-${d.id}`;
-    sets[jti] = await c.signSet({ jti, audience: clientId, subject, txn: `evt-${d.event_id}`, ...event }, now);
+    const set = await setForDelivery(c.signSet, c.issuer, stream, { ...d, at: Number(d.at) }, now);
+    if (set) sets[set.jti] = set.token;
   }
   return { sets, moreAvailable: pending.length > limit };
 }
@@ -380,10 +357,10 @@ export function ssfRoutes(o: SsfOptions) {
     app.get('/ssf/status', { schema: schemas.readStatus }, (request) => readStatus(c, request as never));
     app.post('/ssf/status', { schema: schemas.updateStatus }, (request) => updateStatus(c, request as never));
     app.post('/ssf/subjects/add', { schema: schemas.addSubject }, (request, reply) =>
-      addSubject(c, request as never, reply),
+      changeSubject(c, request, reply, true),
     );
     app.post('/ssf/subjects/remove', { schema: schemas.removeSubject }, (request, reply) =>
-      removeSubject(c, request as never, reply),
+      changeSubject(c, request, reply, false),
     );
     app.post('/ssf/verify', { schema: schemas.verify }, (request, reply) => verify(c, request as never, reply));
     app.post('/ssf/poll/:stream_id', { schema: schemas.poll }, (request) => poll(c, request as never));
