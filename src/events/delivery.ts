@@ -20,6 +20,14 @@ import { setForDelivery, type SetSigner } from './sets.ts';
  */
 const LEASE_MS = 15_000;
 const BATCH = 50;
+/**
+ * Attempts in flight at most. Each is recorded as soon as it ends, and claiming goes on while
+ * others are in flight, so a receiver that never answers holds its own deliveries for 5 s, not
+ * everyone's.
+ */
+const MAX_IN_FLIGHT = 200;
+/** Outcomes that end within this long of each other are recorded in one transaction. */
+const RECORD_EVERY_MS = 10;
 /** Between looks at the outbox when the last one found nothing to do. */
 const IDLE_MS = 250;
 const MAX_DELAY_MS = 3600_000;
@@ -44,7 +52,7 @@ export function retryDelay(baseMs: number, failedAttempts: number, random = Math
   return Math.round(delay * (1 - 0.1 * random));
 }
 
-type Outcome = { ok: true; status: number } | { ok: false; status: number | null; error: string; retry?: boolean };
+type Outcome = { ok: true; status: number } | { ok: false; status: number | null; error: string };
 
 function fromAnswer(answer: Answer): Outcome {
   if (answer.status >= 200 && answer.status < 300) return { ok: true, status: answer.status };
@@ -195,38 +203,85 @@ async function recordOutcomes(o: DeliveryOptions, attempts: Attempt[]): Promise<
   }
 }
 
+/** One attempt at one delivery, and what it means for the delivery. */
+async function attempt(
+  o: DeliveryOptions,
+  now: () => number,
+  d: repo.ClaimedDelivery,
+  known: Destinations,
+): Promise<Attempt> {
+  const at = now();
+  const split = d.destination.indexOf(':');
+  const [kind, id] = [d.destination.slice(0, split), d.destination.slice(split + 1)];
+  let outcome: Outcome | 'gone' | 'paused';
+  try {
+    outcome = kind === 'webhook' ? await toWebhook(o, known, d, Number(id), at) : await toStream(o, known, d, id, at);
+  } catch (err) {
+    outcome = { ok: false, status: null, error: errorText(err) };
+  }
+  return { d, kind, result: settle(o, d, kind, outcome, now()) };
+}
+
 export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>; runOnce(): Promise<number> } {
   const now = o.now ?? Date.now;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<number> | undefined;
+  let claiming: Promise<number> | undefined;
+  const inFlight = new Set<Promise<void>>();
+  let ended: { attempt: Attempt; done: () => void }[] = [];
+  let flushing: NodeJS.Timeout | undefined;
 
-  async function attempt(d: repo.ClaimedDelivery, known: Destinations): Promise<Attempt> {
-    const at = now();
-    const split = d.destination.indexOf(':');
-    const [kind, id] = [d.destination.slice(0, split), d.destination.slice(split + 1)];
-    let outcome: Outcome | 'gone' | 'paused';
-    try {
-      outcome = kind === 'webhook' ? await toWebhook(o, known, d, Number(id), at) : await toStream(o, known, d, id, at);
-    } catch (err) {
-      outcome = { ok: false, status: null, error: errorText(err) };
-    }
-    return { d, kind, result: settle(o, d, kind, outcome, now()) };
+  /** Records the attempts that ended since the last flush, together. */
+  function flush(): void {
+    flushing = undefined;
+    const batch = ended;
+    ended = [];
+    recordOutcomes(
+      o,
+      batch.map((e) => e.attempt),
+    )
+      .catch((err: unknown) =>
+        o.log?.warn({ err }, 'event delivery: outcomes not recorded; the leases end and they are sent again'),
+      )
+      .finally(() => batch.forEach((e) => e.done()));
   }
 
-  async function runOnce(): Promise<number> {
+  function track(d: repo.ClaimedDelivery, known: Destinations): void {
+    const settled = attempt(o, now, d, known).then(
+      (a) =>
+        new Promise<void>((done) => {
+          ended.push({ attempt: a, done });
+          flushing ??= setTimeout(flush, RECORD_EVERY_MS);
+        }),
+    );
+    inFlight.add(settled);
+    void settled.finally(() => inFlight.delete(settled));
+  }
+
+  /** Claims what is due (as much as fits in flight) and starts sending it; returns how many. */
+  async function claim(): Promise<number> {
+    const room = Math.min(BATCH, MAX_IN_FLIGHT - inFlight.size);
+    if (room <= 0) return 0;
     const at = now();
-    const batch = await repo.claimDueDeliveries(o.store.db, o.store.dialect, at, at + LEASE_MS, BATCH);
+    const batch = await repo.claimDueDeliveries(o.store.db, o.store.dialect, at, at + LEASE_MS, room);
     const known = destinations(o);
-    if (batch.length > 0) await recordOutcomes(o, await Promise.all(batch.map((d) => attempt(d, known))));
+    for (const d of batch) track(d, known);
     return batch.length;
+  }
+
+  /** One round to the end: claims, sends and records everything due now (for tests). */
+  async function runOnce(): Promise<number> {
+    const n = await claim();
+    while (inFlight.size > 0) await Promise.race(inFlight);
+    return n;
   }
 
   function schedule(ms: number): void {
     if (stopped) return;
+    clearTimeout(timer);
     timer = setTimeout(() => {
-      running = runOnce();
-      running.then(
+      claiming = claim();
+      claiming.then(
         (n) => schedule(n === BATCH ? 0 : IDLE_MS),
         (err: unknown) => {
           o.log?.warn({ err }, 'event delivery: the outbox could not be read, retrying');
@@ -243,7 +298,8 @@ export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>;
     async stop() {
       stopped = true;
       clearTimeout(timer);
-      await running?.catch(() => undefined);
+      await claiming?.catch(() => undefined);
+      await Promise.allSettled([...inFlight]);
     },
   };
 }

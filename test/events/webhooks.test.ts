@@ -181,6 +181,20 @@ for (const dialect of dialects()) {
       }
     });
 
+    it('keeps delivering to others while a receiver never answers', async () => {
+      const hanging = await startReceiver();
+      hanging.answer = () => new Promise<number>(() => undefined); // never answers
+      try {
+        await addWebhook(ctx.store, ctx.keys, targetPolicy(ctx.config), { orgId: 1, url: `${hanging.url}/x` });
+        for (let i = 0; i < 60; i++) await seedUser(ctx, 1, `crowd${i}@example.org`);
+        const started = Date.now();
+        await receiver.waitFor(60, (r) => payload(r).data.eppn.startsWith('crowd'), 4000);
+        assert.ok(Date.now() - started < 4000, 'the healthy receiver is not held up by the silent one');
+      } finally {
+        await hanging.close();
+      }
+    });
+
     it('signs with both secrets during a rotation overlap', async () => {
       const rotated = await rotateWebhookSecret(ctx.store, ctx.keys, hook, 60_000);
       await seedUser(ctx, 1, 'eve@example.org');
