@@ -168,17 +168,21 @@ interface Attempt {
  * statement (the usual case), the others one by one.
  */
 async function recordOutcomes(o: DeliveryOptions, attempts: Attempt[]): Promise<void> {
-  const accepted = new Map<number, Attempt[]>();
+  // Grouped by status and lease: attempts of several claims may end together.
+  const accepted = new Map<string, Attempt[]>();
   const others: Attempt[] = [];
   for (const a of attempts) {
-    if (a.result.state === 'delivered' && a.result.status !== null)
-      accepted.set(a.result.status, [...(accepted.get(a.result.status) ?? []), a]);
-    else others.push(a);
+    if (a.result.state !== 'delivered' || a.result.status === null) others.push(a);
+    else {
+      const key = `${a.result.status} ${a.d.lease}`;
+      accepted.set(key, [...(accepted.get(key) ?? []), a]);
+    }
   }
   const recorded = await o.store.db.transaction().execute(async (trx) => {
     const ids = new Set<number>();
-    for (const [status, group] of accepted) {
-      const lease = group[0]!.d.lease;
+    for (const group of accepted.values()) {
+      const { lease } = group[0]!.d;
+      const status = group[0]!.result.status!;
       const at = Math.max(...group.map((a) => a.result.at));
       const done = await repo.recordDelivered(
         trx,
@@ -227,6 +231,7 @@ export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let claiming: Promise<number> | undefined;
+  let busy = false;
   const inFlight = new Set<Promise<void>>();
   let ended: { attempt: Attempt; done: () => void }[] = [];
   let flushing: NodeJS.Timeout | undefined;
@@ -243,7 +248,11 @@ export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>;
       .catch((err: unknown) =>
         o.log?.warn({ err }, 'event delivery: outcomes not recorded; the leases end and they are sent again'),
       )
-      .finally(() => batch.forEach((e) => e.done()));
+      .finally(() => {
+        batch.forEach((e) => e.done());
+        // what these deliveries held back (the next event about the same user) may be due now
+        if (!busy) schedule(0);
+      });
   }
 
   function track(d: repo.ClaimedDelivery, known: Destinations): void {
@@ -280,7 +289,8 @@ export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>;
     if (stopped) return;
     clearTimeout(timer);
     timer = setTimeout(() => {
-      claiming = claim();
+      busy = true;
+      claiming = claim().finally(() => (busy = false));
       claiming.then(
         (n) => schedule(n === BATCH ? 0 : IDLE_MS),
         (err: unknown) => {

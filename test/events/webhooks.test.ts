@@ -181,6 +181,25 @@ for (const dialect of dialects()) {
       }
     });
 
+    it('delivers a burst about many users once each, in order per user, without waiting for leases', async () => {
+      const users = Array.from({ length: 100 }, (_, i) => `many${i}@example.org`);
+      for (const eppn of users) await seedUser(ctx, 1, eppn);
+      for (const eppn of users) await disableUser(ctx.store, eppn);
+      const mine = (r: Received) => payload(r).data.eppn.startsWith('many');
+      // created, disabled, session revoked: 300 events, long before a lease (15 s) could end
+      const got = await receiver.waitFor(300, mine, 10_000);
+      await new Promise((r) => setTimeout(r, 200));
+      const all = receiver.received.filter(mine);
+      assert.equal(all.length, 300, 'nothing sent twice');
+      assert.equal(new Set(all.map((r) => r.headers['webhook-id'])).size, 300);
+      for (const eppn of users)
+        assert.deepEqual(
+          got.filter((r) => payload(r).data.eppn === eppn).map((r) => payload(r).type),
+          ['user.created', 'user.disabled', 'session.revoked'],
+          eppn,
+        );
+    });
+
     it('keeps delivering to others while a receiver never answers', async () => {
       const hanging = await startReceiver();
       hanging.answer = () => new Promise<number>(() => undefined); // never answers
