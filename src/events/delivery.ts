@@ -21,13 +21,13 @@ import { setForDelivery, type SetSigner } from './sets.ts';
 const LEASE_MS = 15_000;
 const BATCH = 50;
 /**
- * Attempts in flight at most. Each is recorded as soon as it ends, and claiming goes on while
- * others are in flight, so a receiver that never answers holds its own deliveries for 5 s, not
- * everyone's.
+ * A batch's outcomes are recorded together once every attempt has ended, or after this long: the
+ * attempts still waiting for an answer (a receiver that is slow or never answers, 5 s at most) are
+ * recorded when they end, and the next batch does not wait for them.
  */
+const BATCH_WAIT_MS = 500;
+/** Attempts in flight at most (the stragglers of earlier batches count). */
 const MAX_IN_FLIGHT = 200;
-/** Outcomes that end within this long of each other are recorded in one transaction. */
-const RECORD_EVERY_MS = 10;
 /** Between looks at the outbox when the last one found nothing to do. */
 const IDLE_MS = 250;
 const MAX_DELAY_MS = 3600_000;
@@ -230,68 +230,45 @@ export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>;
   const now = o.now ?? Date.now;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
-  let claiming: Promise<number> | undefined;
-  let busy = false;
-  const inFlight = new Set<Promise<void>>();
-  let ended: { attempt: Attempt; done: () => void }[] = [];
-  let flushing: NodeJS.Timeout | undefined;
+  let running: Promise<number> | undefined;
+  /** attempts that outlived their batch's wait, each recorded when it ends */
+  const stragglers = new Set<Promise<void>>();
 
-  /** Records the attempts that ended since the last flush, together. */
-  function flush(): void {
-    flushing = undefined;
-    const batch = ended;
-    ended = [];
-    recordOutcomes(
-      o,
-      batch.map((e) => e.attempt),
-    )
-      .catch((err: unknown) =>
-        o.log?.warn({ err }, 'event delivery: outcomes not recorded; the leases end and they are sent again'),
-      )
-      .finally(() => {
-        batch.forEach((e) => e.done());
-        // what these deliveries held back (the next event about the same user) may be due now
-        if (!busy) schedule(0);
-      });
-  }
-
-  function track(d: repo.ClaimedDelivery, known: Destinations): void {
-    const settled = attempt(o, now, d, known).then(
-      (a) =>
-        new Promise<void>((done) => {
-          ended.push({ attempt: a, done });
-          flushing ??= setTimeout(flush, RECORD_EVERY_MS);
-        }),
-    );
-    inFlight.add(settled);
-    void settled.finally(() => inFlight.delete(settled));
-  }
-
-  /** Claims what is due (as much as fits in flight) and starts sending it; returns how many. */
-  async function claim(): Promise<number> {
-    const room = Math.min(BATCH, MAX_IN_FLIGHT - inFlight.size);
+  async function runBatch(): Promise<number> {
+    const room = Math.min(BATCH, MAX_IN_FLIGHT - stragglers.size);
     if (room <= 0) return 0;
     const at = now();
     const batch = await repo.claimDueDeliveries(o.store.db, o.store.dialect, at, at + LEASE_MS, room);
     const known = destinations(o);
-    for (const d of batch) track(d, known);
+    const ended: Attempt[] = [];
+    const attempts = batch.map((d) => attempt(o, now, d, known).then((a) => (ended.push(a), a)));
+    let waiting: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(attempts), new Promise((r) => (waiting = setTimeout(r, BATCH_WAIT_MS)))]);
+    clearTimeout(waiting);
+    const recorded = new Set(ended);
+    await recordOutcomes(o, [...recorded]);
+    for (const pending of attempts) {
+      const late: Promise<void> = pending
+        .then((a) => (recorded.has(a) ? undefined : recordOutcomes(o, [a])))
+        .catch((err: unknown) => o.log?.warn({ err }, 'event delivery: an outcome was not recorded'))
+        .finally(() => stragglers.delete(late));
+      stragglers.add(late);
+    }
     return batch.length;
   }
 
-  /** One round to the end: claims, sends and records everything due now (for tests). */
+  /** One batch to the end, stragglers included (for tests). */
   async function runOnce(): Promise<number> {
-    const n = await claim();
-    while (inFlight.size > 0) await Promise.race(inFlight);
+    const n = await runBatch();
+    await Promise.allSettled([...stragglers]);
     return n;
   }
 
   function schedule(ms: number): void {
     if (stopped) return;
-    clearTimeout(timer);
     timer = setTimeout(() => {
-      busy = true;
-      claiming = claim().finally(() => (busy = false));
-      claiming.then(
+      running = runBatch();
+      running.then(
         (n) => schedule(n === BATCH ? 0 : IDLE_MS),
         (err: unknown) => {
           o.log?.warn({ err }, 'event delivery: the outbox could not be read, retrying');
@@ -308,8 +285,8 @@ export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>;
     async stop() {
       stopped = true;
       clearTimeout(timer);
-      await claiming?.catch(() => undefined);
-      await Promise.allSettled([...inFlight]);
+      await running?.catch(() => undefined);
+      await Promise.allSettled([...stragglers]);
     },
   };
 }
