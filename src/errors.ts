@@ -11,6 +11,11 @@ export class AppError extends Error {
   }
 }
 
+/** What went wrong, as the text kept beside a failed delivery: the message, at most `max` characters. */
+export function errorText(err: unknown, max = 500): string {
+  return (err instanceof Error ? err.message : String(err)).slice(0, max);
+}
+
 export const badRequest = (message: string) => new AppError(400, message);
 export const unauthorized = (message = 'Token missing or invalid') => new AppError(401, message);
 export const forbidden = (message: string) => new AppError(403, message);

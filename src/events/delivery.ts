@@ -7,6 +7,7 @@
 // than its own deliveries.
 import type { FastifyBaseLogger } from 'fastify';
 import { open, seal, type Keyring } from '../crypto.ts';
+import { errorText } from '../errors.ts';
 import type { Store } from '../store/index.ts';
 import * as repo from '../store/events.ts';
 import { countDelivery } from '../http/metrics-events.ts';
@@ -57,10 +58,6 @@ type Outcome = { ok: true; status: number } | { ok: false; status: number | null
 function fromAnswer(answer: Answer): Outcome {
   if (answer.status >= 200 && answer.status < 300) return { ok: true, status: answer.status };
   return { ok: false, status: answer.status, error: `HTTP ${answer.status} ${answer.body.slice(0, 200)}`.trim() };
-}
-
-function errorText(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).slice(0, 500);
 }
 
 /** A push stream's Authorization header, sealed at rest with the stream's id as associated data. */

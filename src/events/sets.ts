@@ -3,10 +3,9 @@
 // one event per token.
 import { importJWK, SignJWT, type JWK } from 'jose';
 import type { KeyManager } from '../oauth/key-manager.ts';
-import { SSF_EVENT_TYPES, type EventData } from '../audit/events.ts';
+import { SSF_TYPE_OF, type EventData, type EventType } from '../audit/events.ts';
 
 export const VERIFICATION = 'https://schemas.openid.net/secevent/ssf/event-type/verification';
-export const STREAM_UPDATED = 'https://schemas.openid.net/secevent/ssf/event-type/stream-updated';
 
 const INITIATOR: Record<string, string> = {
   user: 'user',
@@ -16,39 +15,35 @@ const INITIATOR: Record<string, string> = {
   system: 'system',
 };
 
-/** The SSF event (type and payload) an outbox event is sent as; undefined when it has none. */
-export function ssfEvent(type: string, at: number, data: EventData): { uri: string; payload: object } | undefined {
-  const common = {
-    event_timestamp: Math.floor(at / 1000),
-    initiating_entity: INITIATOR[data.actor.type] ?? 'system',
-  };
+/** The payload of each event type's SSF event (its type URI is SSF_TYPE_OF's). */
+function payloadOf(type: EventType, common: object): object {
   switch (type) {
     case 'passkey.created':
     case 'passkey.deleted':
       return {
-        uri: SSF_EVENT_TYPES.credentialChange,
-        payload: {
-          ...common,
-          credential_type: 'fido2-platform',
-          change_type: type === 'passkey.created' ? 'create' : 'delete',
-        },
+        ...common,
+        credential_type: 'fido2-platform',
+        change_type: type === 'passkey.created' ? 'create' : 'delete',
       };
     case 'password.changed':
-      return {
-        uri: SSF_EVENT_TYPES.credentialChange,
-        payload: { ...common, credential_type: 'password', change_type: 'update' },
-      };
+      return { ...common, credential_type: 'password', change_type: 'update' };
     case 'session.revoked':
-      return { uri: SSF_EVENT_TYPES.sessionRevoked, payload: common };
-    case 'user.disabled':
-      return { uri: SSF_EVENT_TYPES.accountDisabled, payload: {} };
-    case 'user.enabled':
-      return { uri: SSF_EVENT_TYPES.accountEnabled, payload: {} };
-    case 'user.deleted':
-      return { uri: SSF_EVENT_TYPES.accountPurged, payload: {} };
+      return common;
     default:
-      return undefined;
+      // RISC account-disabled, account-enabled, account-purged carry no more than the subject
+      return {};
   }
+}
+
+/** The SSF event (type and payload) an outbox event is sent as; undefined when it has none. */
+export function ssfEvent(type: string, at: number, data: EventData): { uri: string; payload: object } | undefined {
+  const uri = SSF_TYPE_OF[type as EventType];
+  if (!uri) return undefined;
+  const common = {
+    event_timestamp: Math.floor(at / 1000),
+    initiating_entity: INITIATOR[data.actor.type] ?? 'system',
+  };
+  return { uri, payload: payloadOf(type as EventType, common) };
 }
 
 export interface SetContent {

@@ -111,7 +111,8 @@ function view(c: Ctx, s: repo.StreamRow) {
     },
     events_supported: SUPPORTED_EVENTS,
     events_requested: requested,
-    events_delivered: requested.filter((e) => SUPPORTED_EVENTS.includes(e as never)),
+    // every requested type was checked to be supported when it was stored
+    events_delivered: requested,
     min_verification_interval: MIN_VERIFICATION_INTERVAL,
     ...(s.description === null ? {} : { description: s.description }),
   };
@@ -135,23 +136,23 @@ function delivery(c: Ctx, value: unknown, streamId: string) {
   return { delivery_method: repo.PUSH, endpoint_url: endpoint, authorization_header: authorization };
 }
 
-function audit(
+/** The audit record of a change to a stream, in the change's transaction. */
+function recordStreamChange(
   c: Ctx,
-  clientId: string,
-  request: FastifyRequest,
-  action: 'stream.create' | 'stream.update' | 'stream.delete',
+  trx: Parameters<typeof recordAudit>[0],
+  change: { clientId: string; request: FastifyRequest; action: 'stream.create' | 'stream.update' | 'stream.delete' },
   stream: string,
   details = {},
 ) {
-  return (trx: Parameters<typeof recordAudit>[0]) =>
-    recordAudit(trx, {
-      action,
-      actor: clientActor(clientId, request),
-      at: c.now(),
-      clientId,
-      subject: stream,
-      details,
-    });
+  const { clientId, request, action } = change;
+  return recordAudit(trx, {
+    action,
+    actor: clientActor(clientId, request),
+    at: c.now(),
+    clientId,
+    subject: stream,
+    details,
+  });
 }
 
 async function create(c: Ctx, request: FastifyRequest, reply: { code(n: number): unknown }) {
@@ -175,7 +176,9 @@ async function create(c: Ctx, request: FastifyRequest, reply: { code(n: number):
   };
   await c.store.db.transaction().execute(async (trx) => {
     await repo.insertStream(trx, row);
-    await audit(c, clientId, request, 'stream.create', id, { method: row.delivery_method })(trx);
+    await recordStreamChange(c, trx, { clientId, request, action: 'stream.create' }, id, {
+      method: row.delivery_method,
+    });
   });
   reply.code(201);
   return view(c, row);
@@ -200,7 +203,7 @@ async function update(c: Ctx, request: FastifyRequest, replace: boolean) {
   if (replace || body.delivery !== undefined) Object.assign(changes, delivery(c, body.delivery, stream.id));
   await c.store.db.transaction().execute(async (trx) => {
     await repo.updateStream(trx, stream.id, changes);
-    await audit(c, clientId, request, 'stream.update', stream.id)(trx);
+    await recordStreamChange(c, trx, { clientId, request, action: 'stream.update' }, stream.id);
   });
   return view(c, { ...stream, ...changes });
 }
@@ -214,7 +217,7 @@ async function remove(
   const stream = await ownStream(c, clientId, request.query.stream_id);
   await c.store.db.transaction().execute(async (trx) => {
     await repo.deleteStream(trx, stream.id);
-    await audit(c, clientId, request, 'stream.delete', stream.id)(trx);
+    await recordStreamChange(c, trx, { clientId, request, action: 'stream.delete' }, stream.id);
   });
   reply.code(204);
   return null;
@@ -235,7 +238,9 @@ async function updateStatus(c: Ctx, request: FastifyRequest) {
   const reason = body.reason === undefined ? null : description(body.reason);
   await c.store.db.transaction().execute(async (trx) => {
     await repo.updateStream(trx, stream.id, { status: body.status as string, reason, updated_at: c.now() });
-    await audit(c, clientId, request, 'stream.update', stream.id, { status: body.status })(trx);
+    await recordStreamChange(c, trx, { clientId, request, action: 'stream.update' }, stream.id, {
+      status: body.status,
+    });
   });
   return { stream_id: stream.id, status: body.status, ...(reason ? { reason } : {}) };
 }
@@ -273,7 +278,7 @@ async function changeSubject(c: Ctx, request: FastifyRequest, reply: { code(n: n
     else await repo.removeStreamSubject(trx, stream.id, user.sub);
     if (stream.all_subjects === 1) await repo.updateStream(trx, stream.id, { all_subjects: 0, updated_at: c.now() });
     const details = add ? { subject_added: user.sub } : { subject_removed: user.sub };
-    await audit(c, clientId, request, 'stream.update', stream.id, details)(trx);
+    await recordStreamChange(c, trx, { clientId, request, action: 'stream.update' }, stream.id, details);
   });
   reply.code(add ? 200 : 204);
   return null;

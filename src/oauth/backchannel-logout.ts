@@ -2,6 +2,7 @@
 // `backchannelLogout` feature); here every delivery is recorded with its outcome, and failed ones
 // are retried with backoff a bounded number of times by a small job.
 import { isLoopbackHost } from '../config.ts';
+import { errorText } from '../errors.ts';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import type Provider from 'oidc-provider';
@@ -56,10 +57,6 @@ export function outgoingFetch(publicUrl: string) {
     if (attempt) attempt.status = response.status;
     return response;
   };
-}
-
-function errorText(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).slice(0, 500);
 }
 
 /** One attempt with oidc-provider's own delivery; records the outcome and schedules the next. */
