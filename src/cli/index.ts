@@ -17,6 +17,7 @@ import { passkeyCommands } from './commands/passkey.ts';
 import { keysCommands } from './commands/keys.ts';
 import { auditCommands } from './commands/audit.ts';
 import { eventsCommands } from './commands/events.ts';
+import { mdsCommands } from './commands/mds.ts';
 
 export type { Io } from './command.ts';
 
@@ -29,6 +30,7 @@ export const COMMANDS: CommandDef[] = [
   ...keysCommands,
   ...auditCommands,
   ...eventsCommands,
+  ...mdsCommands,
 ];
 
 /** `serve` starts the service (src/command-line.ts); it is listed here so help and argument checks cover it. */
