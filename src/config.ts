@@ -50,6 +50,9 @@ export interface Config {
   loginRateLimitIp: number; // login attempts per client IP per 15 minutes
   metricsToken: string | undefined; // bearer token every /metrics scrape must present, when set
   metricsAllow: string[]; // CIDR ranges /metrics answers
+  webauthnRelatedOrigins: string[]; // other origins that may use PUBLIC_URL's RP ID (/.well-known/webauthn)
+  webauthnHints: { registration: WebAuthnHint[]; authentication: WebAuthnHint[] }; // WebAuthn hints per ceremony
+  passkeyUpgradeSnoozeSeconds: number; // how long "Not now" on the passkey offer is remembered
   /** the deployment's branding (BRAND_*); an organization's own branding goes over it */
   brand: Brand;
 }
@@ -93,6 +96,37 @@ function intSetting(
   meaning: string,
 ): Setting {
   return { name, default: String(fallback), meaning, parse: (raw) => ({ [key]: int(name, raw, fallback, min, max) }) };
+}
+
+const HINTS = ['security-key', 'client-device', 'hybrid'] as const;
+export type WebAuthnHint = (typeof HINTS)[number];
+
+function hintList(name: string, raw: string | undefined): WebAuthnHint[] {
+  const hints = (raw ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
+  const unknown = hints.find((h) => !(HINTS as readonly string[]).includes(h));
+  if (unknown) throw new ConfigError(name, `'${unknown}' is not a WebAuthn hint (${HINTS.join(', ')})`);
+  return [...new Set(hints as WebAuthnHint[])];
+}
+
+function originList(name: string, raw: string | undefined): string[] {
+  const origins = (raw ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
+  for (const origin of origins) {
+    let url: URL | undefined;
+    try {
+      url = new URL(origin);
+    } catch {
+      url = undefined;
+    }
+    if (!url || url.origin !== origin || (url.protocol !== 'https:' && url.hostname !== 'localhost'))
+      throw new ConfigError(name, `'${origin}' is not an https origin (scheme and host, no path or trailing slash)`);
+  }
+  return [...new Set(origins)];
 }
 
 function flag(name: string, raw: string | undefined): boolean {
@@ -482,6 +516,41 @@ export const SETTINGS: Setting[] = [
       "true lets webhooks and Shared Signals push streams reach private, loopback and link-local addresses (receivers inside the operator's network). Off, such targets are refused when registered and when a name resolves to one at delivery; loopback receivers are always allowed while PUBLIC_URL is itself on localhost",
     parse: (raw) => ({ eventsAllowPrivateTargets: flag('EVENTS_ALLOW_PRIVATE_TARGETS', raw) }),
   },
+  {
+    name: 'WEBAUTHN_RELATED_ORIGINS',
+    default: '',
+    meaning:
+      "Comma-separated https origins on other domains that may use passkeys of this service's RP ID (WebAuthn related origin requests); served at /.well-known/webauthn and accepted in ceremonies",
+    parse: (raw) => ({ webauthnRelatedOrigins: originList('WEBAUTHN_RELATED_ORIGINS', raw) }),
+  },
+  {
+    name: 'WEBAUTHN_REGISTRATION_HINTS',
+    default: '',
+    meaning:
+      'Comma-separated WebAuthn hints for registration, most preferred first: security-key, client-device, hybrid (empty: the browser chooses)',
+    parse: (raw) => ({
+      webauthnHints: { registration: hintList('WEBAUTHN_REGISTRATION_HINTS', raw), authentication: [] },
+    }),
+  },
+  {
+    name: 'WEBAUTHN_AUTHENTICATION_HINTS',
+    default: '',
+    meaning: 'Comma-separated WebAuthn hints for sign-in, as for registration',
+    parse: (raw, partial) => ({
+      webauthnHints: {
+        registration: partial.webauthnHints?.registration ?? [],
+        authentication: hintList('WEBAUTHN_AUTHENTICATION_HINTS', raw),
+      },
+    }),
+  },
+  intSetting(
+    'PASSKEY_UPGRADE_SNOOZE_SECONDS',
+    'passkeyUpgradeSnoozeSeconds',
+    30 * 86400,
+    0,
+    31_536_000,
+    'Seconds a "Not now" on the passkey offered after a password sign-in is remembered in that browser (organizations turn the offer on with `org policy --passkey-upgrade on`)',
+  ),
   intSetting(
     'CHECKUSER_RATE_LIMIT',
     'checkuserRateLimit',

@@ -85,7 +85,12 @@ function eventsOf(entry: AuditedChange): { type: EventType; id?: number }[] {
       return passkeys('passkey.deleted');
     case 'password.set':
     case 'password.change':
+    case 'password.remove':
       return [{ type: 'password.changed' }];
+    case 'recovery_link.create':
+      return [{ type: 'recovery_link.created' }];
+    case 'recovery_link.use':
+      return [{ type: 'recovery_link.used' }];
     case 'user.add':
       return [{ type: 'user.created' }];
     case 'user.disable':

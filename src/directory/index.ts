@@ -1,4 +1,5 @@
 // Who exists: organizations and their users.
+import { listUserCredentials } from '../store/passkeys.ts';
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/index.ts';
 import { isUniqueViolation } from '../store/index.ts';
@@ -55,7 +56,7 @@ export async function addOrganization(
   if (!REALM.test(realm)) throw badRequest(`realm '${input.realm}' is not a valid domain name`);
   const name = input.name.trim();
   if (!name || name.length > 200) throw badRequest('organization name must be 1-200 characters');
-  const org = { id: input.id, realm, name, created_at: now, branding: null };
+  const org = { id: input.id, realm, name, created_at: now, branding: null, passkey_policy: null };
   try {
     await store.db.transaction().execute(async (trx) => {
       await dir.insertOrganization(trx, org);
@@ -179,6 +180,33 @@ export async function setPassword(
     if (!user || !(await dir.updateUserPassword(trx, eppn, hash, now))) throw notFound(`user '${eppn}' does not exist`);
     await publish(trx, 'user', user.sub);
     await recordAudit(trx, { action, actor, at: now, orgId: user.org_id, eppn });
+  });
+}
+
+/**
+ * The user signs in with passkeys only from now on: refused unless they have one (a user without
+ * a passkey or a password could not sign in at all).
+ */
+export async function removePassword(
+  store: Store,
+  userId: number,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<void> {
+  await store.db.transaction().execute(async (trx) => {
+    const user = await dir.findUserById(trx, userId);
+    if (!user) throw notFound('user does not exist');
+    if ((await listUserCredentials(trx, user.id)).length === 0)
+      throw badRequest(`user '${user.eppn}' has no passkey: a password is their only way to sign in`);
+    await dir.clearUserPassword(trx, user.id, now);
+    await publish(trx, 'user', user.sub);
+    await recordAudit(trx, {
+      action: 'password.remove',
+      actor,
+      at: now,
+      orgId: user.org_id,
+      eppn: user.eppn,
+      sub: user.sub,
+    });
   });
 }
 

@@ -114,6 +114,17 @@ const passkeyRegistrations = new Counter({
   registers: [metrics],
 });
 
+const passkeyUpgrades = new Counter({
+  name: 'idp_passkey_upgrade_total',
+  help: 'Passkeys offered after a password sign-in, by outcome (offered, created, declined)',
+  labelNames: ['outcome'],
+  registers: [metrics],
+});
+
+export function countPasskeyUpgrade(outcome: 'offered' | 'created' | 'declined'): void {
+  passkeyUpgrades.inc({ outcome });
+}
+
 /** Counts an audit record; sign-ins and passkey registrations are counted from their records. */
 export function countAudit(action: string, details: Record<string, unknown> = {}): void {
   auditEvents.inc({ action });

@@ -5,12 +5,23 @@ import { interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
 import { words } from '../vocabulary.ts';
 import { offlineAccessCheck } from './offline-access.ts';
 
+/**
+ * Phishing-resistant and hardware-protected (OpenID EAP ACR values `phrh`): NIST SP 800-63B-4
+ * AAL3. A device-bound (backup-ineligible) passkey, with user verification, whose authenticator
+ * was attested to a root of the imported FIDO metadata and is not reported compromised.
+ */
+export const ACR_HARDWARE = 'phrh';
+/** REFEDS MFA: a passkey with user verification, synced or not (NIST SP 800-63B-4: AAL2). */
+export const ACR_MFA = 'https://refeds.org/profile/mfa';
 /** Phishing-resistant (OpenID EAP ACR values): reached by a passkey sign-in, never by a password. */
 export const ACR_PHISHING_RESISTANT = 'phr';
 /** The baseline every sign-in reaches, a password included: REFEDS Single-Factor Authentication. */
 export const ACR_BASELINE = 'https://refeds.org/profile/sfa';
-/** `acr_values_supported` in discovery, strongest first. */
-export const ACR_VALUES = [ACR_PHISHING_RESISTANT, ACR_BASELINE] as const;
+/**
+ * `acr_values_supported` in discovery, strongest first. Each class includes the ones after it:
+ * a sign-in that reached one also satisfies a request for any weaker one.
+ */
+export const ACR_VALUES = [ACR_HARDWARE, ACR_MFA, ACR_PHISHING_RESISTANT, ACR_BASELINE] as const;
 
 export const AMR_PASSWORD = ['pwd'];
 
@@ -24,17 +35,42 @@ export interface PasskeyEvidence {
 
 /**
  * RFC 8176: `hwk` for a key bound to one device, `swk` for one that may be synced (it lives in
- * software the user's accounts copy around); with user verification also `user` (the
- * authenticator checked the user) and `mfa` (something held plus something known or inherent).
+ * software the user's accounts copy around); `user` for the user presence every assertion
+ * proves; with user verification also `mfa` (something held plus something known or inherent).
  */
 export function amrForPasskey({ userVerified, backupEligible }: PasskeyEvidence): string[] {
   const key = backupEligible ? 'swk' : 'hwk';
-  return userVerified ? [key, 'user', 'mfa'] : [key];
+  return userVerified ? [key, 'user', 'mfa'] : [key, 'user'];
 }
 
-/** The class a sign-in with these methods reached: any public-key method is phishing-resistant. */
-export function acrFor(amr: readonly string[]): string {
-  return amr.includes('hwk') || amr.includes('swk') ? ACR_PHISHING_RESISTANT : ACR_BASELINE;
+/** The classes a sign-in with these methods reached, strongest first; attested: see ACR_HARDWARE. */
+export function classesReached(amr: readonly string[], attested = false): string[] {
+  if (!amr.includes('hwk') && !amr.includes('swk')) return [ACR_BASELINE];
+  const mfa = amr.includes('mfa');
+  return [
+    ...(mfa && attested && amr.includes('hwk') ? [ACR_HARDWARE] : []),
+    ...(mfa ? [ACR_MFA] : []),
+    ACR_PHISHING_RESISTANT,
+    ACR_BASELINE,
+  ];
+}
+
+/**
+ * The class a sign-in records: the strongest one the request asked for that it reached, else
+ * phishing-resistant for a passkey and the baseline for a password. The ID token says it.
+ */
+export function acrFor(amr: readonly string[], { attested = false, asked = [] as string[] } = {}): string {
+  const reached = classesReached(amr, attested);
+  const chosen = ACR_VALUES.find((v) => asked.includes(v) && reached.includes(v));
+  if (chosen) return chosen;
+  return reached.includes(ACR_PHISHING_RESISTANT) ? ACR_PHISHING_RESISTANT : ACR_BASELINE;
+}
+
+/** A session whose sign-in recorded `recorded` satisfies a request for any class in asked. */
+export function acrSatisfies(recorded: string | undefined, asked: readonly string[]): boolean {
+  const rank = (v: string) => (ACR_VALUES as readonly string[]).indexOf(v);
+  if (recorded === undefined || rank(recorded) < 0) return false;
+  return asked.some((a) => rank(a) >= rank(recorded));
 }
 
 interface AcrRequest {
@@ -81,8 +117,7 @@ function acrValuesCheck(): interactionPolicy.Check {
     (ctx: KoaContextWithOIDC) => {
       const asked = requestedAcrs({ acr_values: ctx.oidc.params?.acr_values });
       if (asked.length === 0) return interactionPolicy.Check.NO_NEED_TO_PROMPT;
-      const reached = ctx.oidc.session?.acr;
-      return reached !== undefined && asked.includes(reached)
+      return acrSatisfies(ctx.oidc.session?.acr, asked)
         ? interactionPolicy.Check.NO_NEED_TO_PROMPT
         : interactionPolicy.Check.REQUEST_PROMPT;
     },

@@ -24,6 +24,16 @@ export async function updateOrganizationBranding(db: Q, id: number, branding: st
   return r.numUpdatedRows > 0n;
 }
 
+/** An organization's authenticator policy (JSON, see src/webauthn/policy.ts); false if no such organization. */
+export async function updateOrganizationPolicy(db: Q, id: number, policy: string | null): Promise<boolean> {
+  const r = await db
+    .updateTable('organizations')
+    .set({ passkey_policy: policy })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
 export async function insertUser(db: Q, user: Insertable<UsersTable>): Promise<User> {
   return db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
 }
@@ -91,6 +101,16 @@ export type UserChanges = Partial<
 /** Changes the user's attributes; false when there is no such user. */
 export async function updateUser(db: Q, id: number, changes: UserChanges): Promise<boolean> {
   const r = await db.updateTable('users').set(changes).where('id', '=', id).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** The user no longer has a password; false when there is no such user. */
+export async function clearUserPassword(db: Q, id: number, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable('users')
+    .set({ password_hash: null, updated_at: now })
+    .where('id', '=', id)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 

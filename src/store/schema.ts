@@ -11,6 +11,8 @@ export interface OrganizationsTable {
   created_at: number;
   /** JSON object: the organization's branding (name, logo, colours, links), over the deployment's */
   branding: Later<string | null>;
+  /** JSON object: the organization's authenticator policy (src/webauthn/policy.ts); null: defaults */
+  passkey_policy: Later<string | null>;
 }
 
 export interface UsersTable {
@@ -83,6 +85,8 @@ export interface PasskeysTable {
   mfa_verified: number;
   created_at: number;
   last_used_at: number | null;
+  /** 1: the registration's attestation verified to a root of the imported FIDO metadata */
+  attested: Later<number>;
 }
 
 export interface PhotosTable {
@@ -187,6 +191,49 @@ export interface DB {
   webhooks: WebhooksTable;
   ssf_streams: SsfStreamsTable;
   ssf_stream_subjects: SsfStreamSubjectsTable;
+  mds_authenticators: MdsAuthenticatorsTable;
+  mds_imports: MdsImportsTable;
+  recovery_links: RecoveryLinksTable;
+}
+
+/** One authenticator model of an imported FIDO Metadata Service (MDS3) blob. */
+export interface MdsAuthenticatorsTable {
+  aaguid: string;
+  description: string;
+  /** the latest status report's status: FIDO_CERTIFIED_L1, REVOKED, USER_KEY_REMOTE_COMPROMISE, ... */
+  status: string;
+  status_date: string | null;
+  /** data: URI from the metadata statement */
+  icon: string | null;
+  /** JSON: the metadata statement */
+  statement: string;
+  updated_at: number;
+}
+
+export interface MdsImportsTable {
+  id: Generated<number>;
+  /** the blob's `no` */
+  serial: number;
+  next_update: string;
+  entries: number;
+  imported_at: number;
+}
+
+/** A one-time link that lets a user register a new passkey without signing in. */
+export interface RecoveryLinksTable {
+  id: Generated<number>;
+  /** SHA-256 of the link's secret, base64url */
+  token_hash: string;
+  user_id: number;
+  org_id: number;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+  revoked_at: number | null;
+  /** who made it: 'operator:<login>', 'user:<eppn>', 'client:<id>' */
+  created_by: string;
+  /** 1: the user's other passkeys go when the link is used */
+  delete_others: number;
 }
 
 /** The outbox: one row per event, written in the transaction of the change it reports. */

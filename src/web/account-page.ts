@@ -1,5 +1,6 @@
 // /account: sign in, list the user's own passkeys, register, rename and delete them. Each route
 // is a short list of the named steps below; a step that answers the request itself returns undefined.
+import { registrationError } from './registration-errors.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findUserBySub, type User } from '../store/directory.ts';
 import { listUserCredentials, type PasskeyRow } from '../store/passkeys.ts';
@@ -28,6 +29,8 @@ import type { SignedIn } from './session.ts';
 /** What a section added to the account page gets to render with. */
 export interface AccountView {
   user: User;
+  /** how many passkeys the user has */
+  passkeyCount: number;
   t: Translate;
   /** form field name and value that protect a form posted by the section */
   csrf: { field: string; token: string };
@@ -44,6 +47,7 @@ const DONE: Record<string, MessageKey> = {
   renamed: 'account.renamed',
   deleted: 'account.deleted',
   password: 'password.changed',
+  password_removed: 'password.removed',
 };
 const SIGN_IN_SCOPE = 'account-signin';
 /** Adding or deleting a passkey needs a sign-in at most this long ago. */
@@ -57,12 +61,17 @@ interface AccountKit extends Kit {
 }
 
 /** The signed-in user of a request, and their session. */
-interface Who {
+export interface Who {
   session: SignedIn;
   user: User;
 }
 
 const sessionScope = (s: SignedIn) => `account:${s.uid}`;
+
+/** The form field and token that protect a form posted by the signed-in user. */
+export function sessionCsrf(kit: Kit, request: FastifyRequest, reply: FastifyReply, who: Who) {
+  return { field: kit.csrf.field, token: kit.csrf.token(request, reply, sessionScope(who.session)) };
+}
 const signInBinding = (kit: Kit, request: FastifyRequest, reply: FastifyReply) =>
   `${SIGN_IN_SCOPE}:${kit.csrf.token(request, reply, SIGN_IN_SCOPE)}`;
 const passkeyId = (raw: string) => (/^\d{1,15}$/.test(raw) ? Number(raw) : undefined);
@@ -121,7 +130,7 @@ function checkSignInCsrf(kit: Kit, request: FastifyRequest, reply: FastifyReply,
 }
 
 /** Someone at an unattended, still signed-in browser must not add their own passkey or remove the user's. */
-const recentlySignedIn = (kit: Kit, who: Who) => kit.now() - who.session.signedInAt <= RECENT_SIGN_IN_MS;
+export const recentlySignedIn = (kit: Kit, who: Who) => kit.now() - who.session.signedInAt <= RECENT_SIGN_IN_MS;
 
 function renderSignIn(kit: Kit, request: FastifyRequest, reply: FastifyReply, frame: Frame, failure?: SignInFailure) {
   const { csrf } = kit;
@@ -133,11 +142,14 @@ function renderSignIn(kit: Kit, request: FastifyRequest, reply: FastifyReply, fr
     passwordAction: '/account/login',
     passkeyAction: '/account/passkey',
     optionsUrl: '/account/passkey/options',
+    signals: failure?.unknownCredential
+      ? { rpId: kit.webauthn.rpId, unknownCredential: failure.unknownCredential }
+      : undefined,
   });
   return sendPage(reply, failure?.status ?? 200, page, {}, retryHeaders(failure));
 }
 
-const askToSignInAgain = (kit: Kit, request: FastifyRequest, reply: FastifyReply, frame: Frame, who: Who) =>
+export const askToSignInAgain = (kit: Kit, request: FastifyRequest, reply: FastifyReply, frame: Frame, who: Who) =>
   renderSignIn(kit, request, reply, frame, { status: 401, error: 'account.reauth', username: who.user.eppn });
 
 async function renderAccount(
@@ -153,7 +165,12 @@ async function renderAccount(
   const rows = await listUserCredentials(kit.store.db, who.user.id);
   // The signed-in user's page wears their organization's brand.
   frame = withBrand(frame, await kit.branding.forOrg(who.user.org_id));
-  const view: AccountView = { user: who.user, t: frame.t, csrf: { field: csrf.field, token } };
+  const view: AccountView = {
+    user: who.user,
+    passkeyCount: rows.length,
+    t: frame.t,
+    csrf: { field: csrf.field, token },
+  };
   const page = accountPage(frame, {
     user: {
       eppn: who.user.eppn,
@@ -229,7 +246,7 @@ async function signInWithPasskey(kit: Kit, request: FastifyRequest, reply: Fasti
   if (!checkSignInCsrf(kit, request, reply, frame)) return reply;
   const result = await passkeySignIn(kit, request, signInBinding(kit, request, reply));
   if (!result.ok) return renderSignIn(kit, request, reply, frame, result);
-  await kit.sessions.signIn(request, reply, { accountId: result.user.sub, amr: result.amr });
+  await kit.sessions.signIn(request, reply, { accountId: result.user.sub, amr: result.amr, attested: result.attested });
   return redirect(reply, '/account');
 }
 
@@ -257,7 +274,7 @@ async function registerPasskey(kit: AccountKit, request: FastifyRequest, reply: 
   );
   if (!outcome.ok) {
     request.log.info({ event: 'passkey.register_failed', reason: outcome.reason }, 'passkey registration refused');
-    const error = outcome.reason === 'already_registered' ? 'account.already_registered' : 'account.add_failed';
+    const error = registrationError(outcome.reason, 'account.add_failed');
     return renderAccount(kit, request, reply, frame, who, { status: 400, error });
   }
   await kit.limits.ceremonies.refund(clientKey(request.ip));

@@ -1,14 +1,38 @@
 // The account page's password section: a user who has a password changes it by giving the
 // current one (counted against the account's sign-in limit, so it cannot be used to guess).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { setPassword } from '../directory/index.ts';
+import { removePassword, setPassword } from '../directory/index.ts';
+import { listUserCredentials } from '../store/passkeys.ts';
+import { layout } from './pages.ts';
 import { validatePassword, verifyPassword } from '../directory/passwords.ts';
 import { userActor } from '../audit/index.ts';
 import { html, type Html } from './html.ts';
-import { bodyField, frameFor, overLimit, sendMessage, type Kit } from './kit.ts';
-import { checkSessionCsrf, redirect, requireSignedIn, type AccountSection, type AccountView } from './account-page.ts';
+import { bodyField, frameFor, overLimit, sendMessage, sendPage, type Kit } from './kit.ts';
+import {
+  askToSignInAgain,
+  checkSessionCsrf,
+  recentlySignedIn,
+  redirect,
+  requireSignedIn,
+  sessionCsrf,
+  type AccountSection,
+  type AccountView,
+} from './account-page.ts';
 
 const CHANGE_PATH = '/account/password';
+const REMOVE_PATH = '/account/password/remove';
+
+/** A user with a passkey may remove their password; asked once more on a page of its own. */
+function removeForm(view: AccountView, confirm: boolean): Html {
+  const { t } = view;
+  // prettier-ignore
+  return html`<form method="post" action="${REMOVE_PATH}" id="remove-password-form">
+<input type="hidden" name="${view.csrf.field}" value="${view.csrf.token}">
+${confirm ? html`<input type="hidden" name="confirm" value="yes">` : html``}
+<p class="hint">${t('password.remove_text')}</p>
+<button type="submit" class="${confirm ? 'danger' : 'secondary'}" id="remove-password">${t('password.remove')}</button>
+</form>`;
+}
 
 function passwordSection(view: AccountView): Html {
   const { t } = view;
@@ -32,6 +56,7 @@ ${status}
 <p class="hint" id="new-password-hint">${t('password.rules')}</p>
 <button type="submit" class="secondary">${t('password.change')}</button>
 </form>
+${view.passkeyCount > 0 ? removeForm(view, false) : html``}
 </section>`;
 }
 
@@ -58,11 +83,38 @@ async function change(kit: Kit, request: FastifyRequest, reply: FastifyReply) {
   return redirect(reply, '/account?done=password');
 }
 
+async function remove(kit: Kit, request: FastifyRequest, reply: FastifyReply) {
+  const frame = frameFor(request);
+  const who = await requireSignedIn(kit, request, reply);
+  if (!who) return reply;
+  if (!checkSessionCsrf(kit, request, reply, frame, { who, presented: bodyField(request, kit.csrf.field) }))
+    return reply;
+  if (who.user.password_hash === null) return redirect(reply, '/account?done=password_removed');
+  if (!recentlySignedIn(kit, who)) return askToSignInAgain(kit, request, reply, frame, who);
+  const passkeys = await listUserCredentials(kit.store.db, who.user.id);
+  if (passkeys.length === 0) return sendMessage(reply, frame, 400, 'password.remove_needs_passkey');
+  if (bodyField(request, 'confirm') !== 'yes') {
+    const view = {
+      user: who.user,
+      passkeyCount: passkeys.length,
+      t: frame.t,
+      csrf: sessionCsrf(kit, request, reply, who),
+    };
+    const body = html`<h1>${frame.t('password.remove_confirm_title')}</h1>
+${removeForm(view, true)}
+<p><a href="/account">${frame.t('account.confirm_no')}</a></p>`;
+    return sendPage(reply, 200, layout(frame, frame.t('password.remove_confirm_title'), body));
+  }
+  await removePassword(kit.store, who.user.id, { actor: userActor(who.user, request), now: kit.now() });
+  return redirect(reply, '/account?done=password_removed');
+}
+
 export function accountPassword(kit: Kit): AccountSection {
   return {
     render: passwordSection,
     routes: async (app: FastifyInstance) => {
       app.post(CHANGE_PATH, (request, reply) => change(kit, request, reply));
+      app.post(REMOVE_PATH, (request, reply) => remove(kit, request, reply));
     },
   };
 }

@@ -11,7 +11,7 @@ import { accountPlugin } from './account-page.ts';
 import { accountPhoto } from './account-photo.ts';
 import { accountConsents } from './account-consents.ts';
 import { accountPassword } from './account-password.ts';
-import { staticPlugin } from './static.ts';
+import { relatedOriginsRoute, staticPlugin } from './static.ts';
 import { devicePlugin } from './device-pages.ts';
 import { languageRoutes } from './language.ts';
 
@@ -43,6 +43,7 @@ function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<
       return sendMessage(reply, frameFor(request), 500, 'error.server', { advice: 'error.try_later' });
     });
     await app.register(staticPlugin());
+    await app.register(relatedOriginsRoute(kit.config.webauthnRelatedOrigins));
     await app.register(kit.branding.routes);
     await app.register(languageRoutes(kit));
     await app.register(interactionRoutes(kit));

@@ -3,98 +3,32 @@
 // list of the named steps below; a step that answers the request itself returns undefined or false.
 import { giveConsent } from '../clients/consents.ts';
 import { userActor } from '../audit/index.ts';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Interaction, InteractionResults } from 'oidc-provider';
-import { errors as oidcErrors } from 'oidc-provider';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { findClient, type ClientRow } from '../store/clients.ts';
 import { findUserBySub, type User } from '../store/directory.ts';
+import { listUserCredentials } from '../store/passkeys.ts';
 import { consentCovers, consentScope as scopeOfConsent } from './grants.ts';
 import { ATTRIBUTE_GROUPS } from '../vocabulary.ts';
-import { sendError } from '../http/errors.ts';
-import { adoptRawCookies } from './session.ts';
-import { originOf } from './html.ts';
-import { consentPage, signInPage, type Frame } from './pages.ts';
+import { consentPage, signInPage } from './pages.ts';
+import { signedInPage, userSignals } from './passkey-pages.ts';
 import type { MessageKey } from './i18n.ts';
-import {
-  bodyField,
-  frameFor,
-  passwordSignIn,
-  retryHeaders,
-  sendMessage,
-  sendPage,
-  type Kit,
-  type SignInFailure,
-} from './kit.ts';
+import { bodyField, passwordSignIn, retryHeaders, sendMessage, sendPage, type Kit, type SignInFailure } from './kit.ts';
 import { withBrand } from './frame.ts';
 import { passkeySignIn, sendPasskeyOptions } from './passkey-sign-in.ts';
-import { AMR_PASSWORD, acrFor, passwordSatisfies } from '../oauth/authentication-context.ts';
-
-type Params = { Params: { uid: string } };
-type Req = FastifyRequest<Params>;
-
-const UID = /^[A-Za-z0-9_-]{1,64}$/;
-
-interface Loaded {
-  interaction: Interaction;
-  frame: Frame;
-  /** where the browser is sent once the interaction ends: forms must be allowed to go there */
-  formTargets: string[];
-}
-
-const scopeOf = (uid: string) => `interaction:${uid}`;
-
-/** The interaction this browser holds for uid, or a page saying it is gone. */
-async function loadInteraction(kit: Kit, request: Req, reply: FastifyReply): Promise<Loaded | undefined> {
-  const fallback = frameFor(request);
-  if (!UID.test(request.params.uid)) {
-    sendMessage(reply, fallback, 400, 'error.expired');
-    return undefined;
-  }
-  kit.sessions.prepare(request);
-  let interaction: Interaction;
-  try {
-    interaction = await kit.provider.current().interactionDetails(request.raw, reply.raw);
-  } catch (err) {
-    adoptRawCookies(reply);
-    if (err instanceof oidcErrors.SessionNotFound) {
-      sendMessage(reply, fallback, 400, 'error.expired');
-      return undefined;
-    }
-    throw err;
-  }
-  adoptRawCookies(reply);
-  if (interaction.uid !== request.params.uid) {
-    sendMessage(reply, fallback, 400, 'error.expired');
-    return undefined;
-  }
-  const redirect = originOf(interaction.params.redirect_uri);
-  return {
-    interaction,
-    frame: frameFor(request, interaction.params.ui_locales),
-    formTargets: redirect ? [redirect] : [],
-  };
-}
-
-/** The form carries this interaction's CSRF token. */
-function checkCsrf(kit: Kit, request: Req, reply: FastifyReply, loaded: Loaded): boolean {
-  if (kit.csrf.verify(request, scopeOf(loaded.interaction.uid), bodyField(request, kit.csrf.field))) return true;
-  sendMessage(reply, loaded.frame, 403, 'error.csrf');
-  return false;
-}
-
-/** The provider is waiting for this prompt (a sign-in form posted after it moved on is stale). */
-function requirePrompt(reply: FastifyReply, loaded: Loaded, prompt: 'login' | 'consent'): boolean {
-  if (loaded.interaction.prompt.name === prompt) return true;
-  sendMessage(reply, loaded.frame, 400, 'error.expired');
-  return false;
-}
-
-/** The browser script's challenge request carries the token in a header and gets JSON back. */
-function checkCsrfHeader(kit: Kit, request: Req, reply: FastifyReply, loaded: Loaded): boolean {
-  if (kit.csrf.verify(request, scopeOf(loaded.interaction.uid), request.headers[kit.csrf.header])) return true;
-  sendError(reply, 403, 'CSRF token missing or invalid');
-  return false;
-}
+import { offerApplies, offerRoutes, renderOffer } from './passkey-offer.ts';
+import {
+  checkCsrf,
+  checkCsrfHeader,
+  finish,
+  loadInteraction,
+  recordResult,
+  requirePrompt,
+  scopeOf,
+  type Loaded,
+  type Params,
+  type Req,
+} from './interaction.ts';
+import { AMR_PASSWORD, acrFor, passwordSatisfies, requestedAcrs } from '../oauth/authentication-context.ts';
 
 function clientIdOf(loaded: Loaded): string | null {
   const id = loaded.interaction.params.client_id;
@@ -123,19 +57,11 @@ async function renderSignIn(kit: Kit, request: Req, reply: FastifyReply, loaded:
     passkeyAction: `/interaction/${uid}/passkey`,
     optionsUrl: `/interaction/${uid}/passkey/options`,
     cancelAction: `/interaction/${uid}/abort`,
+    signals: failure?.unknownCredential
+      ? { rpId: kit.webauthn.rpId, unknownCredential: failure.unknownCredential }
+      : undefined,
   });
   return sendPage(reply, failure?.status ?? 200, page, { formTargets: loaded.formTargets }, retryHeaders(failure));
-}
-
-/**
- * Records the result and sends the browser back to the provider. The result is merged with the
- * previous step's (the sign-in before a consent page): without it the provider would see a
- * consent without a login, and prompt=login would ask for the password again.
- */
-async function finish(kit: Kit, request: Req, reply: FastifyReply, result: InteractionResults) {
-  const returnTo = await kit.provider.current().interactionResult(request.raw, reply.raw, result);
-  adoptRawCookies(reply);
-  return reply.code(303).header('location', returnTo).send();
 }
 
 /**
@@ -144,14 +70,21 @@ async function finish(kit: Kit, request: Req, reply: FastifyReply, result: Inter
  * with a fresh one. The request must not keep the other user's grant: it is not the new user's,
  * and revoking it would take the pending request down with it.
  */
-async function signIn(kit: Kit, request: Req, reply: FastifyReply, loaded: Loaded, user: User, amr: string[]) {
-  const login = { accountId: user.sub, amr, acr: acrFor(amr), ts: Math.floor(kit.now() / 1000) };
+async function signIn(
+  kit: Kit,
+  request: Req,
+  reply: FastifyReply,
+  loaded: Loaded,
+  { user, amr, attested = false }: { user: User; amr: string[]; attested?: boolean },
+) {
+  const acr = acrFor(amr, { attested, asked: requestedAcrs(loaded.interaction.params) });
+  const login = { accountId: user.sub, amr, acr, ts: Math.floor(kit.now() / 1000) };
   const { interaction } = loaded;
   if (interaction.grantId && interaction.session?.accountId !== login.accountId) {
     interaction.grantId = undefined;
     await interaction.persist();
   }
-  return finish(kit, request, reply, { login });
+  return recordResult(kit, request, reply, { login });
 }
 
 const consentScope = (loaded: Loaded, client: ClientRow) => scopeOfConsent(client, loaded.interaction.params.scope);
@@ -261,7 +194,11 @@ async function signInWithPassword(kit: Kit, request: Req, reply: FastifyReply) {
   if (!passwordSatisfies(loaded.interaction.params)) return refusePassword(kit, request, reply, loaded);
   const result = await passwordSignIn(kit, request, clientIdOf(loaded));
   if (!result.ok) return renderSignIn(kit, request, reply, loaded, result);
-  return signIn(kit, request, reply, loaded, result.user, AMR_PASSWORD);
+  const returnTo = await signIn(kit, request, reply, loaded, { user: result.user, amr: AMR_PASSWORD });
+  // A browser that can make passkeys says so with the form; its user may be offered one.
+  if (bodyField(request, 'webauthn') === '1' && (await offerApplies(kit, request, result.user)))
+    return renderOffer(kit, request, reply, loaded, { returnTo });
+  return reply.code(303).header('location', returnTo).send();
 }
 
 /**
@@ -284,7 +221,12 @@ async function signInWithPasskey(kit: Kit, request: Req, reply: FastifyReply) {
   if (!loaded || !checkCsrf(kit, request, reply, loaded) || !requirePrompt(reply, loaded, 'login')) return reply;
   const result = await passkeySignIn(kit, request, scopeOf(loaded.interaction.uid), clientIdOf(loaded));
   if (!result.ok) return renderSignIn(kit, request, reply, loaded, result);
-  return signIn(kit, request, reply, loaded, result.user, result.amr);
+  const returnTo = await signIn(kit, request, reply, loaded, result);
+  // A browser with the Signal API learns which of the user's passkeys still exist on the way.
+  if (bodyField(request, 'signals') !== '1') return reply.code(303).header('location', returnTo).send();
+  const credentials = await listUserCredentials(kit.store.db, result.user.id);
+  const signals = { ...userSignals(kit.webauthn.rpId, result.user, credentials), continueUrl: returnTo };
+  return sendPage(reply, 200, signedInPage(loaded.frame, signals), { formTargets: loaded.formTargets });
 }
 
 async function decideConsent(kit: Kit, request: Req, reply: FastifyReply) {
@@ -314,5 +256,6 @@ export function interactionRoutes(kit: Kit) {
     app.post<Params>('/interaction/:uid/passkey', (request, reply) => signInWithPasskey(kit, request, reply));
     app.post<Params>('/interaction/:uid/consent', (request, reply) => decideConsent(kit, request, reply));
     app.post<Params>('/interaction/:uid/abort', (request, reply) => abort(kit, request, reply));
+    await app.register(offerRoutes(kit));
   };
 }

@@ -1,4 +1,6 @@
 // What the sign-in pages share: CSRF, sessions, WebAuthn, rate limits and page rendering.
+import { loadPolicy } from '../webauthn/policy.ts';
+import { listUserCredentials } from '../store/passkeys.ts';
 import { AMR_PASSWORD } from '../oauth/authentication-context.ts';
 import { signInAccepted, signInRefused } from './sign-in-audit.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -133,6 +135,8 @@ export interface SignInFailure {
   username?: string;
   /** seconds, when the attempt was over a limit */
   retryAfter?: string;
+  /** the credential id of a passkey this service does not know, for the Signal API */
+  unknownCredential?: string;
 }
 
 export type PasswordResult = { ok: true; user: User } | ({ ok: false; username: string } & SignInFailure);
@@ -179,8 +183,11 @@ export async function passwordSignIn(
   const user = await findUserByEppn(kit.store.db, eppn);
   const valid = await verifyPassword(password, user?.password_hash);
   const attempt = { method: 'password' as const, clientId, user, username: eppn };
-  if (!valid || !user) {
-    await signInRefused(kit, request, attempt, 'credentials');
+  // Where the organization makes users with a passkey passkey-only, their password fails exactly
+  // like a wrong one: nothing tells others which accounts have passkeys.
+  const refusal = !valid || !user ? 'credentials' : (await passwordRetired(kit, user)) ? 'passkey_only' : undefined;
+  if (refusal || !user) {
+    await signInRefused(kit, request, attempt, refusal ?? 'credentials');
     return { ok: false, status: 401, error: 'error.credentials', username: rawUsername };
   }
   // Said only to whoever knows the password: nothing tells others which accounts are disabled.
@@ -192,6 +199,12 @@ export async function passwordSignIn(
   await signInSucceeded(kit, request);
   await signInAccepted(kit, request, { ...attempt, user }, AMR_PASSWORD);
   return { ok: true, user };
+}
+
+/** The organization's policy is passkey-only and the user has a passkey. */
+async function passwordRetired(kit: Kit, user: User): Promise<boolean> {
+  if (!(await loadPolicy(kit.store.db, user.org_id)).passkeyOnly) return false;
+  return (await listUserCredentials(kit.store.db, user.id)).length > 0;
 }
 
 /**

@@ -69,7 +69,7 @@ ${siteFooter(frame)}
   }`;
 }
 
-const hidden = (name: string, value: string) => html`<input type="hidden" name="${name}" value="${value}">`;
+export const hidden = (name: string, value: string) => html`<input type="hidden" name="${name}" value="${value}">`;
 
 export interface CsrfField {
   field: string;
@@ -80,7 +80,7 @@ export interface CsrfField {
  * A WebAuthn ceremony: the script (static/*.js) fetches options from data-options, runs the
  * ceremony, puts the result in `response` and submits. The button stays hidden without script.
  */
-function ceremonyForm(
+export function ceremonyForm(
   t: Translate,
   id: string,
   action: string,
@@ -97,12 +97,41 @@ ${hidden(csrf.field, csrf.token)}
 </form>`;
 }
 
-function alert(message: string | undefined): Html {
+export function alert(message: string | undefined): Html {
   return message ? html`<p class="alert" role="alert">${message}</p>` : html``;
 }
 
 function notice(message: string | undefined): Html {
   return message ? html`<p class="notice" role="status">${message}</p>` : html``;
+}
+
+/**
+ * What static/signals.js tells the credential manager, each only where the page's visitor has
+ * proven who they are (a signed-in user) or is the one who presented the credential.
+ */
+export interface Signals {
+  rpId: string;
+  /** a credential id the browser presented that this service does not know */
+  unknownCredential?: string;
+  /** the user handle (base64url) the user's passkeys were registered with */
+  userId?: string;
+  /** every passkey of the user on the server (base64url credential ids) */
+  accepted?: string[];
+  name?: string;
+  displayName?: string;
+  /** where the page goes once the signals are sent */
+  continueUrl?: string;
+}
+
+export function signalsElement(s: Signals | undefined): Html {
+  if (!s) return html``;
+  return html`<div id="webauthn-signals" hidden data-rp-id="${s.rpId}"${
+    s.unknownCredential ? html` data-unknown-credential="${s.unknownCredential}"` : html``
+  }${s.userId ? html` data-user-id="${s.userId}"` : html``}${
+    s.accepted ? html` data-accepted="${s.accepted.join(',')}"` : html``
+  }${s.name ? html` data-name="${s.name}" data-display-name="${s.displayName ?? s.name}"` : html``}${
+    s.continueUrl ? html` data-continue="${s.continueUrl}"` : html``
+  }></div>`;
 }
 
 export interface SignInView {
@@ -118,6 +147,7 @@ export interface SignInView {
   passkeyAction: string;
   optionsUrl: string;
   cancelAction?: string;
+  signals?: Signals;
 }
 
 function passwordForm(t: Translate, action: string, csrf: CsrfField, username: string | undefined): Html {
@@ -146,8 +176,10 @@ ${
   v.cancelAction
     ? html`<form method="post" action="${v.cancelAction}" class="inline">${hidden(v.csrf.field, v.csrf.token)}<button type="submit" class="link">${t('signin.cancel')}</button></form>`
     : html``
-}`;
-  return layout(frame, t('signin.title'), body, ['/static/webauthn-browser.js', '/static/sign-in.js']);
+}
+${signalsElement(v.signals)}`;
+  const scripts = ['/static/webauthn-browser.js', '/static/sign-in.js'];
+  return layout(frame, t('signin.title'), body, v.signals ? [...scripts, '/static/signals.js'] : scripts);
 }
 
 export interface ConsentView {

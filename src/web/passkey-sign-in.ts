@@ -6,8 +6,10 @@ import { sendError } from '../http/errors.ts';
 import { amrForPasskey } from '../oauth/authentication-context.ts';
 import { bodyField, clientKey, overLimit, signInSucceeded, type Kit, type SignInFailure } from './kit.ts';
 import { signInAccepted, signInRefused } from './sign-in-audit.ts';
+import { asAuthentication } from '../webauthn/responses.ts';
 
-export type PasskeyResult = { ok: true; user: User; amr: string[] } | ({ ok: false } & SignInFailure);
+export type PasskeyResult =
+  { ok: true; user: User; amr: string[]; attested: boolean; passkeyId: number } | ({ ok: false } & SignInFailure);
 
 /**
  * Counts a request for a WebAuthn challenge (sign-in or registration) against the client IP.
@@ -42,7 +44,11 @@ export async function passkeySignIn(
   const outcome = await kit.webauthn.verifyAuthentication(bodyField(request, 'response'), binding, request.id);
   if (!outcome.ok) {
     await signInRefused(kit, request, { method: 'passkey', clientId }, outcome.reason);
-    return { ok: false, status: 401, error: 'error.passkey' };
+    // The page tells the browser's credential manager to forget a passkey this service does
+    // not know (deleted here): the credential id is the one the browser itself just sent.
+    const unknownCredential =
+      outcome.reason === 'unknown_credential' ? asAuthentication(bodyField(request, 'response'))?.id : undefined;
+    return { ok: false, status: 401, error: 'error.passkey', unknownCredential };
   }
   const attempt = { method: 'passkey' as const, clientId, user: outcome.user };
   if (outcome.user.disabled_at !== null) {
@@ -52,5 +58,5 @@ export async function passkeySignIn(
   await signInSucceeded(kit, request);
   const amr = amrForPasskey(outcome);
   await signInAccepted(kit, request, attempt, amr);
-  return { ok: true, user: outcome.user, amr };
+  return { ok: true, user: outcome.user, amr, attested: outcome.attested, passkeyId: outcome.passkey.id };
 }

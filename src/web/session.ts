@@ -18,7 +18,11 @@ export interface SignedIn {
 export interface Sessions {
   current(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined>;
   /** signs the browser in outside an authorization request (the account page) */
-  signIn(request: FastifyRequest, reply: FastifyReply, login: { accountId: string; amr: string[] }): Promise<void>;
+  signIn(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    login: { accountId: string; amr: string[]; attested?: boolean },
+  ): Promise<void>;
   /** makes oidc-provider see this request as PUBLIC_URL does (cookie security); call before interactionDetails and friends */
   prepare(request: FastifyRequest): void;
 }
@@ -71,7 +75,7 @@ export function createSessions(holder: ProviderHolder, config: Config, now: () =
       session.loginAccount({
         accountId: login.accountId,
         amr: login.amr,
-        acr: acrFor(login.amr),
+        acr: acrFor(login.amr, { attested: login.attested }),
         loginTs: Math.floor(now() / 1000),
       });
       await session.save(SESSION_TTL);

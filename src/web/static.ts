@@ -25,6 +25,8 @@ export function staticAssets(): Record<string, Asset> {
     'style.css': asset(new URL('style.css', here).pathname, 'text/css; charset=utf-8'),
     'sign-in.js': asset(new URL('sign-in.js', here).pathname, 'text/javascript; charset=utf-8'),
     'account.js': asset(new URL('account.js', here).pathname, 'text/javascript; charset=utf-8'),
+    'signals.js': asset(new URL('signals.js', here).pathname, 'text/javascript; charset=utf-8'),
+    'offer.js': asset(new URL('offer.js', here).pathname, 'text/javascript; charset=utf-8'),
     'webauthn-browser.js': asset(browserBundle, 'text/javascript; charset=utf-8'),
   };
 }
@@ -41,6 +43,23 @@ export function staticPlugin() {
         .header('cross-origin-resource-policy', 'same-origin');
       if (request.headers['if-none-match'] === a.etag) return reply.code(304).send();
       return reply.type(a.type).send(a.body);
+    });
+  };
+}
+
+/**
+ * WebAuthn related origin requests (Level 3): the origins on other domains that may use this
+ * service's RP ID. Without any configured there is nothing to serve.
+ */
+export function relatedOriginsRoute(origins: string[]) {
+  return async function relatedOrigins(app: FastifyInstance) {
+    app.get('/.well-known/webauthn', async (_request, reply) => {
+      if (origins.length === 0) return reply.code(404).type('text/plain; charset=utf-8').send('Not Found');
+      return reply
+        .header('cache-control', 'public, max-age=300')
+        .header('access-control-allow-origin', '*')
+        .type('application/json')
+        .send({ origins });
     });
   };
 }

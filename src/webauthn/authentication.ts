@@ -12,6 +12,7 @@ import { findUserById, type User } from '../store/directory.ts';
 import { recordAudit } from '../audit/index.ts';
 import { CEREMONY_TIMEOUT_MS, type Ceremony } from './challenges.ts';
 import { asAuthentication, type Outcome } from './responses.ts';
+import { authenticatorVerdict } from './mds.ts';
 
 type AuthenticationInfo = VerifiedAuthenticationResponse['authenticationInfo'];
 type Transports = string[];
@@ -22,6 +23,8 @@ export type AuthenticationOutcome = Outcome<{
   userVerified: boolean;
   /** the assertion's BE flag: the credential may be synced to other devices */
   backupEligible: boolean;
+  /** the passkey's authenticator was attested at registration and is not reported compromised since */
+  attested: boolean;
 }>;
 
 export async function authenticationOptions(
@@ -35,6 +38,7 @@ export async function authenticationOptions(
     userVerification: 'preferred',
     timeout: CEREMONY_TIMEOUT_MS,
   });
+  if (ceremony.hints.authentication.length) options.hints = [...ceremony.hints.authentication];
   await ceremony.challenges.remember(options.challenge, { purpose: 'authenticate', binding });
   return options;
 }
@@ -66,7 +70,7 @@ async function verifyAssertion(
     const result = await verifyAuthenticationResponse({
       response,
       expectedChallenge,
-      expectedOrigin: ceremony.origin,
+      expectedOrigin: ceremony.origins,
       expectedRPID: ceremony.rpId,
       // The counter is checked below, after the signature, so only a genuine assertion can
       // raise a regression alarm.
@@ -150,11 +154,13 @@ export async function verifyAuthentication(
   if (!info) return { ok: false, reason: 'verification' };
   if (!(await recordUse(ceremony, { passkey, user, info, requestId })))
     return { ok: false, reason: 'counter_regression' };
+  const attested = passkey.attested === 1 && !(await authenticatorVerdict(ceremony.store.db, passkey.aaguid)).refused;
   return {
     ok: true,
     user,
     passkey,
     userVerified: info.userVerified,
     backupEligible: info.credentialDeviceType === 'multiDevice',
+    attested,
   };
 }

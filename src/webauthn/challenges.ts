@@ -28,6 +28,9 @@ export interface Challenges {
 export interface Ceremony {
   rpId: string;
   origin: string;
+  /** origin and the related origins (WEBAUTHN_RELATED_ORIGINS) a ceremony may come from */
+  origins: string[];
+  hints: Config['webauthnHints'];
   store: Store;
   now: () => number;
   challenges: Challenges;
@@ -64,6 +67,8 @@ export function createCeremony(config: Config, store: Store, now: () => number):
   return {
     rpId: new URL(config.publicUrl).hostname,
     origin: config.publicUrl,
+    origins: [config.publicUrl, ...config.webauthnRelatedOrigins.filter((o) => o !== config.publicUrl)],
+    hints: config.webauthnHints,
     store,
     now,
     challenges: createChallenges(store, now),

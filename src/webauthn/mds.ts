@@ -25,6 +25,7 @@ import {
   insertMdsImport,
   lastMdsSerial,
   listMdsStatements,
+  latestMdsImport,
   listPasskeysWithMdsStatus,
   upsertMdsAuthenticators,
   type PasskeyWithStatus,
@@ -87,6 +88,19 @@ export async function loadMetadataStatements(db: Q): Promise<number> {
   return statements.length;
 }
 
+let loadedImport: number | undefined;
+
+/**
+ * Loads the statements when another import (by any instance) happened since this process last
+ * did: one small query per registration that asks for attestation.
+ */
+export async function ensureMetadataStatements(db: Q): Promise<void> {
+  const latest = (await latestMdsImport(db))?.id;
+  if (latest === undefined || latest === loadedImport) return;
+  await loadMetadataStatements(db);
+  loadedImport = latest;
+}
+
 /** The formats whose verification consults MetadataService (see the top of this file). */
 const STATEMENT_FORMATS = new Set(['packed', 'tpm', 'android-key', 'android-safetynet']);
 
@@ -114,8 +128,7 @@ export function compromisedPasskeys(db: Q, orgId?: number): Promise<PasskeyWithS
 
 /**
  * Deletes the passkeys compromisedPasskeys() lists, each through the passkey API's own deletion
- * (its audit record and event). That function records a client: the operator's login stands in
- * for it, and the reason is kept as the records' request id.
+ * (its audit record and event), with the operator as actor and the reason in the record.
  */
 export async function removeCompromisedPasskeys(
   store: Store,
@@ -126,7 +139,7 @@ export async function removeCompromisedPasskeys(
   const text = reason.trim();
   if (!text || text.length > 200 || /[\u0000-\u001f\u007f]/.test(text))
     throw badRequest('--reason must be one line of 1 to 200 characters');
-  const removal = { clientId: actor.id ?? actor.type, requestId: `mds report: ${text}`, at: now };
+  const removal = { who: actor, reason: text, at: now };
   const deleted: number[] = [];
   for (const passkey of await compromisedPasskeys(store.db, orgId)) {
     if (await removeOrganizationPasskey(store, removal, passkey.org_id, passkey.id)) deleted.push(passkey.id);

@@ -8,20 +8,28 @@ import {
   deleteUserPasskeys,
   renameUserPasskey,
 } from '../store/passkeys.ts';
-import { recordAudit } from '../audit/index.ts';
+import { recordAudit, type Actor as AuditActor } from '../audit/index.ts';
 
 export const AUDIT_DELETE_USER = 'passkey.delete_user';
 export const AUDIT_DELETE_ONE = 'passkey.delete';
 export const AUDIT_DELETE_BY_USER = 'passkey.delete_by_user';
 
-/** Who asked, for the audit trail. */
+/** Who asked, for the audit trail: a client of the passkey API, or someone else (an operator). */
 export interface Actor {
-  clientId: string;
-  requestId: string;
+  clientId?: string;
+  /** who acted when no client did */
+  who?: AuditActor;
+  requestId?: string;
   at: number;
   /** the request's client address */
   ip?: string;
+  /** why, in the actor's words: kept in the audit record */
+  reason?: string;
 }
+
+const auditActor = (a: Actor): AuditActor =>
+  a.who ?? { type: 'client', id: a.clientId ?? null, requestId: a.requestId, ip: a.ip };
+const reasonOf = (a: Actor) => (a.reason ? { details: { reason: a.reason } } : {});
 
 /** Deletes every passkey of the organization's user eppn; an unknown eppn deletes nothing. Returns the ids,
  * and the user's sub when the organization has that user. */
@@ -37,9 +45,10 @@ export function removeUserPasskeys(
     const deleted = member ? await deleteUserPasskeys(trx, member.id) : [];
     await recordAudit(trx, {
       action: AUDIT_DELETE_USER,
-      actor: { type: 'client', id: actor.clientId, requestId: actor.requestId, ip: actor.ip },
+      actor: auditActor(actor),
       at: actor.at,
-      clientId: actor.clientId,
+      clientId: actor.clientId ?? null,
+      ...reasonOf(actor),
       orgId,
       eppn,
       passkeyIds: deleted,
@@ -61,9 +70,10 @@ export function removeOrganizationPasskey(
     if (!deleted) return undefined;
     await recordAudit(trx, {
       action: AUDIT_DELETE_ONE,
-      actor: { type: 'client', id: actor.clientId, requestId: actor.requestId, ip: actor.ip },
+      actor: auditActor(actor),
       at: actor.at,
-      clientId: actor.clientId,
+      clientId: actor.clientId ?? null,
+      ...reasonOf(actor),
       orgId,
       eppn: deleted.eppn,
       passkeyIds: [id],

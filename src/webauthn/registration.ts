@@ -14,6 +14,8 @@ import { AAGUID, ZERO_AAGUID } from './formats.ts';
 import { defaultPasskeyLabel } from './passkey-names.ts';
 import { CEREMONY_TIMEOUT_MS, type Ceremony } from './challenges.ts';
 import { asRegistration, type Outcome } from './responses.ts';
+import { loadPolicy, policyRefusal, type PasskeyPolicy } from './policy.ts';
+import { attestedAgainstMetadata, authenticatorVerdict, ensureMetadataStatements } from './mds.ts';
 
 type RegistrationInfo = NonNullable<VerifiedRegistrationResponse['registrationInfo']>;
 
@@ -24,6 +26,7 @@ export async function registrationOptions(
   binding: string,
 ): Promise<PublicKeyCredentialCreationOptionsJSON> {
   const { generateRegistrationOptions } = await webauthnServer();
+  const policy = await loadPolicy(ceremony.store.db, user.org_id);
   const options = await generateRegistrationOptions({
     rpName: ceremony.rpId,
     rpID: ceremony.rpId,
@@ -31,16 +34,18 @@ export async function registrationOptions(
     userDisplayName: user.display_name ?? user.name,
     // The user handle is the opaque subject: it names nobody outside this service.
     userID: new TextEncoder().encode(user.sub),
-    attestationType: 'none',
+    attestationType: policy.attestation,
     timeout: CEREMONY_TIMEOUT_MS,
     excludeCredentials: existing.map((p) => ({
       id: bytes(p.credential_id).toString('base64url'),
       transports: JSON.parse(p.transports) as string[],
     })),
     // Discoverable credentials: sign-in starts without a username.
-    authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
+    authenticatorSelection: { residentKey: 'required', userVerification: policy.requireUv ? 'required' : 'preferred' },
     supportedAlgorithmIDs: [-7, -8, -257],
   });
+  // WebAuthn Level 3 hints, as configured: which kind of authenticator the browser offers first.
+  if (ceremony.hints.registration.length) options.hints = [...ceremony.hints.registration];
   await ceremony.challenges.remember(options.challenge, { purpose: 'register', binding, userId: user.id });
   return options;
 }
@@ -50,15 +55,16 @@ async function verifyAttestation(
   ceremony: Ceremony,
   response: RegistrationResponseJSON,
   expectedChallenge: string,
+  policy: PasskeyPolicy,
 ): Promise<RegistrationInfo | undefined> {
   const { verifyRegistrationResponse } = await webauthnServer();
   try {
     const result = await verifyRegistrationResponse({
       response,
       expectedChallenge,
-      expectedOrigin: ceremony.origin,
+      expectedOrigin: ceremony.origins,
       expectedRPID: ceremony.rpId,
-      requireUserVerification: false,
+      requireUserVerification: policy.requireUv,
     });
     return result.verified ? result.registrationInfo : undefined;
   } catch {
@@ -79,7 +85,7 @@ function storePasskey(
   user: User,
   response: RegistrationResponseJSON,
   info: RegistrationInfo,
-  { aaguid, label, from }: { aaguid: string; label: string; from: RequestOrigin },
+  { aaguid, label, from, attested }: { aaguid: string; label: string; from: RequestOrigin; attested: boolean },
 ): Promise<number> {
   const at = ceremony.now();
   return ceremony.store.db.transaction().execute(async (trx) => {
@@ -98,6 +104,7 @@ function storePasskey(
         mfa_verified: info.userVerified ? 1 : 0,
         created_at: at,
         last_used_at: null,
+        attested: attested ? 1 : 0,
       },
     ]);
     await recordAudit(trx, {
@@ -111,6 +118,8 @@ function storePasskey(
         aaguid,
         user_verified: info.userVerified,
         backup_eligible: info.credentialDeviceType === 'multiDevice',
+        attestation: info.fmt,
+        attested,
       },
     });
     return id!;
@@ -129,12 +138,22 @@ export async function verifyRegistration(
   if (!response) return { ok: false, reason: 'malformed' };
   const claimed = await ceremony.challenges.claim(response.response.clientDataJSON, 'register', binding);
   if (!claimed || claimed.record.userId !== user.id) return { ok: false, reason: 'challenge' };
-  const info = await verifyAttestation(ceremony, response, claimed.challenge);
+  const policy = await loadPolicy(ceremony.store.db, user.org_id);
+  if (policy.attestation !== 'none') await ensureMetadataStatements(ceremony.store.db);
+  const info = await verifyAttestation(ceremony, response, claimed.challenge, policy);
   if (!info) return { ok: false, reason: 'verification' };
   const aaguid = AAGUID.test(info.aaguid) ? info.aaguid : ZERO_AAGUID;
+  const backupEligible = info.credentialDeviceType === 'multiDevice';
+  const refused = policyRefusal(policy, { aaguid, backupEligible, userVerified: info.userVerified });
+  if (refused) return { ok: false, reason: refused };
+  const verdict = await authenticatorVerdict(ceremony.store.db, aaguid);
+  if (verdict.refused) return { ok: false, reason: 'authenticator_compromised' };
+  // Attested: the library checked the attestation's certificate chain against the roots of the
+  // authenticator's imported metadata statement (src/webauthn/mds.ts).
+  const attested = verdict.known && (await attestedAgainstMetadata(info));
   const label = defaultPasskeyLabel(aaguid, from.userAgent);
   try {
-    const passkeyId = await storePasskey(ceremony, user, response, info, { aaguid, label, from });
+    const passkeyId = await storePasskey(ceremony, user, response, info, { aaguid, label, from, attested });
     return { ok: true, passkeyId, label };
   } catch (err) {
     if (isUniqueViolation(err)) return { ok: false, reason: 'already_registered' };

@@ -13,7 +13,13 @@ export type Failure =
   | 'unknown_credential'
   | 'verification'
   | 'counter_regression'
-  | 'already_registered';
+  | 'already_registered'
+  // the organization's authenticator policy refuses the new credential (src/webauthn/policy.ts)
+  | 'policy_authenticator'
+  | 'policy_device_bound'
+  | 'policy_user_verification'
+  // the imported FIDO metadata says the authenticator must not be trusted (src/webauthn/mds.ts)
+  | 'authenticator_compromised';
 
 export type Outcome<T> = ({ ok: true } & T) | { ok: false; reason: Failure };
 

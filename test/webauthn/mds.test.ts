@@ -358,11 +358,15 @@ for (const dialect of dialects()) {
       assert.equal(await count('passkeys'), 2);
       assert.deepEqual(JSON.parse((await run(['mds', 'report', '--json'])).out), []);
       const records = await listAuditEvents(store.db, { action: 'passkey.delete' });
-      assert.deepEqual(records.map((a) => [a.eppn, a.org_id, JSON.parse(a.passkey_ids), a.request_id]).reverse(), [
-        ['bob@other.org', 2, [ids[2]], 'mds report: FIDO: key compromised'],
-        ['alice@example.org', 1, [ids[0]], 'mds report: revoked model'],
-      ]);
-      assert.ok(records.every((a) => a.actor?.startsWith('cli')));
+      const reasons = records.map((a) => (JSON.parse(a.details) as { reason?: string }).reason);
+      assert.deepEqual(
+        records.map((a, i) => [a.eppn, a.org_id, JSON.parse(a.passkey_ids), reasons[i], a.client_id]).reverse(),
+        [
+          ['bob@other.org', 2, [ids[2]], 'FIDO: key compromised', null],
+          ['alice@example.org', 1, [ids[0]], 'revoked model', null],
+        ],
+      );
+      assert.ok(records.every((a) => a.actor_type === 'operator' && a.actor?.startsWith('cli')));
       const events = await store.db
         .selectFrom('events')
         .select(['type', 'subject'])

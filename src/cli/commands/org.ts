@@ -1,10 +1,19 @@
 // `org` commands: organizations (realm = the part after @ in their users' eppn).
 import { addOrganization, setOrganizationBrand } from '../../directory/index.ts';
 import { BrandError, brandColor, brandFooter, brandName, brandUrl, readLogoFile, type Brand } from '../../brand.ts';
-import { listOrganizations } from '../../store/directory.ts';
+import { findOrganization, listOrganizations } from '../../store/directory.ts';
 import { iso } from '../../time.ts';
 import { removeOrganization, organizationFootprint } from '../../oauth/account-lifecycle.ts';
 import { AppError } from '../../errors.ts';
+import {
+  aaguidOption,
+  attestationOption,
+  DEFAULT_POLICY,
+  loadPolicy,
+  policyJson,
+  setPasskeyPolicy,
+  type PasskeyPolicy,
+} from '../../webauthn/policy.ts';
 import { by, confirmed, intOption, required, table, type CommandDef, type Ctx } from '../command.ts';
 
 export const orgCommands: CommandDef[] = [
@@ -106,7 +115,85 @@ export const orgCommands: CommandDef[] = [
         : `organization ${orgId} branding: ${Object.keys(result).sort().join(', ') || "the deployment's"}`;
     },
   },
+  {
+    group: 'org',
+    name: 'policy',
+    summary: "show or change an organization's authenticator policy (docs/passkey-policy.md)",
+    args: [{ name: 'org_id', description: 'the organization' }],
+    options: {
+      'allow-aaguid': {
+        type: 'string',
+        multiple: true,
+        value: '<uuid>',
+        description: 'only these authenticators may register (repeat; replaces the list)',
+      },
+      'deny-aaguid': {
+        type: 'string',
+        multiple: true,
+        value: '<uuid>',
+        description: 'these authenticators may not register (repeat; replaces the list)',
+      },
+      'require-uv': { type: 'boolean', description: 'require user verification (PIN, biometrics)' },
+      'require-device-bound': { type: 'boolean', description: 'refuse synced (backup-eligible) passkeys' },
+      attestation: { type: 'string', value: '<none|direct|enterprise>', description: 'attestation asked for' },
+      'passkey-upgrade': {
+        type: 'string',
+        value: '<on|off>',
+        description: 'offer a passkey after a password sign-in',
+      },
+      'passkey-only': {
+        type: 'string',
+        value: '<on|off>',
+        description: 'users with a passkey cannot sign in with a password',
+      },
+      reset: { type: 'boolean', description: 'start from the defaults instead of the current policy' },
+      show: { type: 'boolean', description: 'print the policy and change nothing' },
+    },
+    async run(ctx, v, [id]) {
+      const orgId = intOption(id, 'org_id');
+      const current = await loadPolicy(ctx.store.db, orgId);
+      const changed = policyOptions(v, v.reset === true ? { ...DEFAULT_POLICY } : current);
+      if (v.show === true || !changed) {
+        if (!(await findOrganization(ctx.store.db, orgId))) throw new AppError(404, `organization ${orgId} not found`);
+        return showPolicy(ctx, orgId, current);
+      }
+      return showPolicy(ctx, orgId, await setPasskeyPolicy(ctx.store, orgId, changed, by(ctx)));
+    },
+  },
 ];
+
+function onOff(value: unknown, name: string): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'on') return true;
+  if (value === 'off') return false;
+  throw new AppError(400, `--${name} must be on or off`);
+}
+
+/** The policy the options make from base; undefined when no option changes anything. */
+function policyOptions(v: Record<string, unknown>, base: PasskeyPolicy): PasskeyPolicy | undefined {
+  const list = (name: string) => (Array.isArray(v[name]) ? (v[name] as string[]).map(aaguidOption) : undefined);
+  const changes: Partial<PasskeyPolicy> = {
+    allowAaguids: list('allow-aaguid'),
+    denyAaguids: list('deny-aaguid'),
+    requireUv: v['require-uv'] === true ? true : undefined,
+    requireDeviceBound: v['require-device-bound'] === true ? true : undefined,
+    attestation: typeof v.attestation === 'string' ? attestationOption(v.attestation) : undefined,
+    passkeyUpgrade: onOff(v['passkey-upgrade'], 'passkey-upgrade'),
+    passkeyOnly: onOff(v['passkey-only'], 'passkey-only'),
+  };
+  const given = Object.entries(changes).filter(([, value]) => value !== undefined);
+  if (given.length === 0 && v.reset !== true) return undefined;
+  return { ...base, ...Object.fromEntries(given) };
+}
+
+function showPolicy(ctx: Ctx, orgId: number, policy: PasskeyPolicy) {
+  const json = policyJson(policy);
+  if (ctx.json) return { id: orgId, policy: json };
+  const lines = Object.entries(json).map(
+    ([key, value]) => `${key}: ${Array.isArray(value) ? value.join(', ') || '-' : String(value)}`,
+  );
+  return [`organization ${orgId} authenticator policy`, ...lines].join('\n');
+}
 
 const BRAND_OPTIONS: [string, keyof Brand, (raw: string) => Brand[keyof Brand]][] = [
   ['name', 'name', brandName],

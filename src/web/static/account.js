@@ -1,11 +1,13 @@
-// Passkey registration on the account page: fetch options, create the credential, post it.
+// Passkey registration on the account page and on the recovery page: fetch options, create the
+// credential, post it.
 (function () {
   'use strict';
-  var form = document.getElementById('register-form');
+  var form = document.getElementById('register-form') || document.getElementById('recovery-form');
   var lib = window.SimpleWebAuthnBrowser;
   if (!form || !lib) return;
-  var button = document.getElementById('register-button');
-  var status = document.getElementById('register-status');
+  var prefix = form.id.replace(/-form$/, '');
+  var button = document.getElementById(prefix + '-button');
+  var status = document.getElementById(prefix + '-status');
   if (!lib.browserSupportsWebAuthn()) {
     status.textContent = form.dataset.msgUnsupported;
     return;

@@ -13,6 +13,21 @@
   }
   button.hidden = false;
   var submitted = false;
+  var PKC = window.PublicKeyCredential;
+
+  function flag(target, name) {
+    if (!target) return;
+    var input = document.createElement('input');
+    input.type = 'hidden';
+    input.name = name;
+    input.value = '1';
+    target.appendChild(input);
+  }
+  // After a passkey sign-in, a browser with the Signal API gets a short page that brings its
+  // credential manager up to date; a password sign-in in a browser that can make passkeys may be
+  // offered one.
+  if (PKC && typeof PKC.signalAllAcceptedCredentials === 'function') flag(form, 'signals');
+  flag(document.getElementById('password-form'), 'webauthn');
 
   function options() {
     return fetch(form.dataset.options, {
