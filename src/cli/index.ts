@@ -17,6 +17,7 @@ import { passkeyCommands } from './commands/passkey.ts';
 import { keysCommands } from './commands/keys.ts';
 import { auditCommands } from './commands/audit.ts';
 import { eventsCommands } from './commands/events.ts';
+import { recoveryCommands } from './commands/recovery.ts';
 import { mdsCommands } from './commands/mds.ts';
 
 export type { Io } from './command.ts';
@@ -30,6 +31,7 @@ export const COMMANDS: CommandDef[] = [
   ...keysCommands,
   ...auditCommands,
   ...eventsCommands,
+  ...recoveryCommands,
   ...mdsCommands,
 ];
 

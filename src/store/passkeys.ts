@@ -228,3 +228,30 @@ export async function countOrganizationPasskeys(db: Q, orgId: number): Promise<n
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/** What is stored about each passkey's authenticator, with the imported metadata's status (passkey list --details). */
+export async function listPasskeyAuthenticators(db: Q, ids: number[]) {
+  const rows = [];
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    rows.push(
+      ...(await db
+        .selectFrom('passkeys')
+        .leftJoin('mds_authenticators', 'mds_authenticators.aaguid', 'passkeys.aaguid')
+        .select([
+          'passkeys.id',
+          'passkeys.aaguid',
+          'passkeys.backup_eligible',
+          'passkeys.backup_state',
+          'passkeys.mfa_verified',
+          'passkeys.transports',
+          'passkeys.attested',
+          'mds_authenticators.description',
+          'mds_authenticators.status',
+        ])
+        .where('passkeys.id', 'in', chunk)
+        .execute()),
+    );
+  }
+  return rows;
+}

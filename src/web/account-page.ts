@@ -1,5 +1,7 @@
 // /account: sign in, list the user's own passkeys, register, rename and delete them. Each route
 // is a short list of the named steps below; a step that answers the request itself returns undefined.
+import { authenticatorVerdict } from '../webauthn/mds.ts';
+import { userSignals } from './passkey-pages.ts';
 import { registrationError } from './registration-errors.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findUserBySub, type User } from '../store/directory.ts';
@@ -177,13 +179,22 @@ async function renderAccount(
       name: who.user.display_name ?? who.user.name,
       hasPassword: who.user.password_hash !== null,
     },
-    passkeys: rows.map((r) => ({
-      id: r.id,
-      label: r.label,
-      authenticator: authenticatorName(r.aaguid) ?? frame.t('account.unknown_authenticator'),
-      createdAt: r.created_at,
-      lastUsedAt: r.last_used_at,
-    })),
+    passkeys: await Promise.all(
+      rows.map(async (r) => {
+        const known = await authenticatorVerdict(kit.store.db, r.aaguid);
+        return {
+          id: r.id,
+          label: r.label,
+          authenticator: authenticatorName(r.aaguid) ?? known.description ?? frame.t('account.unknown_authenticator'),
+          icon: known.refused ? undefined : known.icon,
+          synced: r.backup_eligible === 1,
+          userVerified: r.mfa_verified === 1,
+          createdAt: r.created_at,
+          lastUsedAt: r.last_used_at,
+        };
+      }),
+    ),
+    signals: userSignals(kit.webauthn.rpId, who.user, rows),
     csrf: { field: csrf.field, token },
     flash: flash ? frame.t(flash) : undefined,
     error: error ? frame.t(error) : undefined,

@@ -14,6 +14,7 @@ import { accountPassword } from './account-password.ts';
 import { relatedOriginsRoute, staticPlugin } from './static.ts';
 import { devicePlugin } from './device-pages.ts';
 import { languageRoutes } from './language.ts';
+import { recoveryRoutes } from './recovery-page.ts';
 
 export { providerViews } from './provider-views.ts';
 export { deviceViews } from './device-pages.ts';
@@ -47,6 +48,7 @@ function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<
     await app.register(kit.branding.routes);
     await app.register(languageRoutes(kit));
     await app.register(interactionRoutes(kit));
+    await app.register(recoveryRoutes(kit));
     await app.register(accountRoutes);
   };
 }

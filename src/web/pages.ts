@@ -210,6 +210,10 @@ export interface PasskeyItem {
   id: number;
   label: string;
   authenticator: string;
+  /** the model's icon (a data: URI from the imported FIDO metadata) */
+  icon?: string;
+  synced: boolean;
+  userVerified: boolean;
   createdAt: number;
   lastUsedAt: number | null;
 }
@@ -217,6 +221,8 @@ export interface PasskeyItem {
 export interface AccountPageView {
   user: { eppn: string; name: string; hasPassword: boolean };
   passkeys: PasskeyItem[];
+  /** the credential manager is told which passkeys exist and the user's current names */
+  signals: Signals;
   csrf: CsrfField;
   flash?: string;
   error?: string;
@@ -235,7 +241,9 @@ export function accountPage(frame: Frame, v: AccountPageView): string {
 <li class="passkey" data-passkey-id="${String(p.id)}">
 <h3>${p.label}</h3>
 <dl>
-<dt>${t('account.authenticator')}</dt><dd class="authenticator">${p.authenticator}</dd>
+<dt>${t('account.authenticator')}</dt><dd class="authenticator">${p.icon ? html`<img class="authenticator-icon" src="${p.icon}" alt="" width="20" height="20"> ` : html``}${p.authenticator}</dd>
+<dt>${t('account.kind')}</dt><dd class="kind">${t(p.synced ? 'account.kind_synced' : 'account.kind_device')}</dd>
+<dt>${t('account.verification')}</dt><dd class="verification">${t(p.userVerified ? 'account.verification_yes' : 'account.verification_no')}</dd>
 <dt>${t('account.created')}</dt><dd class="created">${timeTag(frame, p.createdAt)}</dd>
 <dt>${t('account.last_used')}</dt><dd class="last-used">${timeTag(frame, p.lastUsedAt)}</dd>
 </dl>
@@ -263,8 +271,13 @@ ${v.passkeys.length ? html`<ul class="passkeys">${passkeys}</ul>` : html`<p id="
 ${ceremonyForm(t, 'register', '/account/passkeys', '/account/passkeys/options', v.csrf, t('account.add_passkey'))}
 </section>
 ${v.sections}
-<p><a href="/openid/endsession" id="sign-out">${t('account.sign_out')}</a></p>`;
-  return layout(frame, t('account.title'), body, ['/static/webauthn-browser.js', '/static/account.js']);
+<p><a href="/openid/endsession" id="sign-out">${t('account.sign_out')}</a></p>
+${signalsElement(v.signals)}`;
+  return layout(frame, t('account.title'), body, [
+    '/static/webauthn-browser.js',
+    '/static/account.js',
+    '/static/signals.js',
+  ]);
 }
 
 export function confirmDeletePage(

@@ -9,6 +9,8 @@ import { webauthnServer } from './library.ts';
 import { bytes, isUniqueViolation } from '../store/index.ts';
 import { insertPasskeys, type PasskeyRow } from '../store/passkeys.ts';
 import type { User } from '../store/directory.ts';
+import type { Transaction } from 'kysely';
+import type { DB } from '../store/schema.ts';
 import { recordAudit } from '../audit/index.ts';
 import { AAGUID, ZERO_AAGUID } from './formats.ts';
 import { defaultPasskeyLabel } from './passkey-names.ts';
@@ -77,7 +79,14 @@ export interface RequestOrigin {
   userAgent?: string;
   requestId?: string;
   ip?: string;
+  /**
+   * Runs in the passkey's transaction before it is stored (a recovery link is used up there): false
+   * stores nothing, and the registration fails with `link_used`.
+   */
+  within?: (trx: Transaction<DB>) => Promise<boolean>;
 }
+
+class Withdrawn extends Error {}
 
 /** Stores the new passkey and its audit record together; returns its id. */
 function storePasskey(
@@ -89,6 +98,7 @@ function storePasskey(
 ): Promise<number> {
   const at = ceremony.now();
   return ceremony.store.db.transaction().execute(async (trx) => {
+    if (from.within && !(await from.within(trx))) throw new Withdrawn();
     const [id] = await insertPasskeys(trx, [
       {
         user_id: user.id,
@@ -157,6 +167,7 @@ export async function verifyRegistration(
     return { ok: true, passkeyId, label };
   } catch (err) {
     if (isUniqueViolation(err)) return { ok: false, reason: 'already_registered' };
+    if (err instanceof Withdrawn) return { ok: false, reason: 'link_used' };
     throw err;
   }
 }

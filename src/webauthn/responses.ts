@@ -19,7 +19,9 @@ export type Failure =
   | 'policy_device_bound'
   | 'policy_user_verification'
   // the imported FIDO metadata says the authenticator must not be trusted (src/webauthn/mds.ts)
-  | 'authenticator_compromised';
+  | 'authenticator_compromised'
+  // the recovery link was used, revoked or expired while the passkey was being made
+  | 'link_used';
 
 export type Outcome<T> = ({ ok: true } & T) | { ok: false; reason: Failure };
 

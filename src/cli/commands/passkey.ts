@@ -1,12 +1,12 @@
 // `passkey` commands: import credentials from another IdP, list passkeys.
 import { readFileSync } from 'node:fs';
-import { passkeyObject } from '../../webauthn/passkey-object.ts';
+import { passkeyDetails, passkeyObject } from '../../webauthn/passkey-object.ts';
 import { badRequest } from '../../errors.ts';
 import { normalizeEppn } from '../../directory/index.ts';
 import { findOrganization, findUserByEppn } from '../../store/directory.ts';
-import { listOrganizationPasskeys, listUserPasskeys } from '../../store/passkeys.ts';
+import { listOrganizationPasskeys, listUserPasskeys, type PasskeyListRow } from '../../store/passkeys.ts';
 import { importPasskeys } from '../../webauthn/import.ts';
-import { by, intOption, optional, required, table, type CommandDef } from '../command.ts';
+import { by, intOption, optional, required, table, type CommandDef, type Ctx } from '../command.ts';
 
 export const passkeyCommands: CommandDef[] = [
   {
@@ -42,6 +42,10 @@ export const passkeyCommands: CommandDef[] = [
     options: {
       org: { type: 'string', value: '<id>', required: true, description: 'organization id' },
       eppn: { type: 'string', value: '<eppn>', description: 'only this user’s passkeys' },
+      details: {
+        type: 'boolean',
+        description: 'add what is known of each authenticator: name, synced or device-bound, attested, metadata status',
+      },
     },
     async run(ctx, v) {
       const orgId = intOption(required(v, 'org'), 'org');
@@ -56,10 +60,27 @@ export const passkeyCommands: CommandDef[] = [
       } else {
         rows = await listOrganizationPasskeys(ctx.store.db, orgId, 0, Number.MAX_SAFE_INTEGER);
       }
-      const view = rows.map(passkeyObject);
-      return ctx.json
-        ? view
-        : table(view, ['id', 'eppn', 'label', 'created_at', 'last_used_at', 'mfa_verified', 'aaguid']);
+      const columns = ['id', 'eppn', 'label', 'created_at', 'last_used_at', 'mfa_verified', 'aaguid'];
+      if (v.details !== true) return ctx.json ? rows.map(passkeyObject) : table(rows.map(passkeyObject), columns);
+      const view = await withDetails(ctx, rows);
+      if (ctx.json) return view;
+      const flat = view.map(({ authenticator: a, ...p }) => ({
+        ...p,
+        model: a?.name ?? '-',
+        kind: a?.synced ? 'synced' : 'device-bound',
+        attested: a?.attested ? 'yes' : 'no',
+        status: a?.metadata_status ?? '-',
+      }));
+      return table(flat, ['id', 'eppn', 'label', 'model', 'kind', 'attested', 'status', 'last_used_at']);
     },
   },
 ];
+
+/** The passkey objects of the API with an `authenticator` object beside them (passkey list --details). */
+async function withDetails(ctx: Ctx, rows: PasskeyListRow[]) {
+  const details = await passkeyDetails(
+    ctx.store.db,
+    rows.map((r) => r.id),
+  );
+  return rows.map((r) => ({ ...passkeyObject(r), authenticator: details.get(r.id) }));
+}

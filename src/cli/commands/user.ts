@@ -84,11 +84,13 @@ export const userCommands: CommandDef[] = [
         eppn: u.eppn,
         name: u.name,
         email: u.email,
-        password: u.password_hash ? 'yes' : 'no',
+        has_password: u.password_hash !== null,
         status: u.disabled_at === null ? 'active' : 'disabled',
         created_at: iso(u.created_at),
       }));
-      return ctx.json ? rows : table(rows, ['eppn', 'name', 'email', 'password', 'status', 'sub', 'created_at']);
+      if (ctx.json) return rows;
+      const shown = rows.map((r) => ({ ...r, password: r.has_password ? 'yes' : 'no' }));
+      return table(shown, ['eppn', 'name', 'email', 'password', 'status', 'sub', 'created_at']);
     },
   },
   {

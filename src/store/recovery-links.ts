@@ -1,0 +1,69 @@
+// One-time recovery links (src/webauthn/recovery-links.ts): only the hash of the secret is kept.
+import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { DB, RecoveryLinksTable } from './schema.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+export type RecoveryLinkRow = Selectable<RecoveryLinksTable>;
+
+export async function insertRecoveryLink(db: Q, row: Insertable<RecoveryLinksTable>): Promise<number> {
+  const inserted = await db.insertInto('recovery_links').values(row).returning('id').executeTakeFirstOrThrow();
+  return Number(inserted.id);
+}
+
+export function findRecoveryLinkByHash(db: Q, tokenHash: string): Promise<RecoveryLinkRow | undefined> {
+  return db.selectFrom('recovery_links').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+}
+
+export function findRecoveryLink(db: Q, id: number): Promise<RecoveryLinkRow | undefined> {
+  return db.selectFrom('recovery_links').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** A user's links, newest first; with orgId, every link of the organization. */
+export function listRecoveryLinks(db: Q, filter: { userId?: number; orgId?: number }) {
+  let query = db
+    .selectFrom('recovery_links')
+    .innerJoin('users', 'users.id', 'recovery_links.user_id')
+    .select([
+      'recovery_links.id',
+      'users.eppn',
+      'recovery_links.org_id',
+      'recovery_links.created_at',
+      'recovery_links.expires_at',
+      'recovery_links.used_at',
+      'recovery_links.revoked_at',
+      'recovery_links.created_by',
+      'recovery_links.delete_others',
+    ])
+    .orderBy('recovery_links.id', 'desc');
+  if (filter.userId !== undefined) query = query.where('recovery_links.user_id', '=', filter.userId);
+  if (filter.orgId !== undefined) query = query.where('recovery_links.org_id', '=', filter.orgId);
+  return query.execute();
+}
+
+/**
+ * Uses the link up, only while it is still usable: of concurrent attempts exactly one changes the
+ * row and gets true.
+ */
+export async function claimRecoveryLink(db: Q, id: number, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable('recovery_links')
+    .set({ used_at: now })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Revokes a link not yet used; false when there is none such. */
+export async function revokeRecoveryLink(db: Q, id: number, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable('recovery_links')
+    .set({ revoked_at: now })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
