@@ -2,8 +2,8 @@
 // challenges, counter regression, user handles, malformed input, registration fields and AAGUIDs.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, randomBytes, sign } from 'node:crypto';
-import { isoCBOR } from '@simplewebauthn/server/helpers';
+import { randomBytes } from 'node:crypto';
+import { assertion, attestation } from '../authenticator.ts';
 import {
   dialects,
   startTestApp,
@@ -21,73 +21,7 @@ import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts
 import { listAuditEvents } from '../../src/store/audit.ts';
 import type { User } from '../../src/store/directory.ts';
 
-const RP_ID = new URL(PUBLIC_URL).hostname;
 const GOOGLE_PM = 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4';
-
-const u32 = (n: number) => {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(n);
-  return b;
-};
-const rpHash = (rpId = RP_ID) => createHash('sha256').update(rpId).digest();
-const clientData = (type: string, challenge: string, origin = PUBLIC_URL) =>
-  Buffer.from(JSON.stringify({ type, challenge, origin, crossOrigin: false }));
-
-function assertion(
-  key: TestCredential,
-  challenge: string,
-  counter: number,
-  opts: { flags?: number; userHandle?: string; rpId?: string } = {},
-) {
-  const cd = clientData('webauthn.get', challenge);
-  const authData = Buffer.concat([rpHash(opts.rpId), Buffer.from([opts.flags ?? 0x05]), u32(counter)]);
-  const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(cd).digest()]), key.privateKey);
-  const id = key.id.toString('base64url');
-  return {
-    id,
-    rawId: id,
-    type: 'public-key',
-    clientExtensionResults: {},
-    response: {
-      clientDataJSON: cd.toString('base64url'),
-      authenticatorData: authData.toString('base64url'),
-      signature: signature.toString('base64url'),
-      ...(opts.userHandle ? { userHandle: Buffer.from(opts.userHandle).toString('base64url') } : {}),
-    },
-  };
-}
-
-function attestation(key: TestCredential, challenge: string, aaguid: string, flags = 0x45 | 0x08 | 0x10) {
-  const cd = clientData('webauthn.create', challenge);
-  const attested = Buffer.concat([
-    Buffer.from(aaguid.replace(/-/g, ''), 'hex'),
-    Buffer.from([key.id.length >> 8, key.id.length & 0xff]),
-    key.id,
-    key.cose,
-  ]);
-  const authData = Buffer.concat([rpHash(), Buffer.from([flags]), u32(0), attested]);
-  const attestationObject = Buffer.from(
-    isoCBOR.encode(
-      new Map<string, unknown>([
-        ['fmt', 'none'],
-        ['attStmt', new Map()],
-        ['authData', authData],
-      ]) as any,
-    ),
-  );
-  const id = key.id.toString('base64url');
-  return {
-    id,
-    rawId: id,
-    type: 'public-key',
-    clientExtensionResults: {},
-    response: {
-      clientDataJSON: cd.toString('base64url'),
-      attestationObject: attestationObject.toString('base64url'),
-      transports: ['internal', 'bogus'],
-    },
-  };
-}
 
 for (const dialect of dialects()) {
   describe(`WebAuthn ceremonies (${dialect})`, () => {

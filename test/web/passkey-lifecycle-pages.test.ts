@@ -1,0 +1,273 @@
+// The passkey lifecycle through HTTP: removing the password on /account (and its old password then
+// failing like any wrong one), passkey-only organizations, recovery link pages, the Signal API data
+// on the account page, /.well-known/webauthn, and `org policy`.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
+import {
+  cli,
+  dialects,
+  startTestApp,
+  seedOrg,
+  seedUser,
+  coseP256PublicKey,
+  PUBLIC_URL,
+  type TestContext,
+} from '../helpers.ts';
+import { insertPasskeys } from '../../src/store/passkeys.ts';
+import { findUserById, type User } from '../../src/store/directory.ts';
+import { listAuditEvents } from '../../src/store/audit.ts';
+import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
+import { loadConfig, ConfigError } from '../../src/config.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
+const alertOf = (body: string) => /<p class="alert" role="alert">([^<]*)<\/p>/.exec(body)?.[1];
+
+async function addPasskey(ctx: TestContext, user: User, credential: string) {
+  const [id] = await insertPasskeys(ctx.store.db, [
+    {
+      user_id: user.id,
+      org_id: user.org_id,
+      credential_id: Buffer.from(credential),
+      public_key: await coseP256PublicKey(),
+      sign_count: 0,
+      transports: '[]',
+      label: 'Key',
+      aaguid: ZERO_AAGUID,
+      backup_eligible: 1,
+      backup_state: 1,
+      mfa_verified: 1,
+      created_at: Date.now(),
+      last_used_at: null,
+    },
+  ]);
+  return id!;
+}
+
+describe('WEBAUTHN_RELATED_ORIGINS and hints are checked at start', () => {
+  const base = { PUBLIC_URL, DATABASE_URL: ':memory:', IDP_SECRET: 'x'.repeat(32) };
+  it('refuses origins with a path, plain http or junk, and unknown hints', () => {
+    for (const bad of ['https://a.example/path', 'http://a.example', 'nonsense', 'https://a.example/'])
+      assert.throws(() => loadConfig({ ...base, WEBAUTHN_RELATED_ORIGINS: bad }), ConfigError, bad);
+    assert.throws(() => loadConfig({ ...base, WEBAUTHN_AUTHENTICATION_HINTS: 'usb' }), /not a WebAuthn hint/);
+    const ok = loadConfig({
+      ...base,
+      WEBAUTHN_RELATED_ORIGINS: 'https://a.example, https://b.example:8443',
+      WEBAUTHN_AUTHENTICATION_HINTS: 'client-device',
+    });
+    assert.deepEqual(ok.webauthnRelatedOrigins, ['https://a.example', 'https://b.example:8443']);
+    assert.deepEqual(ok.webauthnHints, { registration: [], authentication: ['client-device'] });
+  });
+});
+
+for (const dialect of dialects()) {
+  describe(`passkey lifecycle pages (${dialect})`, () => {
+    let ctx: TestContext;
+    let ada: User;
+    let bea: User;
+
+    before(async () => {
+      ctx = await startTestApp(dialect, { WEBAUTHN_RELATED_ORIGINS: 'https://login.example.com' });
+      await seedOrg(ctx);
+      await seedOrg(ctx, 2, 'strict.org', 'Strict');
+      ada = await seedUser(ctx, 1, 'ada@example.org', { password: PASSWORD });
+      bea = await seedUser(ctx, 2, 'bea@strict.org', { password: PASSWORD });
+    });
+    after(() => ctx.close());
+
+    function browser() {
+      const jar = new Map<string, string>();
+      const remember = (res: LightMyRequestResponse) => {
+        for (const c of res.cookies) jar.set(c.name, c.value);
+        return res;
+      };
+      const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+      return {
+        get: async (url: string) =>
+          remember(await ctx.app.inject({ method: 'GET', url, headers: { cookie: cookie() } })),
+        post: async (url: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
+          remember(
+            await ctx.app.inject({
+              method: 'POST',
+              url,
+              headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded', ...headers },
+              payload: new URLSearchParams(form).toString(),
+            }),
+          ),
+      };
+    }
+
+    async function signIn(username: string, password: string) {
+      const b = browser();
+      const form = csrfOf((await b.get('/account')).body);
+      const res = await b.post('/account/login', { _csrf: form, username, password });
+      return { b, res };
+    }
+
+    it('serves /.well-known/webauthn from WEBAUTHN_RELATED_ORIGINS', async () => {
+      const res = await ctx.app.inject({ method: 'GET', url: '/.well-known/webauthn' });
+      assert.equal(res.statusCode, 200);
+      assert.match(res.headers['content-type'] as string, /^application\/json/);
+      assert.deepEqual(res.json(), { origins: ['https://login.example.com'] });
+    });
+
+    it('the account page tells the credential manager the passkeys and names, and offers password removal', async () => {
+      const { b, res } = await signIn('ada@example.org', PASSWORD);
+      assert.equal(res.statusCode, 303);
+      let page = (await b.get('/account')).body;
+      assert.doesNotMatch(page, /Remove password/, 'no passkey: no removal');
+      assert.match(page, /data-accepted=""/);
+      await addPasskey(ctx, ada, 'ada-credential');
+      page = (await b.get('/account')).body;
+      assert.match(page, /<button type="submit" class="secondary" id="remove-password">Remove password<\/button>/);
+      assert.match(page, /src="\/static\/signals.js"/);
+      assert.match(page, new RegExp(`data-user-id="${Buffer.from(ada.sub).toString('base64url')}"`));
+      assert.match(page, new RegExp(`data-accepted="${Buffer.from('ada-credential').toString('base64url')}"`));
+      assert.match(page, /data-name="ada@example.org"/);
+      assert.match(page, /Synced passkey/);
+    });
+
+    it('removes the password after an in-page confirmation; the old password then fails like a wrong one', async () => {
+      const { b } = await signIn('ada@example.org', PASSWORD);
+      const token = csrfOf((await b.get('/account')).body);
+      const noCsrf = await b.post('/account/password/remove', { confirm: 'yes' });
+      assert.equal(noCsrf.statusCode, 403);
+      const ask = await b.post('/account/password/remove', { _csrf: token });
+      assert.equal(ask.statusCode, 200);
+      assert.match(ask.body, /Remove your password\?/);
+      assert.match(ask.body, /name="confirm" value="yes"/);
+      assert.notEqual((await findUserById(ctx.store.db, ada.id))?.password_hash, null, 'asked, not done');
+      const done = await b.post('/account/password/remove', { _csrf: csrfOf(ask.body), confirm: 'yes' });
+      assert.equal(done.statusCode, 303);
+      assert.equal(done.headers.location, '/account?done=password_removed');
+      assert.equal((await findUserById(ctx.store.db, ada.id))?.password_hash, null);
+      assert.equal((await listAuditEvents(ctx.store.db, { action: 'password.remove' })).length, 1);
+
+      const old = await signIn('ada@example.org', PASSWORD);
+      const wrong = await signIn('ada@example.org', 'not the password at all');
+      const nobody = await signIn('nobody@example.org', PASSWORD);
+      assert.equal(old.res.statusCode, 401);
+      assert.equal(alertOf(old.res.body), alertOf(wrong.res.body));
+      assert.equal(alertOf(old.res.body), alertOf(nobody.res.body));
+      assert.equal(old.res.statusCode, wrong.res.statusCode);
+    });
+
+    it('a passkey-only organization refuses the password of a user with a passkey like a wrong one', async () => {
+      const set = await cli(ctx.config.databaseUrl, ['org', 'policy', '2', '--passkey-only', 'on', '--json']);
+      assert.equal(set.code, 0, set.err);
+      assert.equal(JSON.parse(set.out).policy.passkey_only, true);
+      assert.equal((await signIn('bea@strict.org', PASSWORD)).res.statusCode, 303, 'no passkey yet: password works');
+      await addPasskey(ctx, bea, 'bea-credential');
+      const refused = await signIn('bea@strict.org', PASSWORD);
+      const wrong = await signIn('bea@strict.org', 'wrong wrong wrong');
+      assert.equal(refused.res.statusCode, 401);
+      assert.equal(alertOf(refused.res.body), alertOf(wrong.res.body));
+      const failed = (await listAuditEvents(ctx.store.db, { action: 'signin.failed' })).map(
+        (a) => JSON.parse(a.details) as { reason?: string },
+      );
+      assert.ok(failed.some((d) => d.reason === 'passkey_only'));
+      await cli(ctx.config.databaseUrl, ['org', 'policy', '2', '--passkey-only', 'off']);
+      assert.equal((await signIn('bea@strict.org', PASSWORD)).res.statusCode, 303);
+    });
+
+    it('org policy: shows, changes and refuses bad input without changing anything', async () => {
+      const db = ctx.config.databaseUrl;
+      const shown = await cli(db, ['org', 'policy', '1', '--show', '--json']);
+      assert.deepEqual(JSON.parse(shown.out), {
+        id: 1,
+        policy: {
+          allow_aaguids: [],
+          deny_aaguids: [],
+          require_uv: false,
+          require_device_bound: false,
+          attestation: 'none',
+          passkey_upgrade: false,
+          passkey_only: false,
+        },
+      });
+      const aaguid = 'CB69481E-8FF7-4039-93EC-0A2729A154A8';
+      const changed = await cli(db, [
+        'org',
+        'policy',
+        '1',
+        '--deny-aaguid',
+        aaguid,
+        '--require-uv',
+        '--attestation',
+        'direct',
+        '--json',
+      ]);
+      assert.equal(changed.code, 0, changed.err);
+      const policy = JSON.parse(changed.out).policy;
+      assert.deepEqual(policy.deny_aaguids, [aaguid.toLowerCase()]);
+      assert.equal(policy.require_uv, true);
+      assert.equal(policy.attestation, 'direct');
+      const human = await cli(db, ['org', 'policy', '1']);
+      assert.match(human.out, /require_uv: true/);
+      for (const [args, message] of [
+        [['--deny-aaguid', 'nope'], /not an AAGUID/],
+        [['--attestation', 'indirect'], /must be one of none, direct, enterprise/],
+        [['--passkey-upgrade', 'yes'], /must be on or off/],
+        [['--allow-aaguid', aaguid, '--deny-aaguid', aaguid], /both allowed and denied/],
+      ] as const) {
+        const res = await cli(db, ['org', 'policy', '1', ...args]);
+        assert.equal(res.code, 1, args.join(' '));
+        assert.match(res.err, message);
+      }
+      assert.match((await cli(db, ['org', 'policy', '9', '--require-uv'])).err, /organization 9 not found/);
+      assert.match((await cli(db, ['org', 'policy', '9', '--show'])).err, /organization 9 not found/);
+      assert.deepEqual(JSON.parse((await cli(db, ['org', 'policy', '1', '--json'])).out).policy, policy, 'unchanged');
+      const reset = JSON.parse((await cli(db, ['org', 'policy', '1', '--reset', '--json'])).out).policy;
+      assert.equal(reset.require_uv, false);
+      assert.deepEqual(reset.deny_aaguids, []);
+    });
+
+    it('a recovery link opens a page once; used, revoked, unknown links get a clear page', async () => {
+      const created = await cli(ctx.config.databaseUrl, ['recovery', 'create', 'ada@example.org', '--json']);
+      assert.equal(created.code, 0, created.err);
+      const link = JSON.parse(created.out) as { id: number; url: string };
+      assert.ok(link.url.startsWith(`${PUBLIC_URL}/recover/`));
+      const path = new URL(link.url).pathname;
+      const b = browser();
+      const page = await b.get(path);
+      assert.equal(page.statusCode, 200);
+      assert.equal(page.headers['cache-control'], 'no-store');
+      assert.match(page.body, /<h1>Register a new passkey<\/h1>/);
+      assert.match(page.body, /id="recovery-button"/);
+      const noCsrf = await b.post(`${path}/options`, {});
+      assert.equal(noCsrf.statusCode, 403);
+      const options = await b.post(`${path}/options`, {}, { 'x-csrf-token': csrfOf(page.body) });
+      assert.equal(options.statusCode, 200);
+      assert.equal(options.json().user.name, 'ada@example.org');
+      const junk = await b.post(path, { _csrf: csrfOf(page.body), response: '{"id":' });
+      assert.equal(junk.statusCode, 400);
+      assert.match(junk.body, /The passkey was not created/);
+      assert.equal((await b.get(path)).statusCode, 200, 'a failed attempt does not use the link up');
+
+      const listed = JSON.parse(
+        (await cli(ctx.config.databaseUrl, ['recovery', 'list', '--eppn', 'ada@example.org', '--json'])).out,
+      );
+      assert.equal(listed[0].state, 'usable');
+      assert.ok(!JSON.stringify(listed).includes(path.split('/').pop()!), 'the secret is never listed');
+      assert.equal((await cli(ctx.config.databaseUrl, ['recovery', 'revoke', String(link.id)])).code, 0);
+      for (const gone of [path, '/recover/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', '/recover/short']) {
+        const res = await b.get(gone);
+        assert.equal(res.statusCode, 404, gone);
+        assert.match(res.body, /This recovery link cannot be used/);
+      }
+      const revokedAgain = await cli(ctx.config.databaseUrl, ['recovery', 'revoke', String(link.id)]);
+      assert.equal(revokedAgain.code, 1);
+      for (const [args, message] of [
+        [['recovery', 'create', 'nobody@example.org'], /does not exist/],
+        [['recovery', 'create', 'ada@example.org', '--ttl', '40d'], /between 1 minute and 30 days/],
+        [['recovery', 'create', 'ada@example.org', '--ttl', 'soon'], /duration/],
+        [['recovery', 'list'], /give --eppn or --org/],
+      ] as const) {
+        const res = await cli(ctx.config.databaseUrl, [...args]);
+        assert.equal(res.code, 1, args.join(' '));
+        assert.match(res.err, message);
+      }
+    });
+  });
+}
