@@ -4,6 +4,7 @@
 // button) or "Not now", which this browser remembers for PASSKEY_UPGRADE_SNOOZE_SECONDS.
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { InteractionResults } from 'oidc-provider';
 import { findUserBySub, type User } from '../store/directory.ts';
 import { listUserCredentials } from '../store/passkeys.ts';
 import { loadPolicy } from '../webauthn/policy.ts';
@@ -57,6 +58,12 @@ export function renderOffer(
   return sendPage(reply, status, page, { formTargets: loaded.formTargets });
 }
 
+/**
+ * The sign-in this interaction recorded, to record again on the way out: the provider's merge
+ * option merges with the previous interaction's result, not this one's.
+ */
+const signedInResult = (loaded: Loaded): InteractionResults => loaded.interaction.result ?? {};
+
 /** The user this interaction signed in (its recorded result), or a page saying it is gone. */
 async function signedInUser(kit: Kit, request: Req, reply: FastifyReply, loaded: Loaded): Promise<User | undefined> {
   const accountId = (loaded.interaction.result as { login?: { accountId?: string } } | undefined)?.login?.accountId;
@@ -100,12 +107,12 @@ async function createPasskey(kit: Kit, request: Req, reply: FastifyReply) {
   );
   if (!outcome.ok) {
     request.log.info({ event: 'passkey.register_failed', reason: outcome.reason }, 'passkey registration refused');
-    const returnTo = await recordResult(kit, request, reply, {});
+    const returnTo = await recordResult(kit, request, reply, signedInResult(loaded));
     const error = loaded.frame.t(registrationError(outcome.reason, 'offer.failed'));
     return renderOffer(kit, request, reply, loaded, { returnTo, error, status: 400 });
   }
   countPasskeyUpgrade('created');
-  return finish(kit, request, reply, {});
+  return finish(kit, request, reply, signedInResult(loaded));
 }
 
 async function notNow(kit: Kit, request: Req, reply: FastifyReply) {
@@ -121,7 +128,7 @@ async function notNow(kit: Kit, request: Req, reply: FastifyReply) {
       secure: kit.config.publicUrl.startsWith('https:'),
       maxAge,
     });
-  return finish(kit, request, reply, {});
+  return finish(kit, request, reply, signedInResult(offer.loaded));
 }
 
 export function offerRoutes(kit: Kit) {

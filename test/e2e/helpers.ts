@@ -1,6 +1,8 @@
 // Browser and relying-party fixtures: a real listening server, headless Chromium with a WebAuthn
 // virtual authenticator, and an openid-client relying party with its own callback server.
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import * as oidc from 'openid-client';
@@ -324,3 +326,25 @@ export async function passwordSignInThroughRelyingParty(
   await page.waitForURL((u) => u.href.startsWith(rp.redirectUri));
   return rp.finish(page.url(), begun);
 }
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+export interface Violation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+/** axe-core's serious and critical violations on the page as it is now. */
+export async function seriousViolations(page: Page): Promise<Violation[]> {
+  await page.evaluate(AXE);
+  const violations = await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: Violation[] }> } }).axe;
+    return (await axe.run()).violations;
+  });
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({ ...v, nodes: v.nodes.map((n) => ({ target: n.target })) }));
+}
+
