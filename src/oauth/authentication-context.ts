@@ -66,6 +66,14 @@ export function acrFor(amr: readonly string[], { attested = false, asked = [] as
   return reached.includes(ACR_PHISHING_RESISTANT) ? ACR_PHISHING_RESISTANT : ACR_BASELINE;
 }
 
+/**
+ * Every class asked for needs user verification (MFA, AAL3): a sign-in without it could satisfy
+ * none. A request that also accepts a weaker class leaves user verification to the authenticator.
+ */
+export function requiresUserVerification(asked: readonly string[]): boolean {
+  return asked.length > 0 && asked.every((a) => a === ACR_MFA || a === ACR_HARDWARE);
+}
+
 /** A session whose sign-in recorded `recorded` satisfies a request for any class in asked. */
 export function acrSatisfies(recorded: string | undefined, asked: readonly string[]): boolean {
   const rank = (v: string) => (ACR_VALUES as readonly string[]).indexOf(v);

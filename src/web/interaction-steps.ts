@@ -28,7 +28,13 @@ import {
   type Params,
   type Req,
 } from './interaction.ts';
-import { AMR_PASSWORD, acrFor, passwordSatisfies, requestedAcrs } from '../oauth/authentication-context.ts';
+import {
+  AMR_PASSWORD,
+  acrFor,
+  passwordSatisfies,
+  requestedAcrs,
+  requiresUserVerification,
+} from '../oauth/authentication-context.ts';
 
 function clientIdOf(loaded: Loaded): string | null {
   const id = loaded.interaction.params.client_id;
@@ -213,7 +219,9 @@ function refusePassword(kit: Kit, request: Req, reply: FastifyReply, loaded: Loa
 async function passkeyOptions(kit: Kit, request: Req, reply: FastifyReply) {
   const loaded = await loadInteraction(kit, request, reply);
   if (!loaded || !checkCsrfHeader(kit, request, reply, loaded)) return reply;
-  return sendPasskeyOptions(kit, request, reply, scopeOf(loaded.interaction.uid));
+  // A request for MFA or AAL3 needs the authenticator to verify the user: the browser is told so.
+  const requireUserVerification = requiresUserVerification(requestedAcrs(loaded.interaction.params));
+  return sendPasskeyOptions(kit, request, reply, scopeOf(loaded.interaction.uid), { requireUserVerification });
 }
 
 async function signInWithPasskey(kit: Kit, request: Req, reply: FastifyReply) {

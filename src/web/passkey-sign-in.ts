@@ -24,9 +24,15 @@ export async function withinCeremonyLimit(kit: Kit, request: FastifyRequest, rep
 }
 
 /** The challenge for a passkey sign-in, bound to binding. */
-export async function sendPasskeyOptions(kit: Kit, request: FastifyRequest, reply: FastifyReply, binding: string) {
+export async function sendPasskeyOptions(
+  kit: Kit,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  binding: string,
+  options: { requireUserVerification?: boolean } = {},
+) {
   if (!(await withinCeremonyLimit(kit, request, reply))) return reply;
-  return reply.send(await kit.webauthn.authenticationOptions(binding));
+  return reply.send(await kit.webauthn.authenticationOptions(binding, options));
 }
 
 /**

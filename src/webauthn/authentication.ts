@@ -30,12 +30,13 @@ export type AuthenticationOutcome = Outcome<{
 export async function authenticationOptions(
   ceremony: Ceremony,
   binding: string,
+  { requireUserVerification = false } = {},
 ): Promise<PublicKeyCredentialRequestOptionsJSON> {
   // No allowCredentials: the authenticator offers the user's discoverable passkeys.
   const { generateAuthenticationOptions } = await webauthnServer();
   const options = await generateAuthenticationOptions({
     rpID: ceremony.rpId,
-    userVerification: 'preferred',
+    userVerification: requireUserVerification ? 'required' : 'preferred',
     timeout: CEREMONY_TIMEOUT_MS,
   });
   if (ceremony.hints.authentication.length) options.hints = [...ceremony.hints.authentication];

@@ -31,7 +31,11 @@ export interface WebAuthn {
     binding: string,
     from?: RequestOrigin,
   ): Promise<Outcome<{ passkeyId: number; label: string }>>;
-  authenticationOptions(binding: string): Promise<PublicKeyCredentialRequestOptionsJSON>;
+  /** requireUserVerification: the request asked for a class only a user-verified passkey reaches */
+  authenticationOptions(
+    binding: string,
+    options?: { requireUserVerification?: boolean },
+  ): Promise<PublicKeyCredentialRequestOptionsJSON>;
   verifyAuthentication(response: unknown, binding: string, requestId: string): Promise<AuthenticationOutcome>;
 }
 
@@ -42,7 +46,7 @@ export function createWebAuthn(config: Config, store: Store, now: () => number =
     origin: ceremony.origin,
     registrationOptions: (user, existing, binding) => registrationOptions(ceremony, user, existing, binding),
     verifyRegistration: (user, response, binding, from) => verifyRegistration(ceremony, user, response, binding, from),
-    authenticationOptions: (binding) => authenticationOptions(ceremony, binding),
+    authenticationOptions: (binding, options) => authenticationOptions(ceremony, binding, options),
     verifyAuthentication: (response, binding, requestId) =>
       verifyAuthentication(ceremony, response, binding, requestId),
   };

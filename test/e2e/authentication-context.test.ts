@@ -8,7 +8,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { dialects, seedOrg, seedUser } from '../helpers.ts';
 import { listUserCredentials } from '../../src/store/passkeys.ts';
 import type { User } from '../../src/store/directory.ts';
-import { ACR_BASELINE } from '../../src/oauth/authentication-context.ts';
+import { ACR_BASELINE, ACR_MFA } from '../../src/oauth/authentication-context.ts';
 import {
   addVirtualAuthenticator,
   launchBrowser,
@@ -146,6 +146,17 @@ for (const dialect of dialects()) {
       // The session reached phr: a further phr request needs no sign-in.
       const again = await silently(main.page, rp, { acr_values: 'phr' });
       assert.equal(again.claims()!.acr, 'phr');
+    });
+
+    it('a request for MFA steps up to a user-verified passkey and records it; AAL3 needs an attested authenticator', async () => {
+      const mfa = await passkeySignIn(main.page, rp, { acr_values: ACR_MFA });
+      assert.equal(mfa.claims()!.acr, ACR_MFA);
+      // Recorded MFA satisfies a weaker request without a sign-in.
+      assert.equal((await silently(main.page, rp, { acr_values: 'phr' })).claims()!.acr, ACR_MFA);
+      // Chromium's virtual authenticator has no attestation the imported metadata vouches for: asked
+      // for AAL3 or MFA, the session's MFA is the answer.
+      const aal3 = await silently(main.page, rp, { acr_values: `phrh ${ACR_MFA}` });
+      assert.equal(aal3.claims()!.acr, ACR_MFA);
     });
 
     it('an essential acr in the claims parameter after a password sign-in also asks for the passkey', async () => {

@@ -26,6 +26,7 @@ import {
   acrFor,
   acrSatisfies,
   amrForPasskey,
+  requiresUserVerification,
 } from '../../src/oauth/authentication-context.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 
@@ -57,6 +58,12 @@ describe('what a passkey sign-in proves', () => {
     assert.equal(acrSatisfies('phr', [ACR_MFA]), false);
     assert.equal(acrSatisfies(ACR_BASELINE, ['phr']), false);
     assert.equal(acrSatisfies(undefined, [ACR_BASELINE]), false);
+  });
+  it('asks the authenticator to verify the user only when every class asked for needs it', () => {
+    assert.equal(requiresUserVerification([ACR_MFA]), true);
+    assert.equal(requiresUserVerification([ACR_HARDWARE, ACR_MFA]), true);
+    assert.equal(requiresUserVerification([ACR_MFA, 'phr']), false);
+    assert.equal(requiresUserVerification([]), false);
   });
 });
 
