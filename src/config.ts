@@ -1,6 +1,7 @@
 // The one typed configuration of the service, read from the environment.
 // SETTINGS is the single definition of every setting: its name, documented default, meaning and
 // parser. loadConfig reads the environment only through it, and README's table is generated from it.
+import { readAaguidData, type AaguidData } from './authenticators.ts';
 import { accessSync, constants, mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
@@ -53,6 +54,7 @@ export interface Config {
   webauthnRelatedOrigins: string[]; // other origins that may use PUBLIC_URL's RP ID (/.well-known/webauthn)
   webauthnHints: { registration: WebAuthnHint[]; authentication: WebAuthnHint[] }; // WebAuthn hints per ceremony
   passkeyUpgradeSnoozeSeconds: number; // how long "Not now" on the passkey offer is remembered
+  aaguidData: AaguidData | undefined; // authenticator names and icons over the shipped list (AAGUID_DATA_FILE)
   /** the deployment's branding (BRAND_*); an organization's own branding goes over it */
   brand: Brand;
 }
@@ -542,6 +544,20 @@ export const SETTINGS: Setting[] = [
         authentication: hintList('WEBAUTHN_AUTHENTICATION_HINTS', raw),
       },
     }),
+  },
+  {
+    name: 'AAGUID_DATA_FILE',
+    default: '(unset)',
+    meaning:
+      "Path to a JSON file in the passkey-authenticator-aaguids format (combined_aaguid.json: AAGUID -> name, icon_light, icon_dark), read at start-up; its names and icons go over the shipped list's names on the account page, in passkey labels and in `passkey list --details`",
+    parse: (raw) => {
+      if (raw === undefined) return { aaguidData: undefined };
+      try {
+        return { aaguidData: readAaguidData(raw) };
+      } catch (err) {
+        throw new ConfigError('AAGUID_DATA_FILE', `${raw} ${err instanceof Error ? err.message : 'cannot be read'}`);
+      }
+    },
   },
   intSetting(
     'PASSKEY_UPGRADE_SNOOZE_SECONDS',

@@ -71,4 +71,3 @@ export function attestation(key: TestCredential, challenge: string, aaguid: stri
     },
   };
 }
-

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findUserBySub, type User } from '../store/directory.ts';
 import { listUserCredentials, type PasskeyRow } from '../store/passkeys.ts';
 import { removeOwnPasskey, renameOwnPasskey } from '../webauthn/passkey-removal.ts';
-import { authenticatorName } from '../webauthn/aaguid.ts';
+import { authenticatorInfo } from '../webauthn/aaguid.ts';
 import { validLabel } from '../webauthn/passkey-names.ts';
 import type { Html } from './html.ts';
 import { accountPage, confirmDeletePage, signInPage, type Frame } from './pages.ts';
@@ -182,11 +182,14 @@ async function renderAccount(
     passkeys: await Promise.all(
       rows.map(async (r) => {
         const known = await authenticatorVerdict(kit.store.db, r.aaguid);
+        const info = authenticatorInfo(r.aaguid, kit.config.aaguidData);
+        const metadataIcon = known.refused ? undefined : known.icon;
         return {
           id: r.id,
           label: r.label,
-          authenticator: authenticatorName(r.aaguid) ?? known.description ?? frame.t('account.unknown_authenticator'),
-          icon: known.refused ? undefined : known.icon,
+          authenticator: info?.name ?? known.description ?? frame.t('account.unknown_authenticator'),
+          icon: info?.iconLight ?? metadataIcon,
+          iconDark: info?.iconDark,
           synced: r.backup_eligible === 1,
           userVerified: r.mfa_verified === 1,
           createdAt: r.created_at,

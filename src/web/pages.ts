@@ -210,8 +210,10 @@ export interface PasskeyItem {
   id: number;
   label: string;
   authenticator: string;
-  /** the model's icon (a data: URI from the imported FIDO metadata) */
+  /** the model's icon (a data: URI: AAGUID_DATA_FILE's light one, else the imported FIDO metadata's) */
   icon?: string;
+  /** for the dark scheme (AAGUID_DATA_FILE) */
+  iconDark?: string;
   synced: boolean;
   userVerified: boolean;
   createdAt: number;
@@ -229,6 +231,14 @@ export interface AccountPageView {
   sections: Html[];
 }
 
+/** Decoration beside the model's name: the dark scheme gets its own icon where there is one. */
+function authenticatorIcon(light: string, dark: string | undefined): Html {
+  const img = html`<img class="authenticator-icon" src="${light}" alt="" width="20" height="20">`;
+  return dark
+    ? html`<picture><source srcset="${dark}" media="(prefers-color-scheme: dark)">${img}</picture> `
+    : html`${img} `;
+}
+
 function timeTag(frame: Frame, ms: number | null): Html {
   if (ms === null) return html`${frame.t('account.never')}`;
   return html`<time datetime="${new Date(ms).toISOString()}">${formatTime(ms, frame.locale)}</time>`;
@@ -241,7 +251,7 @@ export function accountPage(frame: Frame, v: AccountPageView): string {
 <li class="passkey" data-passkey-id="${String(p.id)}">
 <h3>${p.label}</h3>
 <dl>
-<dt>${t('account.authenticator')}</dt><dd class="authenticator">${p.icon ? html`<img class="authenticator-icon" src="${p.icon}" alt="" width="20" height="20"> ` : html``}${p.authenticator}</dd>
+<dt>${t('account.authenticator')}</dt><dd class="authenticator">${p.icon ? authenticatorIcon(p.icon, p.iconDark) : html``}${p.authenticator}</dd>
 <dt>${t('account.kind')}</dt><dd class="kind">${t(p.synced ? 'account.kind_synced' : 'account.kind_device')}</dd>
 <dt>${t('account.verification')}</dt><dd class="verification">${t(p.userVerified ? 'account.verification_yes' : 'account.verification_no')}</dd>
 <dt>${t('account.created')}</dt><dd class="created">${timeTag(frame, p.createdAt)}</dd>

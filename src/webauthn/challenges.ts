@@ -31,6 +31,8 @@ export interface Ceremony {
   /** origin and the related origins (WEBAUTHN_RELATED_ORIGINS) a ceremony may come from */
   origins: string[];
   hints: Config['webauthnHints'];
+  /** authenticator names and icons of AAGUID_DATA_FILE */
+  aaguidData: Config['aaguidData'];
   store: Store;
   now: () => number;
   challenges: Challenges;
@@ -69,6 +71,7 @@ export function createCeremony(config: Config, store: Store, now: () => number):
     origin: config.publicUrl,
     origins: [config.publicUrl, ...config.webauthnRelatedOrigins.filter((o) => o !== config.publicUrl)],
     hints: config.webauthnHints,
+    aaguidData: config.aaguidData,
     store,
     now,
     challenges: createChallenges(store, now),

@@ -1,5 +1,5 @@
 // Names of passkeys: the default a new passkey gets, and what a user may rename it to.
-import { authenticatorName } from './aaguid.ts';
+import { authenticatorName, type AaguidData } from './aaguid.ts';
 import { MAX_LABEL } from './formats.ts';
 
 const BROWSERS: [RegExp, string][] = [
@@ -33,8 +33,8 @@ export function browserName(userAgent: unknown): string | undefined {
 }
 
 /** A new passkey's name: its authenticator's model (from the AAGUID), else the browser and platform it was made in. */
-export function defaultPasskeyLabel(aaguid: string, userAgent: unknown): string {
-  return authenticatorName(aaguid) ?? browserName(userAgent) ?? 'Passkey';
+export function defaultPasskeyLabel(aaguid: string, userAgent: unknown, data?: AaguidData): string {
+  return authenticatorName(aaguid, data) ?? browserName(userAgent) ?? 'Passkey';
 }
 
 // Control characters, line and paragraph separators, private-use, unassigned and surrogate code

@@ -3,7 +3,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../store/schema.ts';
 import { listPasskeyAuthenticators, type PasskeyListRow } from '../store/passkeys.ts';
-import { authenticatorName } from './aaguid.ts';
+import { authenticatorName, type AaguidData } from './aaguid.ts';
 import { iso } from '../time.ts';
 
 export type PasskeyObject = {
@@ -44,13 +44,17 @@ export interface AuthenticatorDetails {
   metadata_status: string | null;
 }
 
-export async function passkeyDetails(db: Kysely<DB>, ids: number[]): Promise<Map<number, AuthenticatorDetails>> {
+export async function passkeyDetails(
+  db: Kysely<DB>,
+  ids: number[],
+  data?: AaguidData,
+): Promise<Map<number, AuthenticatorDetails>> {
   const rows = await listPasskeyAuthenticators(db, ids);
   return new Map(
     rows.map((r) => [
       r.id,
       {
-        name: authenticatorName(r.aaguid) ?? r.description ?? null,
+        name: authenticatorName(r.aaguid, data) ?? r.description ?? null,
         synced: r.backup_eligible === 1,
         backed_up: r.backup_state === 1,
         user_verified: r.mfa_verified === 1,

@@ -161,7 +161,7 @@ export async function verifyRegistration(
   // Attested: the library checked the attestation's certificate chain against the roots of the
   // authenticator's imported metadata statement (src/webauthn/mds.ts).
   const attested = verdict.known && (await attestedAgainstMetadata(info));
-  const label = defaultPasskeyLabel(aaguid, from.userAgent);
+  const label = defaultPasskeyLabel(aaguid, from.userAgent, ceremony.aaguidData);
   try {
     const passkeyId = await storePasskey(ceremony, user, response, info, { aaguid, label, from, attested });
     return { ok: true, passkeyId, label };

@@ -347,4 +347,3 @@ export async function seriousViolations(page: Page): Promise<Violation[]> {
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => ({ ...v, nodes: v.nodes.map((n) => ({ target: n.target })) }));
 }
-

@@ -3,6 +3,9 @@
 // on the account page, /.well-known/webauthn, and `org policy`.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import {
   cli,
@@ -45,6 +48,38 @@ async function addPasskey(ctx: TestContext, user: User, credential: string) {
   return id!;
 }
 
+const SVG = `data:image/svg+xml;base64,${Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>').toString('base64')}`;
+const OWN_AAGUID = '11111111-2222-3333-4444-555555555555';
+
+function aaguidFile(content: unknown): string {
+  const dir = mkdtempSync(join(tmpdir(), 'idp-aaguid-'));
+  const path = join(dir, 'aaguid.json');
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+describe('AAGUID_DATA_FILE is read and checked at start', () => {
+  const base = { PUBLIC_URL, DATABASE_URL: ':memory:', IDP_SECRET: 'x'.repeat(32) };
+  it('takes names and icons in the community format; refuses junk with the entry it is about', () => {
+    const good = loadConfig({
+      ...base,
+      AAGUID_DATA_FILE: aaguidFile({
+        [OWN_AAGUID.toUpperCase()]: { name: 'Campus Key', icon_light: SVG, icon_dark: SVG },
+      }),
+    });
+    assert.deepEqual(good.aaguidData?.get(OWN_AAGUID), { name: 'Campus Key', iconLight: SVG, iconDark: SVG });
+    for (const [content, message] of [
+      ['{', /is not JSON/],
+      [[], /is not a JSON object/],
+      [{ nope: { name: 'x' } }, /not an AAGUID/],
+      [{ [OWN_AAGUID]: {} }, /name is missing/],
+      [{ [OWN_AAGUID]: { name: 'x', icon_dark: 'javascript:alert(1)' } }, /icon_dark is not a base64 image data: URI/],
+    ] as const)
+      assert.throws(() => loadConfig({ ...base, AAGUID_DATA_FILE: aaguidFile(content) }), message);
+    assert.throws(() => loadConfig({ ...base, AAGUID_DATA_FILE: '/nonexistent/aaguid.json' }), /AAGUID_DATA_FILE/);
+  });
+});
+
 describe('WEBAUTHN_RELATED_ORIGINS and hints are checked at start', () => {
   const base = { PUBLIC_URL, DATABASE_URL: ':memory:', IDP_SECRET: 'x'.repeat(32) };
   it('refuses origins with a path, plain http or junk, and unknown hints', () => {
@@ -68,7 +103,10 @@ for (const dialect of dialects()) {
     let bea: User;
 
     before(async () => {
-      ctx = await startTestApp(dialect, { WEBAUTHN_RELATED_ORIGINS: 'https://login.example.com' });
+      ctx = await startTestApp(dialect, {
+        WEBAUTHN_RELATED_ORIGINS: 'https://login.example.com',
+        AAGUID_DATA_FILE: aaguidFile({ [OWN_AAGUID]: { name: 'Campus Key', icon_light: SVG, icon_dark: SVG } }),
+      });
       await seedOrg(ctx);
       await seedOrg(ctx, 2, 'strict.org', 'Strict');
       ada = await seedUser(ctx, 1, 'ada@example.org', { password: PASSWORD });
@@ -126,6 +164,23 @@ for (const dialect of dialects()) {
       assert.match(page, new RegExp(`data-accepted="${Buffer.from('ada-credential').toString('base64url')}"`));
       assert.match(page, /data-name="ada@example.org"/);
       assert.match(page, /Synced passkey/);
+      await ctx.store.db.updateTable('passkeys').set({ aaguid: OWN_AAGUID }).where('user_id', '=', ada.id).execute();
+      page = (await b.get('/account')).body;
+      assert.match(page, /<source srcset="data:image\/svg\+xml;base64,[^"]+" media="\(prefers-color-scheme: dark\)">/);
+      assert.match(page, /class="authenticator-icon"[^>]*><\/picture> Campus Key<\/dd>/);
+      const details = await cli(ctx.config.databaseUrl, ['passkey', 'list', '--org', '1', '--details', '--json'], '', {
+        AAGUID_DATA_FILE: aaguidFile({ [OWN_AAGUID]: { name: 'Campus Key' } }),
+      });
+      assert.equal(details.code, 0, details.err);
+      assert.deepEqual(JSON.parse(details.out)[0].authenticator, {
+        name: 'Campus Key',
+        synced: true,
+        backed_up: true,
+        user_verified: true,
+        transports: [],
+        attested: false,
+        metadata_status: null,
+      });
     });
 
     it('removes the password after an in-page confirmation; the old password then fails like a wrong one', async () => {

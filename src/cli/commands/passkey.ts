@@ -81,6 +81,7 @@ async function withDetails(ctx: Ctx, rows: PasskeyListRow[]) {
   const details = await passkeyDetails(
     ctx.store.db,
     rows.map((r) => r.id),
+    ctx.config.aaguidData,
   );
   return rows.map((r) => ({ ...passkeyObject(r), authenticator: details.get(r.id) }));
 }
