@@ -55,6 +55,8 @@ export interface EventData {
   sub: string | null;
   /** passkey events: the passkey's id in the passkey API */
   id?: number;
+  /** password.changed: 'delete' when the password was removed (the user signs in with passkeys only) */
+  change?: 'delete';
   actor: { type: string; id: string | null };
 }
 
@@ -71,7 +73,7 @@ export interface AuditedChange {
 }
 
 /** The events an audited change produces, in order. */
-function eventsOf(entry: AuditedChange): { type: EventType; id?: number }[] {
+function eventsOf(entry: AuditedChange): { type: EventType; id?: number; change?: 'delete' }[] {
   const passkeys = (type: EventType) => (entry.passkeyIds ?? []).map((id) => ({ type, id }));
   switch (entry.action) {
     case 'passkey.register':
@@ -85,8 +87,9 @@ function eventsOf(entry: AuditedChange): { type: EventType; id?: number }[] {
       return passkeys('passkey.deleted');
     case 'password.set':
     case 'password.change':
-    case 'password.remove':
       return [{ type: 'password.changed' }];
+    case 'password.remove':
+      return [{ type: 'password.changed', change: 'delete' }];
     case 'recovery_link.create':
       return [{ type: 'recovery_link.created' }];
     case 'recovery_link.use':
@@ -118,6 +121,7 @@ export async function recordEvents(db: Q, entry: AuditedChange): Promise<number>
       org_id: entry.orgId ?? null,
       sub,
       ...(event.id === undefined ? {} : { id: event.id }),
+      ...(event.change === undefined ? {} : { change: event.change }),
       actor: { type: entry.actor.type, id: entry.actor.id },
     };
     await insertEvent(db, {

@@ -16,7 +16,7 @@ const INITIATOR: Record<string, string> = {
 };
 
 /** The payload of each event type's SSF event (its type URI is SSF_TYPE_OF's). */
-function payloadOf(type: EventType, common: object): object {
+function payloadOf(type: EventType, common: object, data: EventData): object {
   switch (type) {
     case 'passkey.created':
     case 'passkey.deleted':
@@ -26,7 +26,7 @@ function payloadOf(type: EventType, common: object): object {
         change_type: type === 'passkey.created' ? 'create' : 'delete',
       };
     case 'password.changed':
-      return { ...common, credential_type: 'password', change_type: 'update' };
+      return { ...common, credential_type: 'password', change_type: data.change ?? 'update' };
     case 'session.revoked':
       return common;
     default:
@@ -43,7 +43,7 @@ export function ssfEvent(type: string, at: number, data: EventData): { uri: stri
     event_timestamp: Math.floor(at / 1000),
     initiating_entity: INITIATOR[data.actor.type] ?? 'system',
   };
-  return { uri, payload: payloadOf(type as EventType, common) };
+  return { uri, payload: payloadOf(type as EventType, common, data) };
 }
 
 export interface SetContent {

@@ -259,6 +259,14 @@ for (const dialect of dialects()) {
       }[];
       assert.equal(listed.find((u) => u.eppn === 'carol@example.org')?.has_password, false);
       assert.equal(listed.find((u) => u.eppn === 'ada@example.org')?.has_password, true);
+      const events = await ctx.store.db
+        .selectFrom('events')
+        .select(['type', 'data'])
+        .where('subject', '=', 'carol@example.org')
+        .where('type', '=', 'password.changed')
+        .execute();
+      assert.equal(events.length, 2, 'the password set, then removed');
+      assert.equal((JSON.parse(events.at(-1)!.data) as { change?: string }).change, 'delete');
       const audit = await listAuditEvents(ctx.store.db, { action: 'password.remove' });
       assert.deepEqual(
         audit.map((a) => a.eppn),
