@@ -16,7 +16,7 @@ import { badRequest, forbidden, notFound } from '../errors.ts';
 import { eppnProblem, normalizeEppn, realmOf } from '../directory/index.ts';
 import { findOrganizationWithGrant } from '../store/clients.ts';
 import { listOrganizationPasskeys, listPasskeysByEppn, type PasskeyListRow } from '../store/passkeys.ts';
-import { passkeyObject, type PasskeyObject } from '../webauthn/passkey-object.ts';
+import { passkeyDetails, passkeyObject, type PasskeyObject } from '../webauthn/passkey-object.ts';
 import { removeOrganizationPasskey, removeUserPasskeys, type Actor } from '../webauthn/passkey-removal.ts';
 import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
 import { deleteOneSchema, deleteUserSchema, listSchema } from './schemas.ts';
@@ -38,7 +38,7 @@ export const MAX_PER_PAGE = 1000;
 const READ = 'passkey.read';
 const DELETE = 'passkey.delete';
 
-type QueryName = 'eppn' | 'per_page' | 'offset';
+type QueryName = 'eppn' | 'per_page' | 'offset' | 'details';
 type Query = Partial<Record<QueryName, string>>;
 
 // ---- steps -------------------------------------------------------------------------------
@@ -184,6 +184,22 @@ function checkRealm(eppn: string | null, org: Organization): void {
     throw forbidden(`eppn realm '${realmOf(eppn)}' does not match organization`);
 }
 
+/** `details=authenticator` (the only value) adds what is known of each passkey's authenticator. */
+function checkDetails(raw: string | undefined): boolean {
+  if (raw === undefined) return false;
+  if (raw !== 'authenticator') throw badRequest("Invalid 'details' query parameter -- must be authenticator");
+  return true;
+}
+
+async function withAuthenticators(deps: PasskeyAdminDeps, body: PasskeyObject[]) {
+  const found = await passkeyDetails(
+    deps.store.db,
+    body.map((p) => p.id),
+    deps.config.aaguidData,
+  );
+  return body.map((p) => ({ ...p, authenticator: found.get(p.id) }));
+}
+
 function startAfter(deps: PasskeyAdminDeps, offset: string | undefined, list: ListRequest): number {
   if (offset === undefined) return 0;
   const result = readOffset(deps.keys.cursor, offset, list, deps.now());
@@ -221,8 +237,9 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
   async function list(request: FastifyRequest<{ Params: { org_id: string } }>, reply: FastifyReply) {
     const token = await authenticate(request, verifier, audience);
     requireScopes(token, [READ]);
-    const query = parseQuery(request, ['eppn', 'per_page', 'offset']);
+    const query = parseQuery(request, ['eppn', 'per_page', 'offset', 'details']);
     const eppn = query.eppn === undefined ? null : checkEppn(query.eppn);
+    const details = checkDetails(query.details);
     const perPage = checkPerPage(query.per_page);
     const { org, rows } = await pageOf(deps, request, verifier, token, { eppn, perPage, offset: query.offset });
     const listRequest: ListRequest = { path: eppn === null ? 'organization' : 'user', orgId: org.id, eppn, perPage };
@@ -241,7 +258,7 @@ export function passkeyAdminPlugin(deps: PasskeyAdminDeps) {
     }
     const body = new Array<PasskeyObject>(rows.length);
     for (let i = 0; i < rows.length; i++) body[i] = passkeyObject(rows[i]!);
-    return body;
+    return details ? withAuthenticators(deps, body) : body;
   }
 
   async function deleteUser(request: FastifyRequest<{ Params: { org_id: string } }>) {

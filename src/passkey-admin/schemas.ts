@@ -35,6 +35,27 @@ const passkey = {
       description:
         'Authenticator Attestation GUID (lowercase); 00000000-0000-0000-0000-000000000000 when the authenticator gave none',
     },
+    authenticator: {
+      type: 'object',
+      description:
+        'Only with details=authenticator (an extension; the fields above are the contract): what is known of the authenticator',
+      required: ['name', 'synced', 'backed_up', 'user_verified', 'transports', 'attested', 'metadata_status'],
+      properties: {
+        name: { type: ['string', 'null'], description: "The model's name; null when unknown" },
+        synced: { type: 'boolean', description: 'Backup eligible: a synced passkey; false: bound to one device' },
+        backed_up: { type: 'boolean', description: 'Backup state at the last sign-in or registration' },
+        user_verified: { type: 'boolean', description: 'The authenticator verified the user at registration' },
+        transports: { type: 'array', items: { type: 'string' }, description: 'WebAuthn transports' },
+        attested: {
+          type: 'boolean',
+          description: "The registration's attestation verified to a root of the imported FIDO metadata",
+        },
+        metadata_status: {
+          type: ['string', 'null'],
+          description: "The imported FIDO metadata's latest status for the model; null when not listed",
+        },
+      },
+    },
   },
 } as const;
 
@@ -74,6 +95,12 @@ const listQuery = {
       description: 'Entries per page, 1-1000',
       examples: [100],
     },
+    details: {
+      type: 'string',
+      enum: ['authenticator'],
+      description:
+        'authenticator: each passkey also carries an `authenticator` object (model name, synced or device-bound, attested, metadata status)',
+    },
     offset: {
       type: 'string',
       description:
@@ -99,7 +126,7 @@ const ERROR_EXAMPLE: Record<number, string> = {
 };
 
 const ERROR_MEANING: Record<number, string> = {
-  400: 'Invalid query parameter (eppn without @, eppn missing on DELETE, per_page outside 1-1000, malformed, altered, expired or misused offset, unknown or repeated parameter)',
+  400: 'Invalid query parameter (eppn without @, eppn missing on DELETE, per_page outside 1-1000, malformed, altered, expired or misused offset, details other than authenticator, unknown or repeated parameter)',
   401: 'Token missing or invalid',
   403: 'Token lacks a required scope; client not authorized for the organization; eppn realm differs from the organization',
   404: 'Organization or passkey does not exist',

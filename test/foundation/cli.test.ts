@@ -114,10 +114,10 @@ for (const dialect of dialects()) {
       assert.equal((await run(['user', 'add', '--org', '1', '--eppn', 'bob@example.org', '--name', 'Bob'])).code, 0);
       const list = JSON.parse((await run(['user', 'list', '--org', '1', '--json'])).out);
       assert.deepEqual(
-        list.map((u: { eppn: string; password: string }) => [u.eppn, u.password]),
+        list.map((u: { eppn: string; has_password: boolean }) => [u.eppn, u.has_password]),
         [
-          ['alice@example.org', 'yes'],
-          ['bob@example.org', 'no'],
+          ['alice@example.org', true],
+          ['bob@example.org', false],
         ],
       );
     });

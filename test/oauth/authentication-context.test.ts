@@ -10,11 +10,11 @@ import {
 } from '../../src/oauth/authentication-context.ts';
 
 describe('authentication context', () => {
-  it('amr per RFC 8176: device-bound hwk, synced swk, user and mfa only with user verification', () => {
+  it('amr per RFC 8176: device-bound hwk, synced swk, user (presence) always, mfa only with user verification', () => {
     assert.deepEqual(amrForPasskey({ userVerified: true, backupEligible: false }), ['hwk', 'user', 'mfa']);
     assert.deepEqual(amrForPasskey({ userVerified: true, backupEligible: true }), ['swk', 'user', 'mfa']);
-    assert.deepEqual(amrForPasskey({ userVerified: false, backupEligible: false }), ['hwk']);
-    assert.deepEqual(amrForPasskey({ userVerified: false, backupEligible: true }), ['swk']);
+    assert.deepEqual(amrForPasskey({ userVerified: false, backupEligible: false }), ['hwk', 'user']);
+    assert.deepEqual(amrForPasskey({ userVerified: false, backupEligible: true }), ['swk', 'user']);
   });
 
   it('acr: every passkey is phishing-resistant, a password only the baseline', () => {

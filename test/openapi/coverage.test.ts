@@ -72,6 +72,8 @@ const NOT_DOCUMENTED: [prefix: string, why: string][] = [
   ['/static/', 'the pages’ CSS and scripts'],
   ['/brand/', 'the pages’ brand colours and logo'],
   ['/language/', 'the pages’ language switcher'],
+  ['/recover/', 'a recovery link’s page and its forms'],
+  ['/.well-known/webauthn', 'WebAuthn related origins, read by browsers (docs/passkey-lifecycle.md)'],
   ['/docs/', 'the API reference’s own assets and its copies of this document (/docs/json, /docs/yaml)'],
   // 400-only variants of the user-existence paths with the identifier left out (checkuser/index.ts)
   ['/check_single', 'answers only 400: the identifier is missing'],

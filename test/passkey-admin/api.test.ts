@@ -122,6 +122,35 @@ for (const dialect of dialects()) {
         assert.equal(typeof body[0].id, 'number');
       });
 
+      it('details=authenticator adds an authenticator object beside the contract fields; other values are refused', async () => {
+        const res = await call('GET', '/2/passkey/1?eppn=alice%40example.org&details=authenticator');
+        assert.equal(res.statusCode, 200);
+        const body = res.json();
+        for (const p of body) assert.deepEqual(Object.keys(p).sort(), [...FIELDS, 'authenticator'].sort());
+        assert.equal(body[0].authenticator.name, 'YubiKey 5 Series');
+        assert.equal(body[0].authenticator.user_verified, true);
+        assert.equal(body[0].authenticator.metadata_status, null);
+        assert.equal(body[1].authenticator.name, null, 'the all-zero AAGUID names no model');
+        assert.deepEqual(Object.keys(body[1].authenticator).sort(), [
+          'attested',
+          'backed_up',
+          'metadata_status',
+          'name',
+          'synced',
+          'transports',
+          'user_verified',
+        ]);
+        await expectError(
+          await call('GET', '/2/passkey/1?details=all'),
+          400,
+          "Invalid 'details' query parameter -- must be authenticator",
+        );
+        await expectError(await call('GET', '/2/passkey/1?details=authenticator&details=authenticator'), 400);
+        const paged = await call('GET', '/2/passkey/1?per_page=1&details=authenticator');
+        assert.match(String(paged.headers.link), /details=authenticator/);
+        assert.ok(paged.json()[0].authenticator);
+      });
+
       it('lists every passkey of the organization in ascending id order, and none of another organization', async () => {
         const res = await call('GET', '/2/passkey/1');
         assert.equal(res.statusCode, 200);

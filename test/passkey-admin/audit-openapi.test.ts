@@ -191,6 +191,7 @@ for (const dialect of dialects()) {
       assert.deepEqual(Object.keys(one), ['delete']);
       assert.deepEqual(list.get.parameters.map((p: { in: string; name: string }) => `${p.in}:${p.name}`).sort(), [
         'path:org_id',
+        'query:details',
         'query:eppn',
         'query:offset',
         'query:per_page',
@@ -198,8 +199,19 @@ for (const dialect of dialects()) {
       assert.deepEqual(list.get.security, [{ oauth2: ['passkey.read'] }]);
       assert.deepEqual(one.delete.security, [{ oauth2: ['passkey.delete'] }]);
       const item = list.get.responses['200'].content['application/json'].schema.items;
+      // The contract's fields are the required ones; `authenticator` comes only with details=authenticator.
+      assert.deepEqual([...item.required].sort(), [
+        'aaguid',
+        'created_at',
+        'eppn',
+        'id',
+        'label',
+        'last_used_at',
+        'mfa_verified',
+      ]);
       assert.deepEqual(Object.keys(item.properties).sort(), [
         'aaguid',
+        'authenticator',
         'created_at',
         'eppn',
         'id',
