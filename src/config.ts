@@ -565,7 +565,7 @@ export const SETTINGS: Setting[] = [
     30 * 86400,
     0,
     31_536_000,
-    'Seconds a "Not now" on the passkey offered after a password sign-in is remembered in that browser (organizations turn the offer on with `org policy --passkey-upgrade on`)',
+    'Seconds a "Not now" on the passkey offered after a password sign-in is remembered in that browser (an organization turns the offer off with `org policy --passkey-upgrade off`)',
   ),
   intSetting(
     'CHECKUSER_RATE_LIMIT',

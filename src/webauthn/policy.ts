@@ -36,7 +36,7 @@ export const DEFAULT_POLICY: PasskeyPolicy = {
   requireUv: false,
   requireDeviceBound: false,
   attestation: 'none',
-  passkeyUpgrade: false,
+  passkeyUpgrade: true,
   passkeyOnly: false,
 };
 
@@ -59,7 +59,7 @@ export function parsePolicy(stored: string | null | undefined): PasskeyPolicy {
     requireUv: p.require_uv === true,
     requireDeviceBound: p.require_device_bound === true,
     attestation: p.attestation ?? 'none',
-    passkeyUpgrade: p.passkey_upgrade === true,
+    passkeyUpgrade: p.passkey_upgrade ?? DEFAULT_POLICY.passkeyUpgrade,
     passkeyOnly: p.passkey_only === true,
   };
 }

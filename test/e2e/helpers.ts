@@ -295,12 +295,22 @@ export async function startRelyingParty(
   };
 }
 
-/** Fills and submits the password form of the sign-in page the browser is on. */
-export async function submitPassword(page: Page, username: string, password: string): Promise<void> {
+/**
+ * Fills and submits the password form of the sign-in page the browser is on. A user without a
+ * passkey is then offered one (docs/passkey-lifecycle.md): "Not now", unless the test keeps the offer.
+ */
+export async function submitPassword(
+  page: Page,
+  username: string,
+  password: string,
+  { keepOffer = false }: { keepOffer?: boolean } = {},
+): Promise<void> {
   await page.fill('#username', username);
   await page.fill('#password', password);
   // The next document's load event: waitForLoadState would settle at once on the current page.
   await Promise.all([page.waitForEvent('load'), page.click('#password-form button[type=submit]')]);
+  if (!keepOffer && (await page.locator('#offer-later').count()))
+    await Promise.all([page.waitForEvent('load'), page.click('#offer-later')]);
 }
 
 /**

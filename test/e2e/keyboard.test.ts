@@ -58,6 +58,16 @@ describe('keyboard and small screens', () => {
     await page.keyboard.type('ada@example.org');
     await page.keyboard.press('Tab');
     await page.keyboard.type(PASSWORD);
+    await Promise.all([page.waitForEvent('load'), page.keyboard.press('Enter')]);
+    // Ada has no passkey: one is offered. "Not now" is reached with the keyboard alone.
+    await page.waitForSelector('#offer-button:not([hidden])');
+    const offered: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      await page.keyboard.press('Tab');
+      offered.push(await page.evaluate(() => document.activeElement?.id ?? ''));
+    }
+    assert.deepEqual(offered.slice(0, 2), ['offer-button', 'offer-later']);
+    await page.focus('#offer-later');
     await Promise.all([page.waitForURL((u) => u.href.startsWith(rp.redirectUri)), page.keyboard.press('Enter')]);
     const tokens = await rp.finish(page.url(), begun);
     assert.ok(tokens.claims()?.sub);

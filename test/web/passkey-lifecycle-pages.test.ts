@@ -10,6 +10,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import {
   cli,
   dialects,
+  seedClient,
   startTestApp,
   seedOrg,
   seedUser,
@@ -143,6 +144,41 @@ for (const dialect of dialects()) {
       return { b, res };
     }
 
+    it('offers a passkey after a password sign-in only to a browser whose page says it can make one', async () => {
+      const rp = await seedClient(ctx, {
+        name: 'Offer RP',
+        redirectUris: ['https://rp.example.org/cb'],
+        firstParty: true,
+      });
+      const fresh = await seedUser(ctx, 1, 'fay@example.org', { password: PASSWORD });
+      for (const capable of [false, true]) {
+        const b = browser();
+        const start = await b.get(
+          `/oauth/authorization?client_id=${rp.clientId}&response_type=code&scope=openid&redirect_uri=${encodeURIComponent('https://rp.example.org/cb')}&code_challenge=${'a'.repeat(43)}&code_challenge_method=S256`,
+        );
+        const page = await b.get(start.headers.location as string);
+        const uid = /\/interaction\/([^/"]+)\/login/.exec(page.body)![1]!;
+        const form = {
+          _csrf: csrfOf(page.body),
+          username: fresh.eppn,
+          password: PASSWORD,
+          ...(capable ? { webauthn: '1' } : {}),
+        };
+        const res = await b.post(`/interaction/${uid}/login`, form);
+        if (!capable) {
+          assert.equal(res.statusCode, 303, 'no offer to a browser that did not say it can make passkeys');
+          continue;
+        }
+        assert.equal(res.statusCode, 200);
+        assert.match(res.body, /<h1>Sign in faster next time<\/h1>/);
+        assert.match(res.body, /id="offer-later"/);
+        const later = await b.post(`/interaction/${uid}/offer/later`, { _csrf: csrfOf(res.body) });
+        assert.equal(later.statusCode, 303);
+        assert.match(String(later.headers.location), /\/oauth\/authorization\//, 'on to the provider with the sign-in');
+        assert.ok(later.cookies.some((c) => c.name === 'idp_passkey_offer' && c.httpOnly && (c.maxAge ?? 0) > 0));
+      }
+    });
+
     it('serves /.well-known/webauthn from WEBAUTHN_RELATED_ORIGINS', async () => {
       const res = await ctx.app.inject({ method: 'GET', url: '/.well-known/webauthn' });
       assert.equal(res.statusCode, 200);
@@ -237,7 +273,7 @@ for (const dialect of dialects()) {
           require_uv: false,
           require_device_bound: false,
           attestation: 'none',
-          passkey_upgrade: false,
+          passkey_upgrade: true,
           passkey_only: false,
         },
       });

@@ -139,7 +139,7 @@ export const orgCommands: CommandDef[] = [
       'passkey-upgrade': {
         type: 'string',
         value: '<on|off>',
-        description: 'offer a passkey after a password sign-in',
+        description: 'offer a passkey after a password sign-in (on by default)',
       },
       'passkey-only': {
         type: 'string',
