@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { loadConfig, type Config } from '../src/config.ts';
 import { keyring, type Keyring } from '../src/crypto.ts';
 import { openStore, type Store, type Dialect } from '../src/store/index.ts';
@@ -248,5 +249,27 @@ export async function spawnService(
       if (child.exitCode === null) child.kill(signal);
       return exited;
     },
+  };
+}
+
+/** A browser over inject(): keeps the cookies it is given, posts forms. */
+export function cookieBrowser(app: FastifyInstance) {
+  const jar = new Map<string, string>();
+  const remember = (res: LightMyRequestResponse) => {
+    for (const c of res.cookies) jar.set(c.name, c.value);
+    return res;
+  };
+  const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+  return {
+    get: async (url: string) => remember(await app.inject({ method: 'GET', url, headers: { cookie: cookie() } })),
+    post: async (url: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
+      remember(
+        await app.inject({
+          method: 'POST',
+          url,
+          headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded', ...headers },
+          payload: new URLSearchParams(form).toString(),
+        }),
+      ),
   };
 }

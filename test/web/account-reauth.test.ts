@@ -2,8 +2,8 @@
 // 10 minutes the account page asks to sign in again, and afterwards both work.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LightMyRequestResponse } from 'fastify';
 import {
+  cookieBrowser,
   dialects,
   freshDatabase,
   testConfig,
@@ -48,27 +48,7 @@ for (const dialect of dialects()) {
       await database.drop();
     });
 
-    function browser() {
-      const jar = new Map<string, string>();
-      const remember = (res: LightMyRequestResponse) => {
-        for (const c of res.cookies) jar.set(c.name, c.value);
-        return res;
-      };
-      const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-      return {
-        get: async (url: string) =>
-          remember(await built.app.inject({ method: 'GET', url, headers: { cookie: cookie() } })),
-        post: async (url: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
-          remember(
-            await built.app.inject({
-              method: 'POST',
-              url,
-              headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded', ...headers },
-              payload: new URLSearchParams(form).toString(),
-            }),
-          ),
-      };
-    }
+    const browser = () => cookieBrowser(built.app);
 
     it('asks to sign in again before adding or deleting a passkey once the sign-in is over 10 minutes old', async () => {
       const [passkeyId] = await insertPasskeys(store.db, [

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LightMyRequestResponse } from 'fastify';
 import {
   cli,
+  cookieBrowser,
   dialects,
   seedClient,
   startTestApp,
@@ -115,27 +115,7 @@ for (const dialect of dialects()) {
     });
     after(() => ctx.close());
 
-    function browser() {
-      const jar = new Map<string, string>();
-      const remember = (res: LightMyRequestResponse) => {
-        for (const c of res.cookies) jar.set(c.name, c.value);
-        return res;
-      };
-      const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-      return {
-        get: async (url: string) =>
-          remember(await ctx.app.inject({ method: 'GET', url, headers: { cookie: cookie() } })),
-        post: async (url: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
-          remember(
-            await ctx.app.inject({
-              method: 'POST',
-              url,
-              headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded', ...headers },
-              payload: new URLSearchParams(form).toString(),
-            }),
-          ),
-      };
-    }
+    const browser = () => cookieBrowser(ctx.app);
 
     async function signIn(username: string, password: string) {
       const b = browser();
