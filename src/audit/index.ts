@@ -55,6 +55,8 @@ export const AUDIT_ACTIONS = [
   'recovery_link.create',
   'recovery_link.use',
   'recovery_link.revoke',
+  'role.grant',
+  'role.revoke',
   'keys.rotate',
   'webhook.add',
   'webhook.remove',

@@ -18,6 +18,7 @@ import { keysCommands } from './commands/keys.ts';
 import { auditCommands } from './commands/audit.ts';
 import { eventsCommands } from './commands/events.ts';
 import { recoveryCommands } from './commands/recovery.ts';
+import { roleCommands } from './commands/role.ts';
 import { mdsCommands } from './commands/mds.ts';
 
 export type { Io } from './command.ts';
@@ -32,6 +33,7 @@ export const COMMANDS: CommandDef[] = [
   ...auditCommands,
   ...eventsCommands,
   ...recoveryCommands,
+  ...roleCommands,
   ...mdsCommands,
 ];
 

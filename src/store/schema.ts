@@ -194,6 +194,18 @@ export interface DB {
   mds_authenticators: MdsAuthenticatorsTable;
   mds_imports: MdsImportsTable;
   recovery_links: RecoveryLinksTable;
+  roles: RolesTable;
+}
+
+/** A staff role: helpdesk or org-admin in one organization, operator in all (org_id 0). */
+export interface RolesTable {
+  id: Generated<number>;
+  user_id: number;
+  org_id: number;
+  role: string;
+  granted_at: number;
+  /** who granted it: 'operator:<login>', 'user:<eppn>' */
+  granted_by: string;
 }
 
 /** One authenticator model of an imported FIDO Metadata Service (MDS3) blob. */
