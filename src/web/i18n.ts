@@ -21,6 +21,8 @@ const en = {
   'error.passkey': 'Signing in with that passkey did not work. Try again, or use your password.',
   'error.passkey_retry': 'Signing in with that passkey did not work. Try again.',
   'error.password_not_enough': 'A password is not enough for this application: it asks you to sign in with a passkey.',
+  'error.passkey_not_enough':
+    'This application asks for a stronger passkey than the one you used: one that verifies you with a PIN, fingerprint or face, or a security key your organization has approved.',
   'signin.passkey_required':
     'This application asks for a phishing-resistant sign-in, so a password is not enough here: sign in with a passkey. No passkey yet? Sign in with your password on your account page, add one there, and try again.',
   'error.rate_limited': 'Too many sign-in attempts. Wait a few minutes and try again.',
@@ -219,6 +221,8 @@ const nb: Record<MessageKey, string> = {
   'error.passkey': 'Innloggingen med passnøkkelen virket ikke. Prøv igjen, eller bruk passordet ditt.',
   'error.passkey_retry': 'Innloggingen med passnøkkelen virket ikke. Prøv igjen.',
   'error.password_not_enough': 'Passord er ikke nok for denne tjenesten: den ber deg logge inn med passnøkkel.',
+  'error.passkey_not_enough':
+    'Denne tjenesten ber om en sterkere passnøkkel enn den du brukte: en som bekrefter deg med PIN-kode, fingeravtrykk eller ansikt, eller en sikkerhetsnøkkel organisasjonen din har godkjent.',
   'signin.passkey_required':
     'Denne tjenesten krever en phishing-sikker innlogging, så passord er ikke nok her: logg inn med passnøkkel. Har du ingen passnøkkel ennå? Logg inn med passordet ditt på kontosiden, legg til en passnøkkel der, og prøv igjen.',
   'error.rate_limited': 'For mange innloggingsforsøk. Vent noen minutter og prøv igjen.',

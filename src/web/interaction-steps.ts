@@ -31,6 +31,7 @@ import {
 import {
   AMR_PASSWORD,
   acrFor,
+  classesReached,
   passwordSatisfies,
   requestedAcrs,
   requiresUserVerification,
@@ -229,6 +230,14 @@ async function signInWithPasskey(kit: Kit, request: Req, reply: FastifyReply) {
   if (!loaded || !checkCsrf(kit, request, reply, loaded) || !requirePrompt(reply, loaded, 'login')) return reply;
   const result = await passkeySignIn(kit, request, scopeOf(loaded.interaction.uid), clientIdOf(loaded));
   if (!result.ok) return renderSignIn(kit, request, reply, loaded, result);
+  // The request asked only for classes this passkey cannot reach (MFA without user verification,
+  // AAL3 with a synced or unattested key): asking again would only bring the user back here.
+  const asked = requestedAcrs(loaded.interaction.params);
+  const reached = classesReached(result.amr, result.attested);
+  if (asked.length > 0 && !asked.some((a) => reached.includes(a))) {
+    request.log.info({ event: 'login.failed', method: 'passkey', reason: 'class_not_reached' }, 'passkey not enough');
+    return renderSignIn(kit, request, reply, loaded, { status: 403, error: 'error.passkey_not_enough' });
+  }
   const returnTo = await signIn(kit, request, reply, loaded, result);
   // A browser with the Signal API learns which of the user's passkeys still exist on the way.
   if (bodyField(request, 'signals') !== '1') return reply.code(303).header('location', returnTo).send();

@@ -11,6 +11,7 @@ import {
   cookieBrowser,
   dialects,
   seedClient,
+  p256Credential,
   startTestApp,
   seedOrg,
   seedUser,
@@ -22,6 +23,8 @@ import { insertPasskeys } from '../../src/store/passkeys.ts';
 import { findUserById, type User } from '../../src/store/directory.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
+import { ACR_MFA } from '../../src/oauth/authentication-context.ts';
+import { assertion } from '../authenticator.ts';
 import { loadConfig, ConfigError } from '../../src/config.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -159,6 +162,56 @@ for (const dialect of dialects()) {
       }
     });
 
+    it('a passkey that cannot reach any class the request asks for is refused at the sign-in page', async () => {
+      const rp = await seedClient(ctx, {
+        name: 'Strict RP',
+        redirectUris: ['https://rp.example.org/cb'],
+        firstParty: true,
+      });
+      const gus = await seedUser(ctx, 1, 'gus@example.org');
+      const key = p256Credential();
+      await insertPasskeys(ctx.store.db, [
+        {
+          user_id: gus.id,
+          org_id: 1,
+          credential_id: key.id,
+          public_key: key.cose,
+          sign_count: 0,
+          transports: '[]',
+          label: 'Key',
+          aaguid: ZERO_AAGUID,
+          backup_eligible: 0,
+          backup_state: 0,
+          mfa_verified: 1,
+          created_at: Date.now(),
+          last_used_at: null,
+        },
+      ]);
+      let counter = 0;
+      // flags: UP 0x01, UV 0x04
+      for (const [acr, flags, expected] of [
+        ['phrh', 0x05, 403],
+        [ACR_MFA, 0x01, 403],
+        [ACR_MFA, 0x05, 303],
+      ] as const) {
+        const b = browser();
+        const start = await b.get(
+          `/oauth/authorization?client_id=${rp.clientId}&response_type=code&scope=openid&acr_values=${encodeURIComponent(acr)}&redirect_uri=${encodeURIComponent('https://rp.example.org/cb')}&code_challenge=${'a'.repeat(43)}&code_challenge_method=S256`,
+        );
+        const page = await b.get(start.headers.location as string);
+        const uid = /\/interaction\/([^/"]+)\/passkey"/.exec(page.body)![1]!;
+        const options = await b.post(`/interaction/${uid}/passkey/options`, {}, { 'x-csrf-token': csrfOf(page.body) });
+        assert.equal(options.json().userVerification, acr === 'phrh' || acr === ACR_MFA ? 'required' : 'preferred');
+        const response = assertion(key, options.json().challenge, ++counter, { userHandle: gus.sub, flags });
+        const res = await b.post(`/interaction/${uid}/passkey`, {
+          _csrf: csrfOf(page.body),
+          response: JSON.stringify(response),
+        });
+        assert.equal(res.statusCode, expected, `${acr} with flags ${flags}`);
+        if (expected === 403) assert.match(alertOf(res.body) ?? '', /asks for a stronger passkey/);
+      }
+    });
+
     it('serves /.well-known/webauthn from WEBAUTHN_RELATED_ORIGINS', async () => {
       const res = await ctx.app.inject({ method: 'GET', url: '/.well-known/webauthn' });
       assert.equal(res.statusCode, 200);
@@ -184,9 +237,14 @@ for (const dialect of dialects()) {
       page = (await b.get('/account')).body;
       assert.match(page, /<source srcset="data:image\/svg\+xml;base64,[^"]+" media="\(prefers-color-scheme: dark\)">/);
       assert.match(page, /class="authenticator-icon"[^>]*><\/picture> Campus Key<\/dd>/);
-      const details = await cli(ctx.config.databaseUrl, ['passkey', 'list', '--org', '1', '--details', '--json'], '', {
-        AAGUID_DATA_FILE: aaguidFile({ [OWN_AAGUID]: { name: 'Campus Key' } }),
-      });
+      const details = await cli(
+        ctx.config.databaseUrl,
+        ['passkey', 'list', '--org', '1', '--eppn', 'ada@example.org', '--details', '--json'],
+        '',
+        {
+          AAGUID_DATA_FILE: aaguidFile({ [OWN_AAGUID]: { name: 'Campus Key' } }),
+        },
+      );
       assert.equal(details.code, 0, details.err);
       assert.deepEqual(JSON.parse(details.out)[0].authenticator, {
         name: 'Campus Key',
