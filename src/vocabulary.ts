@@ -22,6 +22,7 @@ export const API_SCOPES = [
   'gk_checkuser',
   'gk_checkuser_systemlookup',
   'ssf.manage',
+  'recovery.manage',
 ] as const;
 
 /** Scopes of sign-in (authorization code). */
@@ -93,7 +94,8 @@ export interface ResourceServer {
 /** The service's resource servers; a token names one (its audience), chosen by its scopes. */
 export function resourceServers(publicUrl: string): ResourceServer[] {
   return [
-    { id: `${publicUrl}/2/passkey`, scopes: ['passkey.read', 'passkey.delete'] },
+    // The staff API (/2/recovery-link) is the passkey API's companion: same audience.
+    { id: `${publicUrl}/2/passkey`, scopes: ['passkey.read', 'passkey.delete', 'recovery.manage'] },
     {
       id: `${publicUrl}/userinfo/v1/exists`,
       scopes: ['system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'],

@@ -4,17 +4,19 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
-import {
-  authenticate,
-  requireScopes,
-  tokenNoLongerValid,
-  type AccessToken,
-  type TokenVerifier,
-} from '../http/bearer.ts';
+import { authenticate, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
 import { methodNotAllowed } from '../http/errors.ts';
-import { badRequest, forbidden, notFound } from '../errors.ts';
-import { eppnProblem, normalizeEppn, realmOf } from '../directory/index.ts';
-import { findOrganizationWithGrant } from '../store/clients.ts';
+import {
+  checkClientActive,
+  checkClientGrant,
+  checkRealm,
+  loadOrganization,
+  positiveId,
+  requireOrganization,
+  type GrantedOrganization as Organization,
+} from '../http/organization-grant.ts';
+import { badRequest, notFound } from '../errors.ts';
+import { eppnProblem, normalizeEppn } from '../directory/index.ts';
 import { listOrganizationPasskeys, listPasskeysByEppn, type PasskeyListRow } from '../store/passkeys.ts';
 import { passkeyDetails, passkeyObject, type PasskeyObject } from '../webauthn/passkey-object.ts';
 import { removeOrganizationPasskey, removeUserPasskeys, type Actor } from '../webauthn/passkey-removal.ts';
@@ -80,34 +82,6 @@ function checkPerPage(raw: string | undefined): number {
 }
 
 /** A path segment that is not a positive integer names nothing: the same 404 as an unknown id. */
-function positiveId(raw: string): number | undefined {
-  if (!/^[0-9]{1,15}$/.test(raw)) return undefined;
-  const n = Number(raw);
-  return n > 0 ? n : undefined;
-}
-
-interface Organization {
-  id: number;
-  realm: string;
-  /** whether the calling client may administer it */
-  granted: boolean;
-  /** false when an operator disabled the calling client after the token was issued */
-  clientActive: boolean;
-}
-
-/** Loads the organization together with the caller's grant (one query), checked in the next step. */
-async function loadOrganization(store: Store, token: AccessToken, rawOrgId: string): Promise<Organization> {
-  const id = positiveId(rawOrgId);
-  return requireOrganization(
-    id === undefined ? undefined : await findOrganizationWithGrant(store.db, id, token.clientId, 'admin'),
-  );
-}
-
-function requireOrganization(org: Organization | undefined): Organization {
-  if (!org) throw notFound('Organization does not exist');
-  return org;
-}
-
 interface UserList {
   org: Organization;
   rows: PasskeyListRow[];
@@ -168,20 +142,6 @@ async function pageOf(
   checkRealm(eppn, list.org);
   checkOffset(list.offsetProblem);
   return list;
-}
-
-function checkClientGrant(org: Organization): void {
-  if (!org.granted) throw forbidden('Client not authorized for organization');
-}
-
-/** A disabled client's tokens stop working at once, though they still verify. */
-function checkClientActive(request: FastifyRequest, verifier: TokenVerifier, org: Organization): void {
-  if (!org.clientActive) throw tokenNoLongerValid(request, verifier, 'The client of this token is disabled');
-}
-
-function checkRealm(eppn: string | null, org: Organization): void {
-  if (eppn !== null && realmOf(eppn) !== org.realm)
-    throw forbidden(`eppn realm '${realmOf(eppn)}' does not match organization`);
 }
 
 /** `details=authenticator` (the only value) adds what is known of each passkey's authenticator. */

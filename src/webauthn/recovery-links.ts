@@ -43,7 +43,7 @@ export interface NewRecoveryLink {
 export async function createRecoveryLink(
   store: Store,
   publicUrl: string,
-  input: { eppn: string; ttlMs?: number; deleteOthers?: boolean },
+  input: { eppn: string; ttlMs?: number; deleteOthers?: boolean; /** the user must be of it */ orgId?: number },
   { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<NewRecoveryLink> {
   const ttl = input.ttlMs ?? DEFAULT_RECOVERY_TTL_MS;
@@ -53,7 +53,8 @@ export async function createRecoveryLink(
   const token = randomBytes(32).toString('base64url');
   return store.db.transaction().execute(async (trx) => {
     const user = await findUserByEppn(trx, eppn);
-    if (!user) throw notFound(`user '${eppn}' does not exist`);
+    if (!user || (input.orgId !== undefined && user.org_id !== input.orgId))
+      throw notFound(`user '${eppn}' does not exist`);
     if (user.disabled_at !== null) throw badRequest(`user '${eppn}' is disabled: enable them first`);
     const row = {
       token_hash: hashOf(token),
@@ -116,10 +117,17 @@ export function useRecoveryLink(link: RecoveryLinkRow, user: User, { actor, now 
   };
 }
 
-export async function revokeLink(store: Store, id: number, { actor = SYSTEM, now = Date.now() }: Change = {}) {
+/** Revokes a link not yet used; with orgId, only one of that organization. */
+export async function revokeLink(
+  store: Store,
+  id: number,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+  orgId?: number,
+) {
   await store.db.transaction().execute(async (trx) => {
     const link = await findRecoveryLink(trx, id);
-    if (!link || !(await revokeRecoveryLink(trx, id, now)))
+    const foreign = link !== undefined && orgId !== undefined && link.org_id !== orgId;
+    if (!link || foreign || !(await revokeRecoveryLink(trx, id, now)))
       throw notFound(`recovery link ${id} does not exist or can no longer be used`);
     const user = await findUserById(trx, link.user_id);
     await recordAudit(trx, {

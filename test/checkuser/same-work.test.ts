@@ -37,7 +37,8 @@ for (const dialect of dialects()) {
       database = await freshDatabase(dialect);
       migrated = await openStore(database.url);
       // The background jobs (event delivery, cache invalidation) query on their own clock: not the request's work.
-      const background = /"event_deliveries"|"invalidations"/;
+      // (A job's transaction shows as begin and commit around its statements.)
+      const background = /"event_deliveries"|"invalidations"|^(begin|commit|rollback)$/;
       const log = (event: { level: string; query: { sql: string } }) =>
         void (background.test(event.query.sql) || statements.push(event.query.sql));
       const pgPool = () => {

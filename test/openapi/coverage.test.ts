@@ -204,6 +204,7 @@ describe('the OpenAPI document covers every route', () => {
       'gk_checkuser_systemlookup',
       'passkey.delete',
       'passkey.read',
+      'recovery.manage',
       'ssf.manage',
       'system-check-user-existence',
     ]);

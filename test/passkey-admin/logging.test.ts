@@ -5,6 +5,7 @@ import { dialects, freshDatabase, seedOrg, seedUser, seedClient, TEST_SECRET, ty
 import { openStore, type Store } from '../../src/store/index.ts';
 import { keyring } from '../../src/crypto.ts';
 import { seedPasskeys } from './fixtures.ts';
+import { freePort } from '../e2e/helpers.ts';
 
 // The real service in a child process, so the test reads exactly what an operator's log receives.
 for (const dialect of dialects()) {
@@ -15,7 +16,6 @@ for (const dialect of dialects()) {
     let base: string;
     let client: { clientId: string; secret: string };
     let keys: number[];
-    const port = 19460 + (dialect === 'sqlite' ? 0 : 1);
 
     before(async () => {
       database = await freshDatabase(dialect);
@@ -26,6 +26,7 @@ for (const dialect of dialects()) {
       keys = await seedPasskeys(store, 1, [u.id], 3);
       client = await seedClient(ctx, { scopes: ['passkey.delete'], orgs: [1] });
       await store.close();
+      const port = await freePort();
       base = `http://127.0.0.1:${port}`;
       child = spawn(process.execPath, ['src/main.ts', 'serve'], {
         env: {
@@ -41,7 +42,7 @@ for (const dialect of dialects()) {
       });
       child.stdout!.on('data', (chunk) => (output += chunk));
       child.stderr!.on('data', (chunk) => (output += chunk));
-      for (let i = 0; i < 100; i++) {
+      for (let i = 0; i < 300; i++) {
         try {
           if ((await fetch(`${base}/readyz`)).ok) return;
         } catch {
