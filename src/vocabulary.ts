@@ -23,6 +23,7 @@ export const API_SCOPES = [
   'gk_checkuser_systemlookup',
   'ssf.manage',
   'recovery.manage',
+  'audit.read',
 ] as const;
 
 /** Scopes of sign-in (authorization code). */
@@ -95,7 +96,7 @@ export interface ResourceServer {
 export function resourceServers(publicUrl: string): ResourceServer[] {
   return [
     // The staff API (/2/recovery-link) is the passkey API's companion: same audience.
-    { id: `${publicUrl}/2/passkey`, scopes: ['passkey.read', 'passkey.delete', 'recovery.manage'] },
+    { id: `${publicUrl}/2/passkey`, scopes: ['passkey.read', 'passkey.delete', 'recovery.manage', 'audit.read'] },
     {
       id: `${publicUrl}/userinfo/v1/exists`,
       scopes: ['system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'],

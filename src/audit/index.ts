@@ -6,7 +6,8 @@ import { userInfo } from 'node:os';
 import ipaddr from 'ipaddr.js';
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../store/schema.ts';
-import { insertAuditEvent } from '../store/audit.ts';
+import { insertAuditEvent, type AuditRow } from '../store/audit.ts';
+import { iso } from '../time.ts';
 import { countAudit } from '../http/metrics.ts';
 import { recordEvents } from './events.ts';
 
@@ -158,4 +159,23 @@ export function userActor(user: { eppn: string }, request: { id: string; ip: str
 /** A client acting in a request (an API call, a token request). */
 export function clientActor(clientId: string | null, request: { id: string; ip: string }): Actor {
   return { type: 'client', id: clientId, requestId: request.id, ip: request.ip };
+}
+
+/** One record as the admin CLI and the audit API show it. */
+export function auditView(r: AuditRow) {
+  return {
+    id: r.id,
+    at: iso(r.at),
+    action: r.kind,
+    actor_type: r.actor_type,
+    actor: r.actor,
+    subject: r.subject,
+    org_id: r.org_id,
+    client_id: r.client_id,
+    eppn: r.eppn,
+    passkey_ids: JSON.parse(r.passkey_ids) as number[],
+    source: r.source,
+    request_id: r.request_id,
+    details: JSON.parse(r.details) as unknown,
+  };
 }

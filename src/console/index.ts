@@ -1,44 +1,19 @@
 // The staff API: what the helpdesk console does, for programs. Authorized like the passkey API —
 // a client_credentials token with the action's scope, from a client granted the organization —
-// and calling the same functions as the admin CLI. Today: recovery links (/2/recovery-link).
+// and calling the same functions as the admin CLI: recovery links (/2/recovery-link) and the
+// audit trail (/2/audit, src/console/audit-api.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config.ts';
-import type { Store } from '../store/index.ts';
-import { authenticate, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
 import { methodNotAllowed } from '../http/errors.ts';
-import {
-  checkClientActive,
-  checkClientGrant,
-  checkRealm,
-  loadOrganization,
-  positiveId,
-  type GrantedOrganization,
-} from '../http/organization-grant.ts';
+import { checkRealm, positiveId } from '../http/organization-grant.ts';
 import { AppError, badRequest, notFound } from '../errors.ts';
-import { eppnProblem, normalizeEppn } from '../directory/index.ts';
-import type { Actor } from '../audit/index.ts';
+import { actorOf, checkEppn, organizationAccess, parseQuery, type OrgRequest, type StaffApiDeps } from './access.ts';
+import { auditRoutes } from './audit-api.ts';
 import { createRecoveryLink, recoveryLinks, revokeLink } from '../webauthn/recovery-links.ts';
 import { createSchema, listSchema, revokeSchema } from './recovery-schemas.ts';
 
-export interface StaffApiDeps {
-  config: Config;
-  store: Store;
-  verifier: TokenVerifier;
-  now: () => number;
-}
-
 const MANAGE = 'recovery.manage';
-type OrgRequest = FastifyRequest<{ Params: { org_id: string } }>;
 
 // ---- steps -------------------------------------------------------------------------------
-
-function checkEppn(raw: unknown, where: string): string {
-  if (typeof raw !== 'string') throw badRequest(`Invalid '${where}' -- eppn is required`);
-  const eppn = normalizeEppn(raw);
-  const problem = eppnProblem(eppn);
-  if (problem) throw badRequest(`Invalid '${where}' -- ${problem}`);
-  return eppn;
-}
 
 interface CreateBody {
   eppn: string;
@@ -65,39 +40,16 @@ function readCreateBody(body: unknown): CreateBody {
 
 /** One query parameter at most (eppn), given once. */
 function readListQuery(request: FastifyRequest): string | null {
-  const at = request.url.indexOf('?');
-  let eppn: string | null = null;
-  if (at < 0) return eppn;
-  for (const [name, value] of new URLSearchParams(request.url.slice(at + 1))) {
-    if (name !== 'eppn') throw badRequest(`Unknown query parameter '${name.slice(0, 40)}'`);
-    if (eppn !== null) throw badRequest("Invalid 'eppn' query parameter -- given more than once");
-    eppn = checkEppn(value, 'eppn');
-  }
-  return eppn;
+  const { eppn } = parseQuery(request, ['eppn']);
+  return eppn === undefined ? null : checkEppn(eppn, 'eppn');
 }
-
-const actorOf = (token: AccessToken, request: FastifyRequest): Actor => ({
-  type: 'client',
-  id: token.clientId,
-  requestId: request.id,
-  ip: request.ip,
-});
 
 // ---- endpoints -----------------------------------------------------------------------------
 
 export function staffApiPlugin(deps: StaffApiDeps) {
-  const { config, store, verifier } = deps;
-  const audience = `${config.publicUrl}/2/passkey`;
-
-  /** authenticate -> requireScopes -> loadOrganization -> checkClientActive -> checkClientGrant */
-  async function organizationOf(request: OrgRequest): Promise<{ token: AccessToken; org: GrantedOrganization }> {
-    const token = await authenticate(request, verifier, audience);
-    requireScopes(token, [MANAGE]);
-    const org = await loadOrganization(store, token, request.params.org_id);
-    checkClientActive(request, verifier, org);
-    checkClientGrant(org);
-    return { token, org };
-  }
+  const { config, store } = deps;
+  const access = organizationAccess(deps);
+  const organizationOf = (request: OrgRequest) => access(request, MANAGE);
 
   async function create(request: OrgRequest, reply: FastifyReply) {
     const { token, org } = await organizationOf(request);
@@ -140,6 +92,7 @@ export function staffApiPlugin(deps: StaffApiDeps) {
 
   const noSchemaValidation = () => () => true;
   return async function staffApi(app: FastifyInstance) {
+    await app.register(auditRoutes(deps));
     app.post('/2/recovery-link/:org_id', { schema: createSchema, validatorCompiler: noSchemaValidation }, create);
     app.get('/2/recovery-link/:org_id', { schema: listSchema, validatorCompiler: noSchemaValidation }, list);
     app.delete('/2/recovery-link/:org_id/:id', { schema: revokeSchema, validatorCompiler: noSchemaValidation }, revoke);

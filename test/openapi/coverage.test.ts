@@ -200,6 +200,7 @@ describe('the OpenAPI document covers every route', () => {
     const schemes = doc.components.securitySchemes;
     assert.equal(schemes.oauth2.flows.clientCredentials.tokenUrl, `${ctx.config.publicUrl}/oauth/token`);
     assert.deepEqual(Object.keys(schemes.oauth2.flows.clientCredentials.scopes).sort(), [
+      'audit.read',
       'gk_checkuser',
       'gk_checkuser_systemlookup',
       'passkey.delete',

@@ -4,9 +4,8 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { badRequest } from '../../errors.ts';
-import { AUDIT_ACTIONS } from '../../audit/index.ts';
-import { listAuditEvents, type AuditFilter, type AuditRow } from '../../store/audit.ts';
-import { iso } from '../../time.ts';
+import { AUDIT_ACTIONS, auditView } from '../../audit/index.ts';
+import { listAuditEvents, type AuditFilter } from '../../store/audit.ts';
 import { intOption, optional, table, type CommandDef, type OptionDef, type Values } from '../command.ts';
 
 const FILTERS: Record<string, OptionDef> = {
@@ -52,24 +51,6 @@ function filterOf(v: Values): AuditFilter {
     action: action(v),
     since: time(v, 'since'),
     until: time(v, 'until'),
-  };
-}
-
-export function auditView(r: AuditRow) {
-  return {
-    id: r.id,
-    at: iso(r.at),
-    action: r.kind,
-    actor_type: r.actor_type,
-    actor: r.actor,
-    subject: r.subject,
-    org_id: r.org_id,
-    client_id: r.client_id,
-    eppn: r.eppn,
-    passkey_ids: JSON.parse(r.passkey_ids) as number[],
-    source: r.source,
-    request_id: r.request_id,
-    details: JSON.parse(r.details) as unknown,
   };
 }
 

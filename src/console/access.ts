@@ -1,0 +1,72 @@
+// Who may call the staff API: authenticate -> requireScopes -> loadOrganization ->
+// checkClientActive -> checkClientGrant, the passkey API's order (src/http/organization-grant.ts).
+import type { FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Store } from '../store/index.ts';
+import { authenticate, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
+import {
+  checkClientActive,
+  checkClientGrant,
+  loadOrganization,
+  type GrantedOrganization,
+} from '../http/organization-grant.ts';
+import type { Actor } from '../audit/index.ts';
+import { eppnProblem, normalizeEppn } from '../directory/index.ts';
+import { badRequest } from '../errors.ts';
+
+export interface StaffApiDeps {
+  config: Config;
+  store: Store;
+  verifier: TokenVerifier;
+  now: () => number;
+}
+
+export type OrgRequest = FastifyRequest<{ Params: { org_id: string } }>;
+
+export function organizationAccess(deps: StaffApiDeps) {
+  const audience = `${deps.config.publicUrl}/2/passkey`;
+  return async function organizationOf(
+    request: OrgRequest,
+    scope: string,
+  ): Promise<{ token: AccessToken; org: GrantedOrganization }> {
+    const token = await authenticate(request, deps.verifier, audience);
+    requireScopes(token, [scope]);
+    const org = await loadOrganization(deps.store, token, request.params.org_id);
+    checkClientActive(request, deps.verifier, org);
+    checkClientGrant(org);
+    return { token, org };
+  };
+}
+
+export const actorOf = (token: AccessToken, request: FastifyRequest): Actor => ({
+  type: 'client',
+  id: token.clientId,
+  requestId: request.id,
+  ip: request.ip,
+});
+
+export function checkEppn(raw: unknown, where: string): string {
+  if (typeof raw !== 'string') throw badRequest(`Invalid '${where}' -- eppn is required`);
+  const eppn = normalizeEppn(raw);
+  const problem = eppnProblem(eppn);
+  if (problem) throw badRequest(`Invalid '${where}' -- ${problem}`);
+  return eppn;
+}
+
+/** The query string, split by hand: unknown and repeated parameters are errors, not guesses. */
+export function parseQuery<Name extends string>(
+  request: FastifyRequest,
+  allowed: readonly Name[],
+): Partial<Record<Name, string>> {
+  const at = request.url.indexOf('?');
+  const query: Partial<Record<Name, string>> = {};
+  if (at < 0) return query;
+  for (const [name, value] of new URLSearchParams(request.url.slice(at + 1))) {
+    if (!(allowed as readonly string[]).includes(name))
+      throw badRequest(`Unknown query parameter '${name.slice(0, 40)}'`);
+    if (query[name as Name] !== undefined)
+      throw badRequest(`Invalid '${name}' query parameter -- given more than once`);
+    query[name as Name] = value;
+  }
+  return query;
+}
