@@ -24,6 +24,7 @@ export const API_SCOPES = [
   'ssf.manage',
   'recovery.manage',
   'audit.read',
+  'report.read',
 ] as const;
 
 /** Scopes of sign-in (authorization code). */
@@ -96,7 +97,10 @@ export interface ResourceServer {
 export function resourceServers(publicUrl: string): ResourceServer[] {
   return [
     // The staff API (/2/recovery-link) is the passkey API's companion: same audience.
-    { id: `${publicUrl}/2/passkey`, scopes: ['passkey.read', 'passkey.delete', 'recovery.manage', 'audit.read'] },
+    {
+      id: `${publicUrl}/2/passkey`,
+      scopes: ['passkey.read', 'passkey.delete', 'recovery.manage', 'audit.read', 'report.read'],
+    },
     {
       id: `${publicUrl}/userinfo/v1/exists`,
       scopes: ['system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'],

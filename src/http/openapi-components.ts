@@ -15,6 +15,7 @@ const SCOPE_MEANING: Record<(typeof API_SCOPES)[number], string> = {
     'Manage OpenID Shared Signals streams and poll their events (users of the organizations the client administers)',
   'recovery.manage': 'Create, list and revoke recovery links for users of the organizations the client administers',
   'audit.read': 'Read the audit trail of the organizations the client administers',
+  'report.read': 'Read the passkey report of the organizations the client administers',
 };
 
 export function securitySchemes(publicUrl: string): Json {
@@ -56,6 +57,7 @@ export const TAGS = [
   { name: 'passkey', description: 'Passkey administration for organization administrators and helpdesks' },
   { name: 'recovery', description: 'One-time recovery links for users who lost their passkeys (helpdesk automation)' },
   { name: 'audit', description: "An organization's audit trail (security audits, helpdesk automation)" },
+  { name: 'report', description: "An organization's passkey coverage and authenticator report" },
   { name: 'user-existence', description: 'Whether a user exists, for systems that provision or look up accounts' },
   { name: 'userinfo', description: 'Claims and photos of the signed-in user, for relying parties' },
   { name: 'oauth', description: 'The OAuth 2.0 authorization server (served by oidc-provider)' },

@@ -206,6 +206,7 @@ describe('the OpenAPI document covers every route', () => {
       'passkey.delete',
       'passkey.read',
       'recovery.manage',
+      'report.read',
       'ssf.manage',
       'system-check-user-existence',
     ]);

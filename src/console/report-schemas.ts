@@ -1,0 +1,91 @@
+// JSON schema of the organization report (/2/report): documents it in the OpenAPI document.
+
+const errorBody = {
+  type: 'object',
+  required: ['code', 'message'],
+  properties: { code: { type: 'integer', description: 'The HTTP status' }, message: { type: 'string' } },
+} as const;
+
+const ERRORS: Record<number, string> = {
+  400: 'unused_days not an integer from 1 to 3650; unknown or repeated parameter',
+  401: 'Token missing or invalid',
+  403: 'Token lacks report.read; client not authorized for the organization',
+  404: 'Organization does not exist',
+};
+
+const count = (description: string) => ({ type: 'integer', description });
+
+export const reportSchema = {
+  operationId: 'organizationReport',
+  tags: ['report'],
+  security: [{ oauth2: ['report.read'] }],
+  summary: "The organization's passkey report",
+  description:
+    'Scope report.read. Users and passkey coverage, passkeys by authenticator model, synced or device-bound, without user verification, not used for unused_days days, users with no way to sign in.',
+  params: {
+    type: 'object',
+    required: ['org_id'],
+    properties: { org_id: { type: 'string', pattern: '^[0-9]+$', examples: ['1234'] } },
+  },
+  querystring: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      unused_days: { type: 'integer', minimum: 1, maximum: 3650, default: 180, examples: [180] },
+    },
+  },
+  response: {
+    200: {
+      description: 'The report',
+      type: 'object',
+      properties: {
+        org_id: { type: 'integer' },
+        users: count('Users of the organization'),
+        users_with_passkey: count('Users with at least one passkey'),
+        coverage_percent: { type: 'number', description: 'users_with_passkey / users, in percent (one decimal)' },
+        users_without_sign_in_method: count('Users with neither a password nor a passkey'),
+        passkeys: count('Passkeys'),
+        synced: count('Backup-eligible (synced) passkeys'),
+        device_bound: count('Passkeys bound to one device'),
+        without_user_verification: count('Passkeys registered without user verification'),
+        unused_days: count('The period asked for'),
+        unused: count('Passkeys not used (or, never used, made) in that period'),
+        by_model: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: {
+              aaguid: { type: 'string' },
+              name: { type: ['string', 'null'] },
+              passkeys: { type: 'integer' },
+            },
+          },
+        },
+      },
+      examples: [
+        {
+          org_id: 1234,
+          users: 1200,
+          users_with_passkey: 900,
+          coverage_percent: 75,
+          users_without_sign_in_method: 3,
+          passkeys: 1500,
+          synced: 1100,
+          device_bound: 400,
+          without_user_verification: 20,
+          unused_days: 180,
+          unused: 150,
+          by_model: [
+            { aaguid: 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4', name: 'Google Password Manager', passkeys: 800 },
+          ],
+        },
+      ],
+    },
+    ...Object.fromEntries(
+      Object.entries(ERRORS).map(([s, description]) => [
+        s,
+        { ...errorBody, description, examples: [{ code: Number(s), message: description.split(';')[0] }] },
+      ]),
+    ),
+  },
+} as const;
