@@ -181,7 +181,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(userinfoPlugin({ config, store, provider }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now, provider }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
-  await app.register(staffApiPlugin({ config, store, verifier, now }));
+  await app.register(staffApiPlugin({ config, store, verifier, now, provider }));
   await app.register(eventsPlugin({ config, store, keys, verifier, keyManager, now }));
   await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 

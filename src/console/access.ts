@@ -3,6 +3,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
+import type { ProviderHolder } from '../oauth/plugin.ts';
 import { authenticate, requireScopes, type AccessToken, type TokenVerifier } from '../http/bearer.ts';
 import {
   checkClientActive,
@@ -19,6 +20,8 @@ export interface StaffApiDeps {
   store: Store;
   verifier: TokenVerifier;
   now: () => number;
+  /** the authorization server, whose sessions of an offboarded user end */
+  provider: ProviderHolder;
 }
 
 export type OrgRequest = FastifyRequest<{ Params: { org_id: string } }>;

@@ -9,6 +9,7 @@ import { AppError, badRequest, notFound } from '../errors.ts';
 import { actorOf, checkEppn, organizationAccess, parseQuery, type OrgRequest, type StaffApiDeps } from './access.ts';
 import { auditRoutes } from './audit-api.ts';
 import { reportRoutes } from './report-api.ts';
+import { offboardRoutes } from './offboard-api.ts';
 import { createRecoveryLink, recoveryLinks, revokeLink } from '../webauthn/recovery-links.ts';
 import { createSchema, listSchema, revokeSchema } from './recovery-schemas.ts';
 
@@ -95,6 +96,7 @@ export function staffApiPlugin(deps: StaffApiDeps) {
   return async function staffApi(app: FastifyInstance) {
     await app.register(auditRoutes(deps));
     await app.register(reportRoutes(deps));
+    await app.register(offboardRoutes(deps));
     app.post('/2/recovery-link/:org_id', { schema: createSchema, validatorCompiler: noSchemaValidation }, create);
     app.get('/2/recovery-link/:org_id', { schema: listSchema, validatorCompiler: noSchemaValidation }, list);
     app.delete('/2/recovery-link/:org_id/:id', { schema: revokeSchema, validatorCompiler: noSchemaValidation }, revoke);
