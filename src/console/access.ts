@@ -56,20 +56,4 @@ export function checkEppn(raw: unknown, where: string): string {
   return eppn;
 }
 
-/** The query string, split by hand: unknown and repeated parameters are errors, not guesses. */
-export function parseQuery<Name extends string>(
-  request: FastifyRequest,
-  allowed: readonly Name[],
-): Partial<Record<Name, string>> {
-  const at = request.url.indexOf('?');
-  const query: Partial<Record<Name, string>> = {};
-  if (at < 0) return query;
-  for (const [name, value] of new URLSearchParams(request.url.slice(at + 1))) {
-    if (!(allowed as readonly string[]).includes(name))
-      throw badRequest(`Unknown query parameter '${name.slice(0, 40)}'`);
-    if (query[name as Name] !== undefined)
-      throw badRequest(`Invalid '${name}' query parameter -- given more than once`);
-    query[name as Name] = value;
-  }
-  return query;
-}
+export { parseQuery } from '../http/organization-grant.ts';

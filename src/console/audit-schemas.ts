@@ -1,11 +1,6 @@
 // JSON schema of the audit API (/2/audit): documents it in the OpenAPI document; the query is
 // checked by the route's own steps.
-
-const errorBody = {
-  type: 'object',
-  required: ['code', 'message'],
-  properties: { code: { type: 'integer', description: 'The HTTP status' }, message: { type: 'string' } },
-} as const;
+import { errorResponses } from './schema-parts.ts';
 
 const ERRORS: Record<number, string> = {
   400: 'Invalid query parameter (eppn, action, since, until, before, limit, format), unknown or repeated parameter',
@@ -83,11 +78,6 @@ export const auditSchema = {
       },
       examples: [[RECORD_EXAMPLE]],
     },
-    ...Object.fromEntries(
-      Object.entries(ERRORS).map(([s, description]) => [
-        s,
-        { ...errorBody, description, examples: [{ code: Number(s), message: description.split(';')[0] }] },
-      ]),
-    ),
+    ...errorResponses(ERRORS),
   },
 } as const;

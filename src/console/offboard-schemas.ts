@@ -1,10 +1,5 @@
 // JSON schema of bulk offboarding (/2/offboard): documents it in the OpenAPI document.
-
-const errorBody = {
-  type: 'object',
-  required: ['code', 'message'],
-  properties: { code: { type: 'integer', description: 'The HTTP status' }, message: { type: 'string' } },
-} as const;
+import { errorResponses } from './schema-parts.ts';
 
 const ERRORS: Record<number, string> = {
   400: 'Body not a JSON object; eppns empty, over 10000 or with a bad line (malformed, another realm: the first are named, nothing is done); reason missing or over 500 characters; unknown field',
@@ -58,11 +53,6 @@ export const offboardSchema = {
         },
       ],
     },
-    ...Object.fromEntries(
-      Object.entries(ERRORS).map(([s, description]) => [
-        s,
-        { ...errorBody, description, examples: [{ code: Number(s), message: description.split(';')[0] }] },
-      ]),
-    ),
+    ...errorResponses(ERRORS),
   },
 } as const;

@@ -1,19 +1,6 @@
 // JSON schemas of the recovery link API (/2/recovery-link): they document it in the OpenAPI
 // document; input is checked by the route's own steps, each refusal with the documented message.
-
-const errorBody = {
-  type: 'object',
-  required: ['code', 'message'],
-  properties: { code: { type: 'integer', description: 'The HTTP status' }, message: { type: 'string' } },
-} as const;
-
-const errors = (meaning: Record<number, string>) =>
-  Object.fromEntries(
-    Object.entries(meaning).map(([s, description]) => [
-      s,
-      { ...errorBody, description, examples: [{ code: Number(s), message: description.split(';')[0] }] },
-    ]),
-  );
+import { errorResponses } from './schema-parts.ts';
 
 const LINK_EXAMPLE = {
   id: 17,
@@ -103,7 +90,7 @@ export const createSchema = {
         },
       ],
     },
-    ...errors({
+    ...errorResponses({
       400: 'Body not JSON, eppn missing or malformed, ttl_seconds out of range, unknown field',
       ...COMMON_ERRORS,
     }),
@@ -124,7 +111,7 @@ export const listSchema = {
   },
   response: {
     200: { description: 'The links', type: 'array', items: link, examples: [[LINK_EXAMPLE]] },
-    ...errors({ 400: 'eppn malformed, unknown or repeated parameter', ...COMMON_ERRORS }),
+    ...errorResponses({ 400: 'eppn malformed, unknown or repeated parameter', ...COMMON_ERRORS }),
   },
 } as const;
 
@@ -148,6 +135,6 @@ export const revokeSchema = {
       properties: { id: { type: 'integer' }, revoked: { type: 'boolean' } },
       examples: [{ id: 17, revoked: true }],
     },
-    ...errors(COMMON_ERRORS),
+    ...errorResponses(COMMON_ERRORS),
   },
 } as const;

@@ -1,10 +1,5 @@
 // JSON schema of the organization report (/2/report): documents it in the OpenAPI document.
-
-const errorBody = {
-  type: 'object',
-  required: ['code', 'message'],
-  properties: { code: { type: 'integer', description: 'The HTTP status' }, message: { type: 'string' } },
-} as const;
+import { errorResponses } from './schema-parts.ts';
 
 const ERRORS: Record<number, string> = {
   400: 'unused_days not an integer from 1 to 3650; unknown or repeated parameter',
@@ -81,11 +76,6 @@ export const reportSchema = {
         },
       ],
     },
-    ...Object.fromEntries(
-      Object.entries(ERRORS).map(([s, description]) => [
-        s,
-        { ...errorBody, description, examples: [{ code: Number(s), message: description.split(';')[0] }] },
-      ]),
-    ),
+    ...errorResponses(ERRORS),
   },
 } as const;

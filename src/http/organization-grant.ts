@@ -4,7 +4,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Store } from '../store/index.ts';
 import { findOrganizationWithGrant } from '../store/clients.ts';
-import { forbidden, notFound } from '../errors.ts';
+import { badRequest, forbidden, notFound } from '../errors.ts';
 import { tokenNoLongerValid, type AccessToken, type TokenVerifier } from './bearer.ts';
 
 export interface GrantedOrganization {
@@ -53,4 +53,22 @@ export function checkRealm(eppn: string | null, org: GrantedOrganization): void 
   if (eppn === null) return;
   const realm = eppn.slice(eppn.lastIndexOf('@') + 1);
   if (realm !== org.realm) throw forbidden(`eppn realm '${realm}' does not match organization`);
+}
+
+/** The raw query string, split by hand: unknown and repeated parameters are errors, not guesses. */
+export function parseQuery<Name extends string>(
+  request: FastifyRequest,
+  allowed: readonly Name[],
+): Partial<Record<Name, string>> {
+  const at = request.url.indexOf('?');
+  const query: Partial<Record<Name, string>> = {};
+  if (at < 0) return query;
+  for (const [name, value] of new URLSearchParams(request.url.slice(at + 1))) {
+    if (!(allowed as readonly string[]).includes(name))
+      throw badRequest(`Unknown query parameter '${name.slice(0, 40)}'`);
+    if (query[name as Name] !== undefined)
+      throw badRequest(`Invalid '${name}' query parameter -- given more than once`);
+    query[name as Name] = value;
+  }
+  return query;
 }

@@ -11,6 +11,7 @@ import {
   checkClientGrant,
   checkRealm,
   loadOrganization,
+  parseQuery,
   positiveId,
   requireOrganization,
   type GrantedOrganization as Organization,
@@ -44,21 +45,6 @@ type QueryName = 'eppn' | 'per_page' | 'offset' | 'details';
 type Query = Partial<Record<QueryName, string>>;
 
 // ---- steps -------------------------------------------------------------------------------
-
-/** The raw query string, split by hand: unknown and repeated parameters are errors, not guesses. */
-function parseQuery(request: FastifyRequest, allowed: readonly QueryName[]): Query {
-  const at = request.url.indexOf('?');
-  const query: Query = {};
-  if (at < 0) return query;
-  for (const [name, value] of new URLSearchParams(request.url.slice(at + 1))) {
-    if (!(allowed as readonly string[]).includes(name))
-      throw badRequest(`Unknown query parameter '${name.slice(0, 40)}'`);
-    if (query[name as QueryName] !== undefined)
-      throw badRequest(`Invalid '${name}' query parameter -- given more than once`);
-    query[name as QueryName] = value;
-  }
-  return query;
-}
 
 function checkEppn(raw: string): string {
   const eppn = normalizeEppn(raw);
