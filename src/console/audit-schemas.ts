@@ -1,6 +1,6 @@
 // JSON schema of the audit API (/2/audit): documents it in the OpenAPI document; the query is
 // checked by the route's own steps.
-import { errorResponses } from './schema-parts.ts';
+import { errorResponses, orgIdParams } from './schema-parts.ts';
 
 const ERRORS: Record<number, string> = {
   400: 'Invalid query parameter (eppn, action, since, until, before, limit, format), unknown or repeated parameter',
@@ -34,11 +34,7 @@ export const auditSchema = {
   summary: "The organization's audit trail, newest first",
   description:
     'Scope audit.read. Keyset-paginated on the record id: when the page is full, the Link header carries the next page (before=<the last id>). format=csv gives the same records as CSV (a leading = + - @ in a field is prefixed with an apostrophe).',
-  params: {
-    type: 'object',
-    required: ['org_id'],
-    properties: { org_id: { type: 'string', pattern: '^[0-9]+$', examples: ['1234'] } },
-  },
+  params: orgIdParams,
   querystring: {
     type: 'object',
     additionalProperties: false,

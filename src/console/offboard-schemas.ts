@@ -1,5 +1,5 @@
 // JSON schema of bulk offboarding (/2/offboard): documents it in the OpenAPI document.
-import { errorResponses } from './schema-parts.ts';
+import { errorResponses, orgIdParams } from './schema-parts.ts';
 
 const ERRORS: Record<number, string> = {
   400: 'Body not a JSON object; eppns empty, over 10000 or with a bad line (malformed, another realm: the first are named, nothing is done); reason missing or over 500 characters; unknown field',
@@ -15,11 +15,7 @@ export const offboardSchema = {
   summary: 'Bulk offboarding: delete the passkeys of many users (dry run first)',
   description:
     "Scope passkey.delete. Each found user's passkeys are deleted as DELETE /2/passkey/{org_id}?eppn= does (audit record with the reason, events, sessions ended). dry_run: true only says who is found and how many passkeys would go. A list with any bad line is refused whole.",
-  params: {
-    type: 'object',
-    required: ['org_id'],
-    properties: { org_id: { type: 'string', pattern: '^[0-9]+$', examples: ['1234'] } },
-  },
+  params: orgIdParams,
   body: {
     type: 'object',
     required: ['eppns', 'reason'],

@@ -1,5 +1,5 @@
 // JSON schema of the organization report (/2/report): documents it in the OpenAPI document.
-import { errorResponses } from './schema-parts.ts';
+import { errorResponses, orgIdParams } from './schema-parts.ts';
 
 const ERRORS: Record<number, string> = {
   400: 'unused_days not an integer from 1 to 3650; unknown or repeated parameter',
@@ -17,11 +17,7 @@ export const reportSchema = {
   summary: "The organization's passkey report",
   description:
     'Scope report.read. Users and passkey coverage, passkeys by authenticator model, synced or device-bound, without user verification, not used for unused_days days, users with no way to sign in.',
-  params: {
-    type: 'object',
-    required: ['org_id'],
-    properties: { org_id: { type: 'string', pattern: '^[0-9]+$', examples: ['1234'] } },
-  },
+  params: orgIdParams,
   querystring: {
     type: 'object',
     additionalProperties: false,

@@ -14,3 +14,10 @@ export const errorResponses = (meaning: Record<number, string>) =>
       { ...errorBody, description, examples: [{ code: Number(s), message: description.split(';')[0] }] },
     ]),
   );
+
+/** The organization id in the path; anything but digits names no organization (404). */
+export const orgIdParams = {
+  type: 'object',
+  required: ['org_id'],
+  properties: { org_id: { type: 'string', pattern: '^[0-9]+$', examples: ['1234'] } },
+} as const;
