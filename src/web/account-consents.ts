@@ -7,7 +7,7 @@ import { listConsents } from '../store/consents.ts';
 import { findClient } from '../store/clients.ts';
 import { withdrawConsent } from '../clients/consents.ts';
 import { userActor } from '../audit/index.ts';
-import { html, type Html } from './html.ts';
+import { html, type Html } from '../ui/html.ts';
 import { bodyField, frameFor, sendMessage, type Kit } from './kit.ts';
 import { checkSessionCsrf, redirect, requireSignedIn, type AccountSection, type AccountView } from './account-page.ts';
 

@@ -9,9 +9,9 @@ import { listUserCredentials, type PasskeyRow } from '../store/passkeys.ts';
 import { removeOwnPasskey, renameOwnPasskey } from '../webauthn/passkey-removal.ts';
 import { authenticatorInfo } from '../webauthn/aaguid.ts';
 import { validLabel } from '../webauthn/passkey-names.ts';
-import type { Html } from './html.ts';
+import type { Html } from '../ui/html.ts';
 import { accountPage, confirmDeletePage, signInPage, type Frame } from './pages.ts';
-import type { MessageKey, Translate } from './i18n.ts';
+import type { MessageKey, Translate } from '../ui/i18n.ts';
 import { sendError } from '../http/errors.ts';
 import {
   bodyField,
@@ -24,7 +24,7 @@ import {
   type Kit,
   type SignInFailure,
 } from './kit.ts';
-import { withBrand } from './frame.ts';
+import { withBrand } from '../ui/frame.ts';
 import { passkeySignIn, sendPasskeyOptions, withinCeremonyLimit } from './passkey-sign-in.ts';
 import type { SignedIn } from './session.ts';
 

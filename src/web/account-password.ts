@@ -6,7 +6,7 @@ import { listUserCredentials } from '../store/passkeys.ts';
 import { layout } from './pages.ts';
 import { validatePassword, verifyPassword } from '../directory/passwords.ts';
 import { userActor } from '../audit/index.ts';
-import { html, type Html } from './html.ts';
+import { html, type Html } from '../ui/html.ts';
 import { bodyField, frameFor, overLimit, sendMessage, sendPage, type Kit } from './kit.ts';
 import {
   askToSignInAgain,

@@ -9,7 +9,7 @@ import { AppError } from '../errors.ts';
 import { rateLimit } from '../http/rate-limit.ts';
 import { PHOTO_EDGE, PHOTO_LIMITS, removePhoto, setPhoto } from '../directory/photos.ts';
 import { userActor } from '../audit/index.ts';
-import { html, type Html } from './html.ts';
+import { html, type Html } from '../ui/html.ts';
 import { frameFor, sendMessage, type Kit } from './kit.ts';
 import { checkSessionCsrf, redirect, requireSignedIn, type AccountSection, type AccountView } from './account-page.ts';
 

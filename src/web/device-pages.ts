@@ -8,9 +8,9 @@ import { providerHandler } from '../oauth/plugin.ts';
 import { ROUTES } from '../oauth/provider.ts';
 import type { DeviceFlowSources } from '../oauth/device-flow.ts';
 import { clientKey, rateLimit, type RateLimit } from '../http/rate-limit.ts';
-import { pageHeaders } from './html.ts';
-import type { MessageKey } from './i18n.ts';
-import { frameOfContext } from './frame.ts';
+import { pageHeaders } from '../ui/html.ts';
+import type { MessageKey } from '../ui/i18n.ts';
+import { frameOfContext } from '../ui/frame.ts';
 import { deviceConfirmPage, messagePage, userCodePage } from './pages.ts';
 import { frameFor, overLimit, sendMessage, type Kit } from './kit.ts';
 

@@ -2,7 +2,7 @@
 // front-channel logout URIs, framing allowed for exactly their origins, then on to where the
 // logout continues (the application's post-logout redirect URI, or the signed-out message).
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { html, originOf, pageHeaders } from './html.ts';
+import { html, originOf, pageHeaders } from '../ui/html.ts';
 import { layout, type Frame } from './pages.ts';
 
 /** Seconds the iframes get before the browser moves on. */

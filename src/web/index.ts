@@ -21,7 +21,7 @@ export { deviceViews } from './device-pages.ts';
 export { loadExistingGrant } from './grants.ts';
 /** the page for a browser that asked for a path nothing serves */
 export { sendNotFound as notFoundPage } from './kit.ts';
-export { createBranding, wearSiteBrand } from './brand.ts';
+export { createBranding, wearSiteBrand } from '../ui/page-brand.ts';
 export type { WebDeps } from './kit.ts';
 
 function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<void>) {

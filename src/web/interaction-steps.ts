@@ -11,9 +11,9 @@ import { consentCovers, consentScope as scopeOfConsent } from './grants.ts';
 import { ATTRIBUTE_GROUPS } from '../vocabulary.ts';
 import { consentPage, signInPage } from './pages.ts';
 import { signedInPage, userSignals } from './passkey-pages.ts';
-import type { MessageKey } from './i18n.ts';
+import type { MessageKey } from '../ui/i18n.ts';
 import { bodyField, passwordSignIn, retryHeaders, sendMessage, sendPage, type Kit, type SignInFailure } from './kit.ts';
-import { withBrand } from './frame.ts';
+import { withBrand } from '../ui/frame.ts';
 import { passkeySignIn, sendPasskeyOptions } from './passkey-sign-in.ts';
 import { offerApplies, offerRoutes, renderOffer } from './passkey-offer.ts';
 import {

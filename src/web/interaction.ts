@@ -5,7 +5,7 @@ import type { Interaction, InteractionResults } from 'oidc-provider';
 import { errors as oidcErrors } from 'oidc-provider';
 import { sendError } from '../http/errors.ts';
 import { adoptRawCookies } from './session.ts';
-import { originOf } from './html.ts';
+import { originOf } from '../ui/html.ts';
 import type { Frame } from './pages.ts';
 import { bodyField, frameFor, sendMessage, type Kit } from './kit.ts';
 

@@ -14,13 +14,13 @@ import { normalizeEppn } from '../directory/index.ts';
 import { verifyPassword } from '../directory/passwords.ts';
 import { findUserByEppn, type User } from '../store/directory.ts';
 import { createWebAuthn, type WebAuthn } from '../webauthn/ceremonies.ts';
-import { createCsrf, type Csrf } from './csrf.ts';
+import { createCsrf, type Csrf } from '../ui/csrf.ts';
 import { createSessions, type Sessions } from './session.ts';
-import { pageHeaders, type Csp } from './html.ts';
+import { pageHeaders, type Csp } from '../ui/html.ts';
 import { messagePage, type Frame } from './pages.ts';
-import type { MessageKey } from './i18n.ts';
-import type { Branding } from './brand.ts';
-import { frameFor } from './frame.ts';
+import type { MessageKey } from '../ui/i18n.ts';
+import type { Branding } from '../ui/page-brand.ts';
+import { frameFor } from '../ui/frame.ts';
 
 export { clientKey };
 

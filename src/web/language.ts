@@ -1,8 +1,8 @@
 // The language switcher's target: remembers the chosen language in a cookie and returns to the
 // page it was chosen on (a path on this site only).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isLocale, LANGUAGE_COOKIE } from './i18n.ts';
-import { isLocalPath } from './frame.ts';
+import { isLocale, LANGUAGE_COOKIE } from '../ui/i18n.ts';
+import { isLocalPath } from '../ui/frame.ts';
 import { sendNotFound, type Kit } from './kit.ts';
 
 const YEAR_SECONDS = 365 * 24 * 60 * 60;

@@ -1,7 +1,7 @@
 // Pages of the passkey lifecycle: the short page after a passkey sign-in that tells the browser's
 // credential manager which passkeys still exist (WebAuthn Signal API), the passkey offered after a
 // password sign-in, and the recovery page a one-time link opens.
-import { html } from './html.ts';
+import { html } from '../ui/html.ts';
 import type { User } from '../store/directory.ts';
 import type { PasskeyRow } from '../store/passkeys.ts';
 import { bytes } from '../store/index.ts';

@@ -2,9 +2,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { AccountSource } from '../oauth/provider.ts';
-import { originOf, pageHeaders } from './html.ts';
-import type { MessageKey } from './i18n.ts';
-import { frameOfContext } from './frame.ts';
+import { originOf, pageHeaders } from '../ui/html.ts';
+import type { MessageKey } from '../ui/i18n.ts';
+import { frameOfContext } from '../ui/frame.ts';
 import { logoutPage, messagePage } from './pages.ts';
 import { respondFrontchannelLogout } from './frontchannel-logout-page.ts';
 

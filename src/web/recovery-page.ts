@@ -9,7 +9,7 @@ import { sendError } from '../http/errors.ts';
 import type { RecoveryLinkRow } from '../store/recovery-links.ts';
 import type { User } from '../store/directory.ts';
 import { recoveryPage } from './passkey-pages.ts';
-import { withBrand } from './frame.ts';
+import { withBrand } from '../ui/frame.ts';
 import type { Frame } from './pages.ts';
 import { bodyField, frameFor, sendMessage, sendPage, type Kit } from './kit.ts';
 import { withinCeremonyLimit } from './passkey-sign-in.ts';

@@ -1,7 +1,7 @@
 // What a user is told when a passkey could not be registered: the organization's policy and the
 // authenticator metadata each have their own message; anything else is the page's own retry text.
 import type { Failure } from '../webauthn/ceremonies.ts';
-import type { MessageKey } from './i18n.ts';
+import type { MessageKey } from '../ui/i18n.ts';
 
 const MESSAGES: Partial<Record<Failure, MessageKey>> = {
   already_registered: 'account.already_registered',

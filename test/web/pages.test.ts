@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import Fastify, { type LightMyRequestResponse } from 'fastify';
 import { dialects, startTestApp, seedOrg, seedUser, seedClient, PUBLIC_URL, type TestContext } from '../helpers.ts';
 import { findConsent, saveConsent } from '../../src/store/consents.ts';
-import { pickLocale, translator } from '../../src/web/i18n.ts';
+import { pickLocale, translator } from '../../src/ui/i18n.ts';
 import { explainError } from '../../src/web/provider-views.ts';
-import { html, raw } from '../../src/web/html.ts';
+import { html, raw } from '../../src/ui/html.ts';
 import { createBranding, webPlugin } from '../../src/web/index.ts';
 import { AppError, tooManyRequests } from '../../src/errors.ts';
 

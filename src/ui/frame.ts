@@ -2,8 +2,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { chosenLocale, pickLocale, translator } from './i18n.ts';
-import { siteBrandOf, type PageBrand } from './brand.ts';
-import type { Frame } from './pages.ts';
+import { siteBrandOf, type PageBrand } from './page-brand.ts';
+import type { Frame } from './layout.ts';
 
 const MAX_RETURN = 2000;
 
