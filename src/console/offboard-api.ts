@@ -4,19 +4,14 @@
 // the user's sessions ended), with the reason in each record. A list with any bad line is
 // refused as a whole, before anything is deleted.
 import type { FastifyInstance } from 'fastify';
-import { findUserByEppn } from '../store/directory.ts';
-import { listUserCredentials } from '../store/passkeys.ts';
-import { removeUserPasskeys } from '../webauthn/passkey-removal.ts';
-import { endUserSessions } from '../oauth/end-user-sessions.ts';
 import { methodNotAllowed } from '../http/errors.ts';
 import type { GrantedOrganization } from '../http/organization-grant.ts';
 import { badRequest } from '../errors.ts';
-import { eppnProblem, normalizeEppn } from '../directory/index.ts';
+import { checkEppnList, MAX_OFFBOARD, offboardUsers, previewOffboarding } from './offboarding.ts';
 import { organizationAccess, type OrgRequest, type StaffApiDeps } from './access.ts';
 import { offboardSchema } from './offboard-schemas.ts';
 
 const DELETE = 'passkey.delete';
-export const MAX_OFFBOARD = 10_000;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 interface Offboarding {
@@ -36,53 +31,26 @@ function readBody(body: unknown, org: GrantedOrganization): Offboarding {
   if (typeof reason !== 'string' || !reason.trim() || reason.length > 500 || CONTROL.test(reason))
     throw badRequest("Invalid 'reason' -- one line of 1 to 500 characters");
   if (dryRun !== undefined && typeof dryRun !== 'boolean') throw badRequest("Invalid 'dry_run' -- true or false");
-  const problems: string[] = [];
-  const list: string[] = [];
-  eppns.forEach((raw, i) => {
-    const eppn = typeof raw === 'string' ? normalizeEppn(raw) : '';
-    const problem = typeof raw !== 'string' ? 'is not a string' : eppnProblem(eppn);
-    const realm = eppn.slice(eppn.lastIndexOf('@') + 1);
-    if (problem) problems.push(`line ${i + 1}: eppn ${problem}`);
-    else if (realm !== org.realm) problems.push(`line ${i + 1}: realm '${realm}' is not the organization's`);
-    else list.push(eppn);
-  });
-  if (problems.length)
-    throw badRequest(
-      `Invalid 'eppns' -- ${problems.length} bad line(s), nothing done: ${problems.slice(0, 5).join('; ')}`,
-    );
-  return { eppns: [...new Set(list)], reason: reason.trim(), dryRun: dryRun === true };
+  const list = checkEppnList(eppns, org.realm);
+  if (!list.ok)
+    throw badRequest(`Invalid 'eppns' -- ${list.bad} bad line(s), nothing done: ${list.problems.join('; ')}`);
+  return { eppns: list.eppns, reason: reason.trim(), dryRun: dryRun === true };
 }
 
 export function offboardRoutes(deps: StaffApiDeps) {
   const access = organizationAccess(deps);
 
-  /** Who is found and how many passkeys each has now. */
-  async function preview(orgId: number, eppns: string[]) {
-    const found: { eppn: string; passkeys: number }[] = [];
-    const notFound: string[] = [];
-    for (const eppn of eppns) {
-      const user = await findUserByEppn(deps.store.db, eppn);
-      if (!user || user.org_id !== orgId) notFound.push(eppn);
-      else found.push({ eppn, passkeys: (await listUserCredentials(deps.store.db, user.id)).length });
-    }
-    return { found, notFound };
-  }
-
   async function offboard(request: OrgRequest) {
     const { token, org } = await access(request, DELETE);
     const asked = readBody(request.body, org);
-    const { found, notFound } = await preview(org.id, asked.eppns);
-    const base = { dry_run: asked.dryRun, not_found: notFound };
-    if (asked.dryRun) return { ...base, found, passkeys: found.reduce((n, f) => n + f.passkeys, 0) };
-    const done: { eppn: string; passkeys: number }[] = [];
-    const actor = { clientId: token.clientId, requestId: request.id, ip: request.ip, reason: asked.reason };
-    for (const { eppn } of found) {
-      const { ids, sub } = await removeUserPasskeys(deps.store, { ...actor, at: deps.now() }, org.id, eppn);
-      if (sub !== undefined) await endUserSessions(deps.store, deps.provider.current(), sub, deps.now);
-      done.push({ eppn, passkeys: ids.length });
+    if (asked.dryRun) {
+      const { found, notFound, passkeys } = await previewOffboarding(deps, org.id, asked.eppns);
+      return { dry_run: true, not_found: notFound, found, passkeys };
     }
-    request.log.info({ client_id: token.clientId, org_id: org.id, users: done.length }, 'bulk offboarding');
-    return { ...base, found: done, passkeys: done.reduce((n, d) => n + d.passkeys, 0) };
+    const actor = { clientId: token.clientId, requestId: request.id, ip: request.ip, reason: asked.reason };
+    const { found, notFound, passkeys } = await offboardUsers(deps, org.id, asked.eppns, actor);
+    request.log.info({ client_id: token.clientId, org_id: org.id, users: found.length }, 'bulk offboarding');
+    return { dry_run: false, not_found: notFound, found, passkeys };
   }
 
   const noSchemaValidation = () => () => true;

@@ -1,13 +1,12 @@
 // /account: sign in, list the user's own passkeys, register, rename and delete them. Each route
 // is a short list of the named steps below; a step that answers the request itself returns undefined.
-import { authenticatorVerdict } from '../webauthn/mds.ts';
+import { authenticatorDisplay } from '../webauthn/mds.ts';
 import { userSignals } from './passkey-pages.ts';
 import { registrationError } from './registration-errors.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findUserBySub, type User } from '../store/directory.ts';
 import { listUserCredentials, type PasskeyRow } from '../store/passkeys.ts';
 import { removeOwnPasskey, renameOwnPasskey } from '../webauthn/passkey-removal.ts';
-import { authenticatorInfo } from '../webauthn/aaguid.ts';
 import { validLabel } from '../webauthn/passkey-names.ts';
 import type { Html } from '../ui/html.ts';
 import { accountPage, confirmDeletePage, signInPage, type Frame } from './pages.ts';
@@ -181,15 +180,13 @@ async function renderAccount(
     },
     passkeys: await Promise.all(
       rows.map(async (r) => {
-        const known = await authenticatorVerdict(kit.store.db, r.aaguid);
-        const info = authenticatorInfo(r.aaguid, kit.config.aaguidData);
-        const metadataIcon = known.refused ? undefined : known.icon;
+        const shown = await authenticatorDisplay(kit.store.db, r.aaguid, kit.config.aaguidData);
         return {
           id: r.id,
           label: r.label,
-          authenticator: info?.name ?? known.description ?? frame.t('account.unknown_authenticator'),
-          icon: info?.iconLight ?? metadataIcon,
-          iconDark: info?.iconDark,
+          authenticator: shown.name ?? frame.t('account.unknown_authenticator'),
+          icon: shown.icon,
+          iconDark: shown.iconDark,
           synced: r.backup_eligible === 1,
           userVerified: r.mfa_verified === 1,
           createdAt: r.created_at,

@@ -34,6 +34,7 @@ import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { badRequest } from '../errors.ts';
 import { iso } from '../time.ts';
 import { AAGUID } from './formats.ts';
+import { authenticatorInfo, type AaguidData } from './aaguid.ts';
 import { webauthnHelpers, webauthnServer } from './library.ts';
 import { removeOrganizationPasskey } from './passkey-removal.ts';
 
@@ -403,4 +404,23 @@ export async function importMetadataBlob(
   });
   await loadMetadataStatements(store.db);
   return summary;
+}
+
+/** How a passkey's authenticator is shown to people (account page, console): its model name and
+ * icons from AAGUID_DATA_FILE or the shipped list, else from the imported metadata; a model the
+ * metadata reports compromised keeps its name but loses the metadata's icon. */
+export interface AuthenticatorDisplay {
+  name: string | undefined;
+  icon: string | undefined;
+  iconDark: string | undefined;
+}
+
+export async function authenticatorDisplay(db: Q, aaguid: string, data?: AaguidData): Promise<AuthenticatorDisplay> {
+  const known = await authenticatorVerdict(db, aaguid);
+  const info = authenticatorInfo(aaguid, data);
+  return {
+    name: info?.name ?? known.description,
+    icon: info?.iconLight ?? (known.refused ? undefined : known.icon),
+    iconDark: info?.iconDark,
+  };
 }

@@ -143,6 +143,12 @@ export async function revokeLink(
 
 export type LinkState = 'usable' | 'used' | 'revoked' | 'expired';
 
+function stateOf(r: { used_at: number | null; revoked_at: number | null; expires_at: number }, now: number): LinkState {
+  if (r.used_at !== null) return 'used';
+  if (r.revoked_at !== null) return 'revoked';
+  return r.expires_at <= now ? 'expired' : 'usable';
+}
+
 /** Links of a user or an organization, newest first, with their state. */
 export async function recoveryLinks(store: Store, filter: { eppn?: string; orgId?: number }, now = Date.now()) {
   let userId: number | undefined;
@@ -156,13 +162,7 @@ export async function recoveryLinks(store: Store, filter: { eppn?: string; orgId
     id: r.id,
     eppn: r.eppn,
     org_id: r.org_id,
-    state: (r.used_at !== null
-      ? 'used'
-      : r.revoked_at !== null
-        ? 'revoked'
-        : r.expires_at <= now
-          ? 'expired'
-          : 'usable') satisfies LinkState,
+    state: stateOf(r, now),
     created_at: iso(r.created_at),
     expires_at: iso(r.expires_at),
     used_at: r.used_at === null ? null : iso(r.used_at),
