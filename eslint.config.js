@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'dist/', 'coverage/', 'src/web/static/'] },
+  { ignores: ['node_modules/', 'data/', 'dist/', 'coverage/', 'src/web/static/', 'src/console/static/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

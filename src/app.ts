@@ -25,7 +25,7 @@ import { providerOpenApiPaths } from './oauth/openapi-paths.ts';
 import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
 import { eventsPlugin } from './events/index.ts';
-import { staffApiPlugin } from './console/index.ts';
+import { consolePlugin } from './console/index.ts';
 import {
   createBranding,
   deviceViews,
@@ -181,7 +181,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(userinfoPlugin({ config, store, provider }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now, provider }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
-  await app.register(staffApiPlugin({ config, store, verifier, now, provider }));
+  await app.register(consolePlugin({ config, store, keys, verifier, now, provider, branding }));
   await app.register(eventsPlugin({ config, store, keys, verifier, keyManager, now }));
   await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 

@@ -54,6 +54,8 @@ export interface Config {
   webauthnRelatedOrigins: string[]; // other origins that may use PUBLIC_URL's RP ID (/.well-known/webauthn)
   webauthnHints: { registration: WebAuthnHint[]; authentication: WebAuthnHint[] }; // WebAuthn hints per ceremony
   passkeyUpgradeSnoozeSeconds: number; // how long "Not now" on the passkey offer is remembered
+  consoleRequirePasskey: boolean; // staff sign in to /console with a passkey (the phishing-resistant class)
+  consoleIdleTimeoutSeconds: number; // a console session ends after this long without a request
   aaguidData: AaguidData | undefined; // authenticator names and icons over the shipped list (AAGUID_DATA_FILE)
   /** the deployment's branding (BRAND_*); an organization's own branding goes over it */
   brand: Brand;
@@ -566,6 +568,21 @@ export const SETTINGS: Setting[] = [
     0,
     31_536_000,
     'Seconds a "Not now" on the passkey offered after a password sign-in is remembered in that browser (an organization turns the offer off with `org policy --passkey-upgrade off`)',
+  ),
+  {
+    name: 'CONSOLE_REQUIRE_PASSKEY',
+    default: 'true',
+    meaning:
+      'true: staff sign in to the console (/console) with a passkey, a password is not enough (the console asks for the phishing-resistant class `phr`). false also accepts a password',
+    parse: (raw) => ({ consoleRequirePasskey: raw === undefined ? true : flag('CONSOLE_REQUIRE_PASSKEY', raw) }),
+  },
+  intSetting(
+    'CONSOLE_IDLE_TIMEOUT_SECONDS',
+    'consoleIdleTimeoutSeconds',
+    900,
+    60,
+    86_400,
+    'Seconds without a request after which a console session ends and staff sign in again (60-86400); a console sign-in also needs a sign-in to the service no older than this',
   ),
   intSetting(
     'CHECKUSER_RATE_LIMIT',

@@ -28,6 +28,8 @@ export interface Keyring {
   dpopNonce: Buffer;
   /** AES-256-GCM key for webhook secrets and push streams' authorization headers at rest */
   eventSecrets: Buffer;
+  /** AES-256-GCM key for console session cookies */
+  consoleSession: Buffer;
 }
 
 function derive(secret: string, purpose: string): Buffer {
@@ -43,6 +45,7 @@ export function keyring(secret: string): Keyring {
     csrf: createSecretKey(derive(secret, 'csrf')),
     dpopNonce: derive(secret, 'dpop-nonce'),
     eventSecrets: derive(secret, 'event-secrets'),
+    consoleSession: derive(secret, 'console-session'),
   };
 }
 

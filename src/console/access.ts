@@ -12,6 +12,9 @@ import {
   type GrantedOrganization,
 } from '../http/organization-grant.ts';
 import type { Actor } from '../audit/index.ts';
+import type { Keyring } from '../crypto.ts';
+import type { Csrf } from '../ui/csrf.ts';
+import type { Branding } from '../ui/page-brand.ts';
 import { eppnProblem, normalizeEppn } from '../directory/index.ts';
 import { badRequest } from '../errors.ts';
 
@@ -22,6 +25,13 @@ export interface StaffApiDeps {
   now: () => number;
   /** the authorization server, whose sessions of an offboarded user end */
   provider: ProviderHolder;
+}
+
+/** What the console's pages need besides: the keys of their session cookie, the brand, CSRF tokens. */
+export interface ConsoleDeps extends StaffApiDeps {
+  keys: Keyring;
+  branding: Branding;
+  csrf: Csrf;
 }
 
 export type OrgRequest = FastifyRequest<{ Params: { org_id: string } }>;

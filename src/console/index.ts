@@ -1,7 +1,8 @@
-// The staff API: what the helpdesk console does, for programs. Authorized like the passkey API —
-// a client_credentials token with the action's scope, from a client granted the organization —
-// and calling the same functions as the admin CLI: recovery links (/2/recovery-link) and the
-// audit trail (/2/audit, src/console/audit-api.ts).
+// The console feature: the helpdesk and organization-admin web console under /console
+// (console-pages.ts) and its API twins under /2/ for programs. The API is authorized like the
+// passkey API — a client_credentials token with the action's scope, from a client granted the
+// organization — and both call the same functions as the admin CLI: recovery links
+// (/2/recovery-link), the audit trail (/2/audit), the report (/2/report), bulk offboarding (/2/offboard).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { methodNotAllowed } from '../http/errors.ts';
 import { checkRealm, positiveId } from '../http/organization-grant.ts';
@@ -12,6 +13,10 @@ import { reportRoutes } from './report-api.ts';
 import { offboardRoutes } from './offboard-api.ts';
 import { createRecoveryLink, recoveryLinks, revokeLink } from '../webauthn/recovery-links.ts';
 import { createSchema, listSchema, revokeSchema } from './recovery-schemas.ts';
+import { consolePages } from './console-pages.ts';
+import type { Keyring } from '../crypto.ts';
+import type { Branding } from '../ui/page-brand.ts';
+import { createCsrf } from '../ui/csrf.ts';
 
 const MANAGE = 'recovery.manage';
 
@@ -48,7 +53,7 @@ function readListQuery(request: FastifyRequest): string | null {
 
 // ---- endpoints -----------------------------------------------------------------------------
 
-export function staffApiPlugin(deps: StaffApiDeps) {
+function staffApi(deps: StaffApiDeps) {
   const { config, store } = deps;
   const access = organizationAccess(deps);
   const organizationOf = (request: OrgRequest) => access(request, MANAGE);
@@ -102,5 +107,18 @@ export function staffApiPlugin(deps: StaffApiDeps) {
     app.delete('/2/recovery-link/:org_id/:id', { schema: revokeSchema, validatorCompiler: noSchemaValidation }, revoke);
     methodNotAllowed(app, '/2/recovery-link/:org_id', ['GET', 'POST']);
     methodNotAllowed(app, '/2/recovery-link/:org_id/:id', ['DELETE']);
+  };
+}
+
+export interface ConsolePluginDeps extends StaffApiDeps {
+  keys: Keyring;
+  branding: Branding;
+}
+
+export function consolePlugin(deps: ConsolePluginDeps) {
+  const pages = consolePages({ ...deps, csrf: createCsrf(deps.config, deps.keys) });
+  return async function consoleFeature(app: FastifyInstance) {
+    await app.register(staffApi(deps));
+    await app.register(pages);
   };
 }

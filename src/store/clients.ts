@@ -11,6 +11,16 @@ export async function insertClient(db: Q, client: Insertable<ClientsTable>): Pro
   await db.insertInto('clients').values(client).execute();
 }
 
+/** Inserts the client unless one with its id exists (two instances may race to create it); true when inserted. */
+export async function insertClientIfAbsent(db: Q, client: Insertable<ClientsTable>): Promise<boolean> {
+  const r = await db
+    .insertInto('clients')
+    .values(client)
+    .onConflict((oc) => oc.column('client_id').doNothing())
+    .executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+}
+
 const clientById = prepare<{ clientId: string }, ClientRow>((db, p) =>
   db.selectFrom('clients').selectAll().where('client_id', '=', p.clientId),
 );

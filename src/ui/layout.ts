@@ -46,7 +46,20 @@ ${languageSwitcher(frame)}
 </footer>`;
 }
 
-export function layout(frame: Frame, title: string, body: Html, scripts: string[] = []): string {
+export interface LayoutOptions {
+  /** a wide page (tables) instead of the sign-in card */
+  wide?: boolean;
+  /** above the card: the console's navigation */
+  header?: Html;
+}
+
+export function layout(
+  frame: Frame,
+  title: string,
+  body: Html,
+  scripts: string[] = [],
+  options: LayoutOptions = {},
+): string {
   const { brand } = frame;
   return `<!doctype html>${
     html`<html lang="${frame.locale}">
@@ -61,7 +74,8 @@ ${scripts.map((s) => html`<script src="${s}" defer></script>`)}
 </head>
 <body>
 ${siteHeader(frame)}
-<main class="card">
+${options.header ?? html``}
+<main class="${options.wide ? 'card wide' : 'card'}">
 ${body}
 </main>
 ${siteFooter(frame)}
