@@ -57,7 +57,7 @@ export function auditPageView(v: ConsoleView, a: AuditPageView): string {
   const base = `/console/org/${a.org.id}/audit`;
   const table = a.records.length
     ? html`<div class="table-wrap"><table>
-<caption>${title}</caption>
+<caption class="visually-hidden">${title}</caption>
 <thead><tr><th scope="col">${t('console.col_time')}</th><th scope="col">${t('console.col_action')}</th><th scope="col">${t('console.col_actor')}</th><th scope="col">${t('console.col_subject')}</th><th scope="col">${t('console.col_details')}</th></tr></thead>
 <tbody>${a.records.map(
         (
@@ -99,7 +99,7 @@ export function reportView(v: ConsoleView, org: OrgRef, r: OrganizationReport): 
 <div class="filters-submit"><button type="submit" class="primary narrow">${t('console.audit_apply')}</button></div>
 </form>
 <div class="table-wrap"><table>
-<caption>${t('console.report_title')}</caption>
+<caption class="visually-hidden">${t('console.report_title')}</caption>
 <thead><tr><th scope="col">${t('console.col_figure')}</th><th scope="col" class="num">${t('console.col_value')}</th><th scope="col">${t('console.report_lists')}</th></tr></thead>
 <tbody>
 ${figure(t('console.report_users'), String(r.users))}
@@ -116,7 +116,7 @@ ${figure(t('console.report_unused', { days: r.unused_days }), String(r.unused), 
 <h2>${t('console.report_by_model')}</h2>
 <p><a href="${csv('models')}">${t('console.download_csv')}<span class="visually-hidden">: ${t('console.report_by_model')}</span></a></p>
 <div class="table-wrap"><table>
-<caption>${t('console.report_by_model')}</caption>
+<caption class="visually-hidden">${t('console.report_by_model')}</caption>
 <thead><tr><th scope="col">${t('console.col_model')}</th><th scope="col">AAGUID</th><th scope="col" class="num">${t('console.col_count')}</th></tr></thead>
 <tbody>${r.by_model.map((m) => html`<tr><td>${m.name ?? t('console.unknown_model')}</td><td class="mono">${m.aaguid}</td><td class="num">${String(m.passkeys)}</td></tr>`)}</tbody>
 </table></div>`;
@@ -159,7 +159,7 @@ function foundTable(v: ConsoleView, p: { org: OrgRef; found: { eppn: string; pas
   const { t } = v;
   if (!p.found.length) return html``;
   return html`<div class="table-wrap"><table>
-<caption>${t('console.offboard_preview_title')}</caption>
+<caption class="visually-hidden">${t('console.offboard_preview_title')}</caption>
 <thead><tr><th scope="col">${t('console.col_user')}</th><th scope="col" class="num">${t('console.col_passkeys')}</th></tr></thead>
 <tbody>${p.found.map((f) => html`<tr><td><a href="${userPath(p.org.id, f.eppn)}">${f.eppn}</a></td><td class="num">${String(f.passkeys)}</td></tr>`)}</tbody></table></div>`;
 }
@@ -227,7 +227,7 @@ export function staffView(
 ${notice(s.notice)}${alert(s.error)}
 <p>${t('console.staff_text')}</p>
 <div class="table-wrap"><table>
-<caption>${t('console.staff_title')}</caption>
+<caption class="visually-hidden">${t('console.staff_title')}</caption>
 <thead><tr><th scope="col">${t('console.col_user')}</th><th scope="col">${t('console.col_role')}</th><th scope="col">${t('console.col_granted')}</th><th scope="col">${t('console.col_actions')}</th></tr></thead>
 <tbody>${rows}</tbody></table></div>
 <form method="post" action="${base}">

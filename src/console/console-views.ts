@@ -170,7 +170,7 @@ function passkeyTable(v: ConsoleView, page: UserPageView): Html {
 </tr>`,
   );
   return html`<div class="table-wrap"><table>
-<caption>${t('console.passkeys_title')}</caption>
+<caption class="visually-hidden">${t('console.passkeys_title')}</caption>
 <thead><tr><th scope="col">${t('console.col_label')}</th><th scope="col">${t('console.col_authenticator')}</th><th scope="col">${t('console.col_created')}</th><th scope="col">${t('console.col_last_used')}</th><th scope="col">${t('console.col_uv')}</th><th scope="col">${t('console.col_storage')}</th><th scope="col">${t('console.col_actions')}</th></tr></thead>
 <tbody>${rows}</tbody></table></div>
 <form method="get" action="${path}/delete-all" class="actions"><button type="submit" class="danger">${t('console.delete_all')}</button></form>`;
@@ -277,8 +277,8 @@ export function recoveryCreatedView(
   const expires = formatTime(Date.parse(r.expires), v.frame.locale) ?? r.expires;
   const body = html`<h1>${title}</h1>
 <p>${t('console.recovery_created_text', { eppn: r.eppn, expires })}</p>
-<label for="recovery-link">${t('console.recovery_link')}</label>
-<input type="text" id="recovery-link" class="recovery-link" readonly value="${r.url}">
+<h2 id="recovery-link-h">${t('console.recovery_link')}</h2>
+<p class="recovery-link"><code id="recovery-link">${r.url}</code></p>
 <p class="qr"><img src="${qr}" alt="${t('console.recovery_qr')}" width="264" height="264"></p>
 <p><a href="${userPath(r.org.id, r.eppn)}">${t('console.recovery_back', { eppn: r.eppn })}</a></p>`;
   return consolePage(v, title, body, r.org);
