@@ -1,6 +1,7 @@
 // Schema migrations, run on every start. On PostgreSQL, Kysely's Migrator holds an advisory
 // lock for the run, so several instances starting at once migrate exactly once.
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
+import { migration011 } from './migrations-provisioning.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -165,6 +166,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string
     '007_events': migration007(dialect),
     '008_passkey_lifecycle': migration008(dialect),
     '009_roles': migration009(dialect),
+    '011_provisioning': migration011(dialect),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({

@@ -32,6 +32,19 @@ export interface UsersTable {
   email_verified: Later<number>;
   /** set while the user is disabled: no sign-in, no tokens */
   disabled_at: Later<number | null>;
+  /** the directory's own id of the user (SCIM externalId), unique in the organization (migration 011) */
+  external_id: Later<string | null>;
+  given_name: Later<string | null>;
+  family_name: Later<string | null>;
+  /** eduPersonAffiliation values, space-separated */
+  affiliation: Later<string | null>;
+  primary_affiliation: Later<string | null>;
+  org_unit: Later<string | null>;
+  title: Later<string | null>;
+  employee_number: Later<string | null>;
+  student_number: Later<string | null>;
+  /** eduPersonEntitlement URIs, space-separated */
+  entitlement: Later<string | null>;
 }
 
 export interface UserIdsTable {
@@ -195,6 +208,43 @@ export interface DB {
   mds_imports: MdsImportsTable;
   recovery_links: RecoveryLinksTable;
   roles: RolesTable;
+  groups: GroupsTable;
+  group_members: GroupMembersTable;
+  scim_tokens: ScimTokensTable;
+}
+
+/** A group of an organization's directory (SCIM Groups): organization unit, class, teaching group or other. */
+export interface GroupsTable {
+  id: Generated<number>;
+  /** the group's public id (SCIM id): a UUID */
+  uid: string;
+  org_id: number;
+  external_id: string | null;
+  display_name: string;
+  /** 'org-unit' | 'class' | 'teaching-group' | 'other' */
+  type: Later<string>;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface GroupMembersTable {
+  group_id: number;
+  user_id: number;
+  /** the member's role in the group: 'member', 'student', 'teacher', 'admin', ... */
+  role: Later<string>;
+}
+
+/** A long-lived provisioning credential of one organization (Entra ID, Okta): only its hash is kept. */
+export interface ScimTokensTable {
+  id: Generated<number>;
+  org_id: number;
+  name: string;
+  token_hash: string;
+  created_at: number;
+  /** 'operator:<login>' */
+  created_by: string;
+  last_used_at: number | null;
+  revoked_at: number | null;
 }
 
 /** A staff role: helpdesk or org-admin in one organization, operator in all (org_id 0). */
