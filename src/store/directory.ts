@@ -95,7 +95,25 @@ export async function deleteUserId(db: Q, userId: number, namespace: string, ide
 }
 
 export type UserChanges = Partial<
-  Pick<User, 'name' | 'display_name' | 'email' | 'email_verified' | 'disabled_at' | 'updated_at'>
+  Pick<
+    User,
+    | 'name'
+    | 'display_name'
+    | 'email'
+    | 'email_verified'
+    | 'disabled_at'
+    | 'updated_at'
+    | 'external_id'
+    | 'given_name'
+    | 'family_name'
+    | 'affiliation'
+    | 'primary_affiliation'
+    | 'org_unit'
+    | 'title'
+    | 'employee_number'
+    | 'student_number'
+    | 'entitlement'
+  >
 >;
 
 /** Changes the user's attributes; false when there is no such user. */
