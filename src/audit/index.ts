@@ -65,6 +65,11 @@ export const AUDIT_ACTIONS = [
   'stream.create',
   'stream.update',
   'stream.delete',
+  'group.add',
+  'group.update',
+  'group.remove',
+  'scim_token.create',
+  'scim_token.revoke',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
