@@ -25,6 +25,7 @@ export const API_SCOPES = [
   'recovery.manage',
   'audit.read',
   'report.read',
+  'scim',
 ] as const;
 
 /** Scopes of sign-in (authorization code). */
@@ -106,6 +107,8 @@ export function resourceServers(publicUrl: string): ResourceServer[] {
       scopes: ['system-check-user-existence', 'gk_checkuser', 'gk_checkuser_systemlookup'],
     },
     { id: `${publicUrl}/ssf`, scopes: ['ssf.manage'] },
+    // SCIM provisioning (RFC 7644) of the one organization the client is granted
+    { id: `${publicUrl}/scim/v2`, scopes: ['scim'] },
   ];
 }
 
