@@ -36,6 +36,7 @@ export const AUDIT_ACTIONS = [
   'user.disable',
   'user.enable',
   'user.remove',
+  'user.import',
   'user.id_add',
   'user.id_remove',
   'user.photo_set',
