@@ -16,6 +16,7 @@ const SCOPE_MEANING: Record<(typeof API_SCOPES)[number], string> = {
   'recovery.manage': 'Create, list and revoke recovery links for users of the organizations the client administers',
   'audit.read': 'Read the audit trail of the organizations the client administers',
   'report.read': 'Read the passkey report of the organizations the client administers',
+  scim: 'Provision users and groups over SCIM 2.0 (/scim/v2) in the one organization the client is granted',
 };
 
 export function securitySchemes(publicUrl: string): Json {
@@ -58,6 +59,7 @@ export const TAGS = [
   { name: 'recovery', description: 'One-time recovery links for users who lost their passkeys (helpdesk automation)' },
   { name: 'audit', description: "An organization's audit trail (security audits, helpdesk automation)" },
   { name: 'report', description: "An organization's passkey coverage and authenticator report" },
+  { name: 'scim', description: "SCIM 2.0 provisioning of an organization's users and groups (Entra ID, Okta)" },
   { name: 'user-existence', description: 'Whether a user exists, for systems that provision or look up accounts' },
   { name: 'userinfo', description: 'Claims and photos of the signed-in user, for relying parties' },
   { name: 'oauth', description: 'The OAuth 2.0 authorization server (served by oidc-provider)' },
