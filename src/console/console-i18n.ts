@@ -1,6 +1,6 @@
 // The console's texts in English and Norwegian Bokmål; the locale is the page frame's (the
 // language switcher's cookie, else Accept-Language), as on the sign-in pages.
-import type { Locale } from '../ui/i18n.ts';
+import { fill, type Locale } from '../ui/i18n.ts';
 
 const en = {
   'console.title': 'Console',
@@ -357,5 +357,5 @@ export type ConsoleTranslate = (key: ConsoleKey, vars?: Record<string, string | 
 
 export function consoleTranslator(locale: Locale): ConsoleTranslate {
   const table = TABLES[locale];
-  return (key, vars = {}) => table[key].replace(/\{(\w+)\}/g, (_, name: string) => String(vars[name] ?? ''));
+  return (key, vars = {}) => fill(table[key], vars);
 }

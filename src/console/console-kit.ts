@@ -10,6 +10,7 @@ import { canHelp, staffAccess, type StaffAccess } from '../directory/roles.ts';
 import { eppnProblem, normalizeEppn } from '../directory/index.ts';
 import { positiveId } from '../http/organization-grant.ts';
 import type { ConsoleDeps } from './access.ts';
+import type { Actor } from '../audit/index.ts';
 
 export type { ConsoleDeps };
 import { consoleTranslator, type ConsoleKey, type ConsoleTranslate } from './console-i18n.ts';
@@ -56,6 +57,28 @@ export function sendConsoleMessage(
   const shown = view ?? { frame, t };
   const page = messageView(shown, t(keys.title), t(keys.message, keys.vars), request.id);
   return sendHtml(reply, status, page);
+}
+
+/** The 403 page every refusal of a role or organization shows. */
+export function sendForbidden(request: FastifyRequest, reply: FastifyReply, view?: ConsoleView) {
+  return sendConsoleMessage(
+    request,
+    reply,
+    403,
+    { title: 'console.forbidden_title', message: 'console.forbidden' },
+    view,
+  );
+}
+
+/** The 404 page of a console path that names nothing. */
+export function sendConsoleNotFound(request: FastifyRequest, reply: FastifyReply, view?: ConsoleView) {
+  return sendConsoleMessage(
+    request,
+    reply,
+    404,
+    { title: 'console.not_found_title', message: 'console.page_not_found' },
+    view,
+  );
 }
 
 /** Step 1: a live staff session, else the sign-in (GET) or a page saying to sign in again. */
@@ -109,24 +132,12 @@ export async function organizationOf(
 ): Promise<Organization | undefined> {
   const id = positiveId(rawId);
   if (id === undefined || !canHelp(staff.access, id)) {
-    sendConsoleMessage(
-      request,
-      reply,
-      403,
-      { title: 'console.forbidden_title', message: 'console.forbidden' },
-      staff.view,
-    );
+    sendForbidden(request, reply, staff.view);
     return undefined;
   }
   const org = await findOrganization(deps.store.db, id);
   if (!org) {
-    sendConsoleMessage(
-      request,
-      reply,
-      404,
-      { title: 'console.not_found_title', message: 'console.page_not_found' },
-      staff.view,
-    );
+    sendConsoleNotFound(request, reply, staff.view);
     return undefined;
   }
   return { id: org.id, realm: org.realm, name: org.name };
@@ -143,15 +154,38 @@ export function requireOrgAdmin(
   org: Organization,
 ): boolean {
   if (isOrgAdmin(staff, org.id)) return true;
-  sendConsoleMessage(
-    request,
-    reply,
-    403,
-    { title: 'console.forbidden_title', message: 'console.forbidden' },
-    staff.view,
-  );
+  sendForbidden(request, reply, staff.view);
   return false;
 }
+
+export interface Context {
+  staff: Staff;
+  org: Organization;
+}
+
+/** Steps 1, 2 (and 2b for administrators' pages, CSRF for posts) of a page under /console/org/<org_id>. */
+export async function orgContext(
+  deps: ConsoleDeps,
+  request: FastifyRequest<{ Params: { org_id: string } }>,
+  reply: FastifyReply,
+  { admin = false, post = false } = {},
+): Promise<Context | undefined> {
+  const staff = await signedIn(deps, request, reply);
+  if (!staff) return undefined;
+  const org = await organizationOf(deps, request, reply, staff, request.params.org_id);
+  if (!org) return undefined;
+  if (admin && !requireOrgAdmin(request, reply, staff, org)) return undefined;
+  if (post && !checkCsrf(deps, request, reply, staff)) return undefined;
+  return { staff, org };
+}
+
+/** Who acts, for the audit trail: the staff member, with the request. */
+export const staffActor = (staff: Staff, request: FastifyRequest): Actor => ({
+  type: 'user',
+  id: staff.user.eppn,
+  requestId: request.id,
+  ip: request.ip,
+});
 
 /** Step 3: the organization's user of that eppn; any other (unknown, malformed, another organization's) is a 404. */
 export async function memberOf(

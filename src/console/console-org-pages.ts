@@ -12,18 +12,17 @@ import { AppError } from '../errors.ts';
 import { iso } from '../time.ts';
 import { filterOf, csvField, toCsv, type AuditQuery } from './audit-query.ts';
 import {
-  checkCsrf,
   formText,
-  organizationOf,
+  orgContext,
   queryText,
   reasonOf,
   requireOrgAdmin,
   sendConsoleMessage,
+  sendConsoleNotFound,
   sendHtml,
-  signedIn,
+  staffActor,
   type ConsoleDeps,
-  type Organization,
-  type Staff,
+  type Context,
 } from './console-kit.ts';
 import {
   auditPageView,
@@ -40,26 +39,6 @@ import { checkEppnList, MAX_OFFBOARD, offboardUsers, previewOffboarding } from '
 
 type OrgParams = { org_id: string };
 type OrgRequest = FastifyRequest<{ Params: OrgParams }>;
-
-interface Context {
-  staff: Staff;
-  org: Organization;
-}
-
-async function orgContext(
-  deps: ConsoleDeps,
-  request: OrgRequest,
-  reply: FastifyReply,
-  { admin = false, post = false } = {},
-): Promise<Context | undefined> {
-  const staff = await signedIn(deps, request, reply);
-  if (!staff) return undefined;
-  const org = await organizationOf(deps, request, reply, staff, request.params.org_id);
-  if (!org) return undefined;
-  if (admin && !requireOrgAdmin(request, reply, staff, org)) return undefined;
-  if (post && !checkCsrf(deps, request, reply, staff)) return undefined;
-  return { staff, org };
-}
 
 // ---- audit trail ---------------------------------------------------------------------------
 
@@ -268,14 +247,7 @@ async function reportList(
   const ctx = await orgContext(deps, request, reply, { admin: true });
   if (!ctx) return reply;
   const list = REPORT_LISTS.find((l) => `${l}.csv` === request.params.list);
-  if (!list)
-    return sendConsoleMessage(
-      request,
-      reply,
-      404,
-      { title: 'console.not_found_title', message: 'console.page_not_found' },
-      ctx.staff.view,
-    );
+  if (!list) return sendConsoleNotFound(request, reply, ctx.staff.view);
   return reply
     .header('cache-control', 'no-store')
     .header('x-content-type-options', 'nosniff')
@@ -332,7 +304,7 @@ async function offboard(deps: ConsoleDeps, request: OrgRequest, reply: FastifyRe
     const view = { org: ctx.org, eppns, ...preview, error, reason: formText(request, 'reason', 500) };
     return sendHtml(reply, 400, offboardPreviewView(ctx.staff.view, view));
   }
-  const who = { type: 'user' as const, id: ctx.staff.user.eppn, requestId: request.id, ip: request.ip };
+  const who = staffActor(ctx.staff, request);
   const done = await offboardUsers(deps, ctx.org.id, eppns, { who, requestId: request.id, ip: request.ip, reason });
   request.log.info({ staff: ctx.staff.user.eppn, org_id: ctx.org.id, users: done.found.length }, 'bulk offboarding');
   return sendHtml(reply, 200, offboardDoneView(ctx.staff.view, { org: ctx.org, ...done }));
@@ -362,7 +334,7 @@ async function changeHelpdesk(deps: ConsoleDeps, request: OrgRequest, reply: Fas
   if (!ctx) return reply;
   const eppn = (formText(request, 'eppn', 320) ?? '').trim().toLowerCase();
   const { t } = ctx.staff.view;
-  const actor = { type: 'user' as const, id: ctx.staff.user.eppn, requestId: request.id, ip: request.ip };
+  const actor = staffActor(ctx.staff, request);
   const change = { eppn, role: 'helpdesk' as const, orgId: ctx.org.id };
   try {
     if (!eppn || eppn.slice(eppn.lastIndexOf('@') + 1) !== ctx.org.realm)

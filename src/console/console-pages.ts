@@ -9,7 +9,15 @@ import { listOrganizations } from '../store/directory.ts';
 import { consoleClientState, CONSOLE_CLIENT_ID, CONSOLE_SIGNED_OUT } from '../clients/console-client.ts';
 import { ROUTES } from '../oauth/provider.ts';
 import { AppError } from '../errors.ts';
-import { checkCsrf, redirect, sendConsoleMessage, sendHtml, signedIn, type ConsoleDeps } from './console-kit.ts';
+import {
+  checkCsrf,
+  redirect,
+  sendConsoleMessage,
+  sendConsoleNotFound,
+  sendHtml,
+  signedIn,
+  type ConsoleDeps,
+} from './console-kit.ts';
 import { clearSession, finishSignIn, forgetAuthState, writeSession } from './console-session.ts';
 import { organizationsView } from './console-views.ts';
 import { userPages } from './console-user-pages.ts';
@@ -103,8 +111,6 @@ export function consolePages(deps: ConsoleDeps) {
     app.get(CONSOLE_SIGNED_OUT, signedOut);
     await app.register(userPages(deps));
     await app.register(organizationPages(deps));
-    app.get('/console/*', (request, reply) =>
-      sendConsoleMessage(request, reply, 404, { title: 'console.not_found_title', message: 'console.page_not_found' }),
-    );
+    app.get('/console/*', (request, reply) => sendConsoleNotFound(request, reply));
   };
 }

@@ -11,19 +11,16 @@ import { createRecoveryLink, recoveryLinks, revokeLink } from '../webauthn/recov
 import { endUserSessions } from '../oauth/end-user-sessions.ts';
 import { positiveId } from '../http/organization-grant.ts';
 import { AppError } from '../errors.ts';
-import type { Actor } from '../audit/index.ts';
 import {
-  checkCsrf,
   formText,
   memberOf,
-  organizationOf,
+  orgContext,
   reasonOf,
   redirect,
   sendHtml,
-  signedIn,
+  staffActor,
   type ConsoleDeps,
-  type Organization,
-  type Staff,
+  type Context,
 } from './console-kit.ts';
 import type { ConsoleKey } from './console-i18n.ts';
 import {
@@ -42,39 +39,14 @@ type OrgParams = { org_id: string };
 type UserParams = OrgParams & { eppn: string };
 type PasskeyParams = UserParams & { id: string };
 
-/** Who acts, for the audit trail: the staff member, with the request. */
-const staffActor = (staff: Staff, request: FastifyRequest): Actor => ({
-  type: 'user',
-  id: staff.user.eppn,
-  requestId: request.id,
-  ip: request.ip,
-});
-
-interface Context {
-  staff: Staff;
-  org: Organization;
-}
-
-async function orgContext(
-  deps: ConsoleDeps,
-  request: FastifyRequest<{ Params: OrgParams }>,
-  reply: FastifyReply,
-): Promise<Context | undefined> {
-  const staff = await signedIn(deps, request, reply);
-  if (!staff) return undefined;
-  const org = await organizationOf(deps, request, reply, staff, request.params.org_id);
-  return org ? { staff, org } : undefined;
-}
-
 async function userContext(
   deps: ConsoleDeps,
   request: FastifyRequest<{ Params: UserParams }>,
   reply: FastifyReply,
   post = false,
 ): Promise<(Context & { user: User }) | undefined> {
-  const ctx = await orgContext(deps, request, reply);
+  const ctx = await orgContext(deps, request, reply, { post });
   if (!ctx) return undefined;
-  if (post && !checkCsrf(deps, request, reply, ctx.staff)) return undefined;
   const user = await memberOf(deps, request, reply, ctx, request.params.eppn);
   return user ? { ...ctx, user } : undefined;
 }

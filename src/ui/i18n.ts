@@ -409,9 +409,14 @@ const TABLES: Record<Locale, Record<MessageKey, string>> = { en, nb };
 
 export type Translate = (key: MessageKey, vars?: Record<string, string>) => string;
 
+/** A text with its {placeholders} filled in. */
+export function fill(text: string, vars: Record<string, string | number>): string {
+  return text.replace(/\{(\w+)\}/g, (_, name: string) => String(vars[name] ?? ''));
+}
+
 export function translator(locale: Locale): Translate {
   const table = TABLES[locale];
-  return (key, vars = {}) => table[key].replace(/\{(\w+)\}/g, (_, name: string) => vars[name] ?? '');
+  return (key, vars = {}) => fill(table[key], vars);
 }
 
 function supported(tag: string): Locale | undefined {
