@@ -123,6 +123,8 @@ const io: Io = {
         lines.close();
       });
     }),
+  // A status line redrawn in place (carriage return, then erase to the end of the line).
+  ...(process.stderr.isTTY ? { progress: (line: string) => process.stderr.write(`\r${line}\x1b[K`) } : {}),
 };
 
 const argv = process.argv.slice(2);

@@ -14,6 +14,8 @@ export interface Io {
   readStdin(): Promise<string>;
   /** asks on stderr and reads one line (a terminal or a pipe); without it the first line of stdin */
   readLine?(prompt: string): Promise<string>;
+  /** rewrites one status line on stderr; only when stderr is a terminal */
+  progress?(line: string): void;
 }
 
 export interface Ctx {
@@ -24,6 +26,8 @@ export interface Ctx {
   io: Io;
   /** the operator running the command, for the audit trail */
   actor: Actor;
+  /** set by a command that did only part of its work (an import with rejected lines): the exit code */
+  exitCode?: number;
 }
 
 /** The actor and time of a change made by this command. */

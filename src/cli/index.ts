@@ -8,7 +8,7 @@ import { openStore, type Store } from '../store/index.ts';
 import { AppError } from '../errors.ts';
 import { assertSecretMatches } from '../oauth/keys.ts';
 import { operator } from '../audit/index.ts';
-import type { CommandDef, CommandInfo, Io, OptionDef, Values } from './command.ts';
+import type { CommandDef, CommandInfo, Ctx, Io, OptionDef, Values } from './command.ts';
 import { orgCommands } from './commands/org.ts';
 import { userCommands } from './commands/user.ts';
 import { photoCommands } from './commands/photo.ts';
@@ -235,10 +235,10 @@ export async function runCli(argv: string[], io: Io, env: NodeJS.ProcessEnv = pr
     const keys = keyring(loadSecret(config, { generate: false }).secret);
     store = await openStore(config.databaseUrl, { poolSize: 2 });
     await assertSecretMatches(store, keys);
-    const ctx = { config, store, keys, json: Boolean(values.json), io, actor: operator(env) };
+    const ctx: Ctx = { config, store, keys, json: Boolean(values.json), io, actor: operator(env) };
     const result = await command.run(ctx, values, positionals);
     if (result !== undefined) io.out(typeof result === 'string' ? result : JSON.stringify(result, null, 2));
-    return 0;
+    return ctx.exitCode ?? 0;
   } catch (err) {
     if (err instanceof ConfigError) {
       io.err(`configuration error: ${err.message}`);

@@ -130,7 +130,7 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
     log: (event) => {
       // A change this process made takes effect here before its publishing statement returns.
       const published = event.level === 'query' && publishedBy(event.query.sql, event.query.parameters);
-      if (published) invalidations.deliver(published);
+      if (published !== false && published !== undefined) invalidations.deliver(published);
       if (listeners.size === 0) return;
       const timing = {
         kind: statementKind(event),

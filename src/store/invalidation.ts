@@ -45,9 +45,24 @@ export async function publish(q: Q, topic: Topic, key: string, now = Date.now())
   await sql`insert into invalidations (topic, key, at) values (${topic}, ${key}, ${now})`.execute(q);
 }
 
-/** The invalidation a statement that ran published, if it is publish()'s statement. */
-export function publishedBy(statement: string, parameters: readonly unknown[]): Invalidation | undefined {
+/**
+ * Publishes one invalidation per key, many rows per statement (bulk changes such as an import).
+ * Other processes receive each key; this process drops everything (see publishedBy).
+ */
+export async function publishAll(q: Q, topic: Topic, keys: string[], now = Date.now()): Promise<void> {
+  for (let i = 0; i < keys.length; i += 1000) {
+    const rows = keys.slice(i, i + 1000).map((key) => sql`(${topic}, ${key}, ${now})`);
+    await sql`insert into invalidations (topic, key, at) values ${sql.join(rows)}`.execute(q);
+  }
+}
+
+/**
+ * The invalidation a statement that ran published, if it is publish()'s statement; null (drop
+ * everything) for publishAll()'s statements of several rows.
+ */
+export function publishedBy(statement: string, parameters: readonly unknown[]): Invalidation | null | undefined {
   if (!statement.startsWith(PUBLISH_SQL)) return undefined;
+  if (parameters.length > 3) return null;
   const [topic, key] = parameters;
   return typeof topic === 'string' && TOPICS.has(topic) && typeof key === 'string'
     ? { topic: topic as Topic, key }

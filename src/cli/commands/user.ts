@@ -8,10 +8,11 @@ import {
   setUserAttributes,
   type User,
 } from '../../directory/index.ts';
+import { importUsers, type ImportSummary } from '../../directory/user-import.ts';
 import { disableUser, enableUser, removeUser } from '../../oauth/account-lifecycle.ts';
 import { listUsersOfOrganization } from '../../store/directory.ts';
 import { iso } from '../../time.ts';
-import { by, intOption, optional, readPassword, required, table, type CommandDef } from '../command.ts';
+import { by, intOption, optional, readPassword, required, table, type CommandDef, type Ctx } from '../command.ts';
 
 const EPPN = {
   type: 'string',
@@ -40,6 +41,35 @@ function userView(user: User) {
     disabled: user.disabled_at !== null,
     has_password: user.password_hash !== null,
   };
+}
+
+/** A progress bar on a terminal's stderr, redrawn at most every 200 ms. */
+function progressBar(ctx: Ctx) {
+  let last = 0;
+  return ({ lines, bytes, size }: { lines: number; bytes: number; size: number }) => {
+    const now = Date.now();
+    if (!ctx.io.progress || (now - last < 200 && bytes < size)) return;
+    last = now;
+    const share = size === 0 ? 1 : Math.min(1, bytes / size);
+    const filled = Math.round(share * 30);
+    ctx.io.progress(
+      `[${'#'.repeat(filled)}${'-'.repeat(30 - filled)}] ${Math.floor(share * 100)}% ${lines.toLocaleString('en')} lines`,
+    );
+  };
+}
+
+const SHOWN_REJECTIONS = 50;
+
+function importText(s: ImportSummary): string {
+  const lines = [
+    `created ${s.created}, updated ${s.updated}${s.renamed ? ` (${s.renamed} renamed)` : ''}, unchanged ${s.unchanged}, rejected ${s.rejected}`,
+    ...s.rejections.slice(0, SHOWN_REJECTIONS).map((r) => `line ${r.line}: ${r.error}`),
+  ];
+  if (s.rejections.length > SHOWN_REJECTIONS)
+    lines.push(`... and ${s.rejections.length - SHOWN_REJECTIONS} more (--json lists them all)`);
+  if (s.dry_run) lines.push('dry run: nothing was written');
+  else if (!s.written) lines.push('transactional: a line was rejected, so nothing was written');
+  return lines.join('\n');
 }
 
 export const userCommands: CommandDef[] = [
@@ -85,12 +115,48 @@ export const userCommands: CommandDef[] = [
         name: u.name,
         email: u.email,
         has_password: u.password_hash !== null,
+        active: u.disabled_at === null,
         status: u.disabled_at === null ? 'active' : 'disabled',
         created_at: iso(u.created_at),
       }));
       if (ctx.json) return rows;
       const shown = rows.map((r) => ({ ...r, password: r.has_password ? 'yes' : 'no' }));
       return table(shown, ['eppn', 'name', 'email', 'password', 'status', 'sub', 'created_at']);
+    },
+  },
+  {
+    group: 'user',
+    name: 'import',
+    summary:
+      'create and update users from a CSV or JSON lines file, by eppn or external_id; exit 1 when a line is rejected (docs/user-import.md)',
+    args: [{ name: 'file', description: 'a .csv file with a header line, or a .jsonl file (one JSON object a line)' }],
+    options: {
+      org: { type: 'string', value: '<id>', required: true, description: 'organization id' },
+      'dry-run': { type: 'boolean', description: 'check every line and report what would happen; write nothing' },
+      transactional: {
+        type: 'boolean',
+        description: 'all or nothing: write nothing if any line is rejected (default: good lines are written)',
+      },
+    },
+    async run(ctx, v, [file]) {
+      const started = performance.now();
+      const summary = await importUsers(
+        ctx.store,
+        {
+          orgId: intOption(required(v, 'org'), 'org'),
+          file: file!,
+          dryRun: v['dry-run'] === true,
+          transactional: v.transactional === true,
+          onProgress: progressBar(ctx),
+        },
+        by(ctx),
+      );
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      const read = summary.created + summary.updated + summary.unchanged + summary.rejected;
+      if (ctx.io.progress) ctx.io.progress(`${read.toLocaleString('en')} lines in ${seconds} s\n`);
+      else if (!ctx.json) ctx.io.err(`${read.toLocaleString('en')} lines in ${seconds} s`);
+      if (summary.rejected > 0) ctx.exitCode = 1;
+      return ctx.json ? summary : importText(summary);
     },
   },
   {
