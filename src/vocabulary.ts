@@ -11,6 +11,15 @@ export const ATTRIBUTE_GROUPS = [
   'email',
   'userinfo-name',
   'userinfo-photo',
+  // directory attributes of the extended userinfo and the user lookup (docs/userinfo.md)
+  'userinfo-affiliation',
+  'userinfo-entitlement',
+  'userinfo-numbers',
+  // the groups API, one group per kind of group: organization and its units; classes and
+  // teaching groups; every other group
+  'groups-org',
+  'groups-edu',
+  'groups-other',
 ] as const;
 export type AttributeGroup = (typeof ATTRIBUTE_GROUPS)[number];
 
@@ -26,6 +35,7 @@ export const API_SCOPES = [
   'audit.read',
   'report.read',
   'scim',
+  'system-all-users',
 ] as const;
 
 /** Scopes of sign-in (authorization code). */
@@ -109,6 +119,7 @@ export function resourceServers(publicUrl: string): ResourceServer[] {
     { id: `${publicUrl}/ssf`, scopes: ['ssf.manage'] },
     // SCIM provisioning (RFC 7644) of the one organization the client is granted
     { id: `${publicUrl}/scim/v2`, scopes: ['scim'] },
+    { id: `${publicUrl}/userinfo/v1/lookup`, scopes: ['system-all-users'] },
   ];
 }
 

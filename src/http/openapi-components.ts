@@ -17,6 +17,7 @@ const SCOPE_MEANING: Record<(typeof API_SCOPES)[number], string> = {
   'audit.read': 'Read the audit trail of the organizations the client administers',
   'report.read': 'Read the passkey report of the organizations the client administers',
   scim: 'Provision users and groups over SCIM 2.0 (/scim/v2) in the one organization the client is granted',
+  'system-all-users': 'Look up the directory attributes of users of the organizations the client is granted',
 };
 
 export function securitySchemes(publicUrl: string): Json {
@@ -62,6 +63,7 @@ export const TAGS = [
   { name: 'scim', description: "SCIM 2.0 provisioning of an organization's users and groups (Entra ID, Okta)" },
   { name: 'user-existence', description: 'Whether a user exists, for systems that provision or look up accounts' },
   { name: 'userinfo', description: 'Claims and photos of the signed-in user, for relying parties' },
+  { name: 'groups', description: "The signed-in user's groups: organization, units, classes, teaching groups" },
   { name: 'oauth', description: 'The OAuth 2.0 authorization server (served by oidc-provider)' },
   { name: 'openid', description: 'OpenID Connect discovery, keys and logout (served by oidc-provider)' },
   { name: 'operations', description: 'Health probes and metrics for load balancers and monitoring' },

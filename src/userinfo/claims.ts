@@ -41,6 +41,13 @@ function groupClaims(config: Pick<Config, 'claimsNamespace'>): Record<AttributeG
     email: ['email', 'email_verified'],
     'userinfo-name': ['name'],
     'userinfo-photo': ['picture'],
+    // released by the extended userinfo and the groups API only, not as OIDC claims
+    'userinfo-affiliation': [],
+    'userinfo-entitlement': [],
+    'userinfo-numbers': [],
+    'groups-org': [],
+    'groups-edu': [],
+    'groups-other': [],
   };
 }
 
