@@ -178,7 +178,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Features, each a plugin with its dependencies passed in.
   await app.register(healthPlugin(store, config));
   await app.register(oauthPlugin(provider, config));
-  await app.register(userinfoPlugin({ config, store, provider }));
+  await app.register(userinfoPlugin({ config, store, provider, verifier }));
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now, provider }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
   await app.register(consolePlugin({ config, store, keys, verifier, now, provider, branding }));
