@@ -207,7 +207,9 @@ describe('the OpenAPI document covers every route', () => {
       'passkey.read',
       'recovery.manage',
       'report.read',
+      'scim',
       'ssf.manage',
+      'system-all-users',
       'system-check-user-existence',
     ]);
     assert.deepEqual(schemes.clientBasic, { ...schemes.clientBasic, type: 'http', scheme: 'basic' });
@@ -215,6 +217,8 @@ describe('the OpenAPI document covers every route', () => {
     assert.deepEqual(paths['/2/passkey/{org_id}/{id}']!.delete!.security, [{ oauth2: ['passkey.delete'] }]);
     assert.deepEqual(paths['/oauth/token']!.post!.security, [{ clientBasic: [] }, {}]);
     assert.deepEqual(paths['/openid/userinfo']!.get!.security, [{ bearer: [] }]);
+    assert.deepEqual(paths['/userinfo/v1/lookup/{id}']!.get!.security, [{ oauth2: ['system-all-users'] }]);
+    assert.deepEqual(paths['/groups/me/groups']!.get!.security, [{ bearer: [] }]);
     assert.deepEqual(paths['/ssf/streams']!.post!.security, [{ oauth2: ['ssf.manage'] }]);
     for (const path of [
       '/healthz',
