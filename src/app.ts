@@ -26,6 +26,7 @@ import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
 import { eventsPlugin } from './events/index.ts';
 import { consolePlugin } from './console/index.ts';
+import { scimPlugin } from './scim/index.ts';
 import {
   createBranding,
   deviceViews,
@@ -182,6 +183,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(passkeyAdminPlugin({ config, store, keys, verifier, now, provider }));
   await app.register(checkuserPlugin({ config, store, verifier, now }));
   await app.register(consolePlugin({ config, store, keys, verifier, now, provider, branding }));
+  await app.register(scimPlugin({ config, store, verifier, now }));
   await app.register(eventsPlugin({ config, store, keys, verifier, keyManager, now }));
   await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 

@@ -20,6 +20,7 @@ import { eventsCommands } from './commands/events.ts';
 import { recoveryCommands } from './commands/recovery.ts';
 import { roleCommands } from './commands/role.ts';
 import { mdsCommands } from './commands/mds.ts';
+import { scimCommands } from './commands/scim.ts';
 
 export type { Io } from './command.ts';
 
@@ -35,6 +36,7 @@ export const COMMANDS: CommandDef[] = [
   ...recoveryCommands,
   ...roleCommands,
   ...mdsCommands,
+  ...scimCommands,
 ];
 
 /** `serve` starts the service (src/command-line.ts); it is listed here so help and argument checks cover it. */

@@ -13,6 +13,7 @@ import { deleteUserPasskeys, countOrganizationPasskeys } from '../store/passkeys
 import { deleteAccountArtifacts, findSessionsByAccount } from '../store/oidc-payloads.ts';
 import { insertLogoutDelivery } from '../store/logout-deliveries.ts';
 import { publish } from '../store/invalidation.ts';
+import { deleteMembershipsOfUser, deleteProvisioningOfOrganization } from '../store/provisioning.ts';
 import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
 import { normalizeEppn } from '../directory/index.ts';
 import { AUDIT_DELETE_USER } from '../webauthn/passkey-removal.ts';
@@ -103,6 +104,7 @@ async function removeUserInTransaction(trx: Trx, user: dir.User, actor: Actor, n
     await recordAudit(trx, { action: AUDIT_DELETE_USER, ...entry });
   }
   const sessions = await endSessionsInTransaction(trx, user.sub, now);
+  await deleteMembershipsOfUser(trx, user.id);
   await dir.deleteUser(trx, user.id);
   await publish(trx, 'user', user.sub);
   const details = { passkeys: passkeyIds.length, sessions, sub: user.sub };
@@ -156,6 +158,8 @@ export function removeOrganization(
       throw conflict(`organization ${orgId} has ${users.length} user(s); --force removes them with the organization`);
     let passkeys = 0;
     for (const user of users) passkeys += await removeUserInTransaction(trx, user, actor, now);
+    // groups and provisioning tokens reference the organization
+    await deleteProvisioningOfOrganization(trx, orgId);
     await dir.deleteOrganization(trx, orgId);
     const details = { realm: org.realm, users: users.length, passkeys };
     await recordAudit(trx, { action: 'org.remove', actor, at: now, subject: String(orgId), orgId, details });

@@ -28,6 +28,8 @@ export interface PasskeyPolicy {
   passkeyUpgrade: boolean;
   /** a user with a passkey cannot sign in with a password */
   passkeyOnly: boolean;
+  /** what becomes of a user's passkeys when provisioning (SCIM) deactivates them */
+  onDeactivate: 'keep' | 'delete';
 }
 
 export const DEFAULT_POLICY: PasskeyPolicy = {
@@ -38,6 +40,7 @@ export const DEFAULT_POLICY: PasskeyPolicy = {
   attestation: 'none',
   passkeyUpgrade: true,
   passkeyOnly: false,
+  onDeactivate: 'keep',
 };
 
 interface StoredPolicy {
@@ -48,6 +51,7 @@ interface StoredPolicy {
   attestation?: AttestationConveyance;
   passkey_upgrade?: boolean;
   passkey_only?: boolean;
+  on_deactivate?: 'keep' | 'delete';
 }
 
 export function parsePolicy(stored: string | null | undefined): PasskeyPolicy {
@@ -61,6 +65,7 @@ export function parsePolicy(stored: string | null | undefined): PasskeyPolicy {
     attestation: p.attestation ?? 'none',
     passkeyUpgrade: p.passkey_upgrade ?? DEFAULT_POLICY.passkeyUpgrade,
     passkeyOnly: p.passkey_only === true,
+    onDeactivate: p.on_deactivate === 'delete' ? 'delete' : 'keep',
   };
 }
 
@@ -74,6 +79,7 @@ export function policyJson(policy: PasskeyPolicy): Required<StoredPolicy> {
     attestation: policy.attestation,
     passkey_upgrade: policy.passkeyUpgrade,
     passkey_only: policy.passkeyOnly,
+    on_deactivate: policy.onDeactivate,
   };
 }
 

@@ -146,6 +146,11 @@ export const orgCommands: CommandDef[] = [
         value: '<on|off>',
         description: 'users with a passkey cannot sign in with a password',
       },
+      'on-deactivate': {
+        type: 'string',
+        value: '<keep|delete>',
+        description: 'a user deactivated by provisioning (SCIM) keeps their passkeys (default) or loses them',
+      },
       reset: { type: 'boolean', description: 'start from the defaults instead of the current policy' },
       show: { type: 'boolean', description: 'print the policy and change nothing' },
     },
@@ -169,6 +174,11 @@ function onOff(value: unknown, name: string): boolean | undefined {
   throw new AppError(400, `--${name} must be on or off`);
 }
 
+function keepOrDelete(value: unknown): 'keep' | 'delete' | undefined {
+  if (value === undefined || value === 'keep' || value === 'delete') return value;
+  throw new AppError(400, '--on-deactivate must be keep or delete');
+}
+
 /** The policy the options make from base; undefined when no option changes anything. */
 function policyOptions(v: Record<string, unknown>, base: PasskeyPolicy): PasskeyPolicy | undefined {
   const list = (name: string) => (Array.isArray(v[name]) ? (v[name] as string[]).map(aaguidOption) : undefined);
@@ -180,6 +190,7 @@ function policyOptions(v: Record<string, unknown>, base: PasskeyPolicy): Passkey
     attestation: typeof v.attestation === 'string' ? attestationOption(v.attestation) : undefined,
     passkeyUpgrade: onOff(v['passkey-upgrade'], 'passkey-upgrade'),
     passkeyOnly: onOff(v['passkey-only'], 'passkey-only'),
+    onDeactivate: keepOrDelete(v['on-deactivate']),
   };
   const given = Object.entries(changes).filter(([, value]) => value !== undefined);
   if (given.length === 0 && v.reset !== true) return undefined;

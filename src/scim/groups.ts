@@ -1,0 +1,115 @@
+// /Groups (RFC 7644 3.3-3.6): groups of the organization with their kind and members, members
+// added and removed by PATCH value paths (members[value eq "..."]) as Entra ID and Okta send them.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { addGroup, removeGroup, replaceGroup } from '../directory/provisioning.ts';
+import { findGroup, findGroups, listMembers, type Group } from '../store/provisioning.ts';
+import { scimAccess, type Caller, type ScimDeps } from './access.ts';
+import { scimError, SCIM_JSON } from './errors.ts';
+import { groupColumns, groupResource, readGroup } from './group-resource.ts';
+import { applyPatch } from './patch.ts';
+import { listQuery, project, projectionQuery, wants } from './query.ts';
+import { GROUP_KIND, LIST, PATCH_OP } from './schemas.ts';
+import { checkIfMatch, patchOperations, type IdRequest } from './steps.ts';
+import { versionOf } from './user-resource.ts';
+
+/** Loading a group of the caller's organization, and answering with it (ETag, Location, projection). */
+function groupSteps(deps: ScimDeps, base: string) {
+  const { store } = deps;
+  async function loadGroup(caller: Caller, id: string): Promise<Group> {
+    const group = await findGroup(store.db, caller.orgId, id);
+    if (!group) throw scimError(404, undefined, `Group ${id.slice(0, 80)} not found`);
+    return group;
+  }
+
+  async function resourceOf(group: Group, withMembers = true) {
+    return groupResource(group, withMembers ? await listMembers(store.db, [group.id]) : undefined, base);
+  }
+
+  async function respond(reply: FastifyReply, group: Group, status = 200, request?: FastifyRequest) {
+    const projection = request ? projectionQuery(request) : {};
+    const resource = await resourceOf(group, wants(GROUP_KIND, projection, 'members'));
+    reply.code(status).type(SCIM_JSON).header('etag', versionOf(group.updated_at));
+    if (status === 201) reply.header('location', `${base}/Groups/${group.uid}`);
+    return project(resource, GROUP_KIND, projection);
+  }
+
+  return { loadGroup, resourceOf, respond };
+}
+
+export function groupRoutes(deps: ScimDeps, base: string) {
+  const { store } = deps;
+  const callerOf = scimAccess(deps);
+  const change = (caller: Caller) => ({ actor: caller.actor, now: deps.now() });
+
+  const { loadGroup, resourceOf, respond } = groupSteps(deps, base);
+
+  async function list(request: FastifyRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    const query = listQuery(request, GROUP_KIND, groupColumns);
+    const page = { offset: query.startIndex - 1, limit: query.count };
+    const { total, rows } = await findGroups(store.db, caller.orgId, query.where, page);
+    const members = wants(GROUP_KIND, query, 'members')
+      ? await listMembers(
+          store.db,
+          rows.map((g) => g.id),
+        )
+      : undefined;
+    const resources = rows.map((g) =>
+      project(
+        groupResource(
+          g,
+          members?.filter((m) => m.group_id === g.id),
+          base,
+        ),
+        GROUP_KIND,
+        query,
+      ),
+    );
+    reply.type(SCIM_JSON);
+    return {
+      schemas: [LIST],
+      totalResults: total,
+      startIndex: query.startIndex,
+      itemsPerPage: resources.length,
+      Resources: resources,
+    };
+  }
+
+  async function get(request: IdRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    return respond(reply, await loadGroup(caller, request.params.id), 200, request);
+  }
+
+  async function create(request: FastifyRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    const group = await addGroup(store, caller.orgId, readGroup(request.body), change(caller));
+    return respond(reply, group, 201);
+  }
+
+  async function replace(request: IdRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    const group = await loadGroup(caller, request.params.id);
+    checkIfMatch(request, versionOf(group.updated_at));
+    return respond(reply, await replaceGroup(store, group, readGroup(request.body), change(caller)));
+  }
+
+  async function patch(request: IdRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    const group = await loadGroup(caller, request.params.id);
+    checkIfMatch(request, versionOf(group.updated_at));
+    const operations = patchOperations(request.body, PATCH_OP);
+    const patched = applyPatch(await resourceOf(group), GROUP_KIND, operations);
+    const updated = await replaceGroup(store, group, readGroup(patched), change(caller));
+    return respond(reply, updated, 200, request);
+  }
+
+  async function remove(request: IdRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    const group = await loadGroup(caller, request.params.id);
+    checkIfMatch(request, versionOf(group.updated_at));
+    await removeGroup(store, group, change(caller));
+    return reply.code(204).send();
+  }
+
+  return { list, get, create, replace, patch, remove };
+}

@@ -1,0 +1,65 @@
+// Steps the Users and Groups routes share: the request body (strict UTF-8 JSON), If-Match against
+// the resource's version, and the PatchOp message.
+import type { FastifyRequest } from 'fastify';
+import { scimError } from './errors.ts';
+
+export type IdRequest = FastifyRequest<{ Params: { id: string } }>;
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/** The body parser of application/scim+json and application/json: invalid UTF-8 or JSON is invalidSyntax. */
+export function parseScimBody(
+  _request: FastifyRequest,
+  body: Buffer,
+  done: (err: Error | null, value?: unknown) => void,
+) {
+  let text: string;
+  try {
+    text = decoder.decode(body);
+  } catch {
+    done(scimError(400, 'invalidSyntax', 'Request body is not valid UTF-8'));
+    return;
+  }
+  // PostgreSQL stores no NUL character; refused here rather than failing in the database
+  if (text.includes('\u0000') || /\\u0000/i.test(text)) {
+    done(scimError(400, 'invalidValue', 'Request body contains a NUL character'));
+    return;
+  }
+  try {
+    done(null, text.trim() === '' ? undefined : JSON.parse(text));
+  } catch {
+    done(scimError(400, 'invalidSyntax', 'Request body is not valid JSON'));
+  }
+}
+
+/** If-Match (RFC 7644 3.14): a change to a resource that changed since the client read it is refused. */
+export function checkIfMatch(request: FastifyRequest, version: string): void {
+  const header = request.headers['if-match'];
+  if (header === undefined) return;
+  const tags = header.split(',').map((t) => t.trim());
+  const bare = (t: string) => t.replace(/^W\//, '');
+  if (tags.includes('*') || tags.some((t) => bare(t) === bare(version))) return;
+  throw scimError(412, undefined, 'The resource changed since it was read (If-Match does not match its version)');
+}
+
+export interface Operation {
+  op?: unknown;
+  path?: unknown;
+  value?: unknown;
+}
+
+/** The PatchOp message's operations (RFC 7644 3.5.2). */
+export function patchOperations(body: unknown, schema: string): Operation[] {
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw scimError(400, 'invalidSyntax', 'Body must be a PatchOp message');
+  const b = body as Record<string, unknown>;
+  const schemas = b.schemas;
+  if (!Array.isArray(schemas) || !schemas.some((s) => String(s).toLowerCase() === schema.toLowerCase()))
+    throw scimError(400, 'invalidSyntax', `schemas must include ${schema}`);
+  const ops = b.Operations ?? b.operations;
+  if (!Array.isArray(ops) || ops.length === 0 || ops.length > 1000)
+    throw scimError(400, 'invalidSyntax', 'Operations must be a list of 1 to 1000 operations');
+  if (ops.some((o) => !o || typeof o !== 'object' || Array.isArray(o)))
+    throw scimError(400, 'invalidSyntax', 'Each operation must be an object');
+  return ops as Operation[];
+}

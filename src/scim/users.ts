@@ -1,0 +1,173 @@
+// /Users (RFC 7644 3.3-3.6): list with filter and pages, read, create, replace, patch, delete.
+// Each handler reads as its steps: callerOf -> loadUser -> checkIfMatch -> read the resource ->
+// checkUserName -> save (directory attributes, then the lifecycle) -> respond.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import * as lifecycle from '../oauth/account-lifecycle.ts';
+import { eppnProblem, normalizeEppn, realmOf, type User } from '../directory/index.ts';
+import { directoryColumns, type DirectoryColumns } from '../directory/directory-attributes.ts';
+import { provisionUser, setDirectoryColumns } from '../directory/provisioning.ts';
+import { removeUserPasskeys } from '../webauthn/passkey-removal.ts';
+import { loadPolicy } from '../webauthn/policy.ts';
+import { findUserBySub } from '../store/directory.ts';
+import { findUserInOrganization, findUsers, listGroupsOfUsers } from '../store/provisioning.ts';
+import { forbidden } from '../errors.ts';
+import { scimAccess, type Caller, type ScimDeps } from './access.ts';
+import { scimError, SCIM_JSON } from './errors.ts';
+import { applyPatch } from './patch.ts';
+import { listQuery, project, projectionQuery, wants } from './query.ts';
+import { LIST, PATCH_OP, USER_KIND } from './schemas.ts';
+import { readUser, userColumns, userResource, versionOf, type UserInput } from './user-resource.ts';
+import { checkIfMatch, patchOperations, type IdRequest } from './steps.ts';
+
+// ---- steps -------------------------------------------------------------------------------------
+
+export function checkUserName(caller: Caller, userName: string): string {
+  const eppn = normalizeEppn(userName);
+  const problem = eppnProblem(eppn);
+  if (problem) throw scimError(400, 'invalidValue', `userName '${userName.slice(0, 80)}' ${problem}`);
+  if (realmOf(eppn) !== caller.realm) throw forbidden(`eppn realm '${realmOf(eppn)}' does not match organization`);
+  return eppn;
+}
+
+/** Only what differs from the stored user is written (and audited). */
+function changedColumns(user: User, input: UserInput): DirectoryColumns {
+  const columns = directoryColumns({ ...input.attributes, name: input.name });
+  const changed: DirectoryColumns = {};
+  for (const [key, value] of Object.entries(columns) as [keyof DirectoryColumns, string | null][])
+    if ((user[key] ?? null) !== value) (changed as Record<string, unknown>)[key] = value;
+  return changed;
+}
+
+/** active: false disables at once; the organization's policy says whether passkeys go too. */
+export async function setActive(deps: ScimDeps, caller: Caller, user: User, active: boolean | undefined) {
+  const { store } = deps;
+  const change = { actor: caller.actor, now: deps.now() };
+  if (active === true && user.disabled_at !== null) await lifecycle.enableUser(store, user.eppn, change);
+  if (active !== false || user.disabled_at !== null) return;
+  await lifecycle.disableUser(store, user.eppn, change);
+  if ((await loadPolicy(store.db, caller.orgId)).onDeactivate === 'delete') {
+    const who = { who: caller.actor, at: change.now, reason: 'deactivated by provisioning' };
+    await removeUserPasskeys(store, who, caller.orgId, user.eppn);
+  }
+}
+
+async function save(deps: ScimDeps, caller: Caller, user: User, input: UserInput): Promise<User> {
+  const { store } = deps;
+  if (checkUserName(caller, input.userName) !== user.eppn)
+    throw scimError(400, 'mutability', 'userName cannot change: remove the user and create the new one');
+  const columns = changedColumns(user, input);
+  const updated = await setDirectoryColumns(store, user, columns, { actor: caller.actor, now: deps.now() });
+  await setActive(deps, caller, updated, input.active);
+  return (await findUserBySub(store.db, user.sub)) ?? updated;
+}
+
+// ---- endpoints ---------------------------------------------------------------------------------
+
+/** Loading a user of the caller's organization, and answering with it (ETag, Location, projection). */
+function userSteps(deps: ScimDeps, base: string) {
+  const { store } = deps;
+  async function loadUser(caller: Caller, id: string): Promise<User> {
+    const user = await findUserInOrganization(store.db, caller.orgId, id);
+    if (!user) throw scimError(404, undefined, `User ${id.slice(0, 80)} not found`);
+    return user;
+  }
+
+  async function resourceOf(user: User) {
+    return userResource(user, await listGroupsOfUsers(store.db, [user.id]), base);
+  }
+
+  async function respond(reply: FastifyReply, user: User, status = 200, request?: FastifyRequest) {
+    const resource = await resourceOf(user);
+    reply.code(status).type(SCIM_JSON).header('etag', versionOf(user.updated_at));
+    if (status === 201) reply.header('location', `${base}/Users/${user.sub}`);
+    return request ? project(resource, USER_KIND, projectionQuery(request)) : resource;
+  }
+
+  return { loadUser, resourceOf, respond };
+}
+
+export function userRoutes(deps: ScimDeps, base: string) {
+  const { store } = deps;
+  const callerOf = scimAccess(deps);
+
+  const { loadUser, resourceOf, respond } = userSteps(deps, base);
+
+  async function list(request: FastifyRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    const query = listQuery(request, USER_KIND, userColumns);
+    const page = { offset: query.startIndex - 1, limit: query.count };
+    const { total, rows } = await findUsers(store.db, caller.orgId, query.where, page);
+    const withGroups = wants(USER_KIND, query, 'groups');
+    const groups = withGroups
+      ? await listGroupsOfUsers(
+          store.db,
+          rows.map((u) => u.id),
+        )
+      : [];
+    const resources = rows.map((u) =>
+      project(
+        userResource(
+          u,
+          groups.filter((g) => g.user_id === u.id),
+          base,
+        ),
+        USER_KIND,
+        query,
+      ),
+    );
+    reply.type(SCIM_JSON);
+    return {
+      schemas: [LIST],
+      totalResults: total,
+      startIndex: query.startIndex,
+      itemsPerPage: resources.length,
+      Resources: resources,
+    };
+  }
+
+  async function get(request: IdRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    return respond(reply, await loadUser(caller, request.params.id), 200, request);
+  }
+
+  async function create(request: FastifyRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    const input = readUser(request.body);
+    const eppn = checkUserName(caller, input.userName);
+    const columns = directoryColumns({ ...input.attributes, name: input.name });
+    const user = await provisionUser(
+      store,
+      caller.orgId,
+      { eppn, name: input.name, columns },
+      { actor: caller.actor, now: deps.now() },
+    );
+    await setActive(deps, caller, user, input.active);
+    return respond(reply, (await findUserBySub(store.db, user.sub)) ?? user, 201);
+  }
+
+  async function replace(request: IdRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    const user = await loadUser(caller, request.params.id);
+    checkIfMatch(request, versionOf(user.updated_at));
+    return respond(reply, await save(deps, caller, user, readUser(request.body)));
+  }
+
+  async function patch(request: IdRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    const user = await loadUser(caller, request.params.id);
+    checkIfMatch(request, versionOf(user.updated_at));
+    const operations = patchOperations(request.body, PATCH_OP);
+    const patched = applyPatch(await resourceOf(user), USER_KIND, operations);
+    return respond(reply, await save(deps, caller, user, readUser(patched)));
+  }
+
+  async function remove(request: IdRequest, reply: FastifyReply) {
+    const caller = await callerOf(request);
+    const user = await loadUser(caller, request.params.id);
+    checkIfMatch(request, versionOf(user.updated_at));
+    await lifecycle.removeUser(store, user.eppn, { actor: caller.actor, now: deps.now() });
+    return reply.code(204).send();
+  }
+
+  return { list, get, create, replace, patch, remove };
+}
