@@ -11,6 +11,7 @@ import { forbidden, notFound } from '../errors.ts';
 import { words } from '../vocabulary.ts';
 import { releasedGroups } from './claims.ts';
 import { clientGroups, directoryAttributes } from './directory-attributes.ts';
+import { checkOrigin } from './browser-access.ts';
 import { authenticateUser, NO_STORE, resourceAudience, type UserBoundDeps } from './user-bound.ts';
 
 export const EXTENDED_PATH = '/userinfo/v1/userinfo';
@@ -25,6 +26,7 @@ const SUB = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function extendedUserinfoHandler(deps: UserBoundDeps) {
   return async function extendedUserinfo(request: FastifyRequest, reply: FastifyReply) {
     const token = await authenticateUser(deps, request);
+    checkOrigin(deps.config, request, reply, token.client);
     const groups = releasedGroups(words(token.client.groups), token.scopes);
     return reply.headers(NO_STORE).send(directoryAttributes(token.user, groups));
   };

@@ -24,6 +24,7 @@ import {
   type GroupObject,
 } from './group-objects.ts';
 import type { UserToken } from './tokens.ts';
+import { checkOrigin } from './browser-access.ts';
 import { authenticateUser, NO_STORE, type UserBoundDeps } from './user-bound.ts';
 
 export const GROUPS_PATH = '/groups';
@@ -41,8 +42,9 @@ interface Caller {
 export function groupsHandlers(deps: UserBoundDeps) {
   const { store } = deps;
 
-  const authenticate = async (request: FastifyRequest): Promise<Caller> => {
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply): Promise<Caller> => {
     const token = await authenticateUser(deps, request);
+    checkOrigin(deps.config, request, reply, token.client);
     return { token, groups: releasedGroups(words(token.client.groups), token.scopes) };
   };
 
@@ -71,7 +73,7 @@ export function groupsHandlers(deps: UserBoundDeps) {
   };
 
   const myGroups = async (request: FastifyRequest, reply: FastifyReply) => {
-    const caller = await authenticate(request);
+    const caller = await authenticate(request, reply);
     const rows = await listUserGroups(store.db, caller.token.user.id);
     const org = await ownOrganization(caller);
     const groups = rows
@@ -81,20 +83,20 @@ export function groupsHandlers(deps: UserBoundDeps) {
   };
 
   const myMembership = async (request: GroupRequest, reply: FastifyReply) => {
-    const caller = await authenticate(request);
+    const caller = await authenticate(request, reply);
     const { group } = await loadGroup(caller, request.params.id);
     return reply.headers(NO_STORE).send(group.membership);
   };
 
   const groupDetails = async (request: GroupRequest, reply: FastifyReply) => {
-    const caller = await authenticate(request);
+    const caller = await authenticate(request, reply);
     const { group } = await loadGroup(caller, request.params.id);
     const { membership: _mine, ...details } = group;
     return reply.headers(NO_STORE).send(details);
   };
 
   const groupMembers = async (request: GroupRequest, reply: FastifyReply) => {
-    const caller = await authenticate(request);
+    const caller = await authenticate(request, reply);
     const { row } = await loadGroup(caller, request.params.id);
     if (!row || !membersListed(row.type)) throw forbidden('Members of organization groups are not listed');
     const members = await listGroupMembers(store.db, row.id, MAX_MEMBERS);
@@ -102,7 +104,7 @@ export function groupsHandlers(deps: UserBoundDeps) {
   };
 
   const types = async (request: FastifyRequest, reply: FastifyReply) => {
-    await authenticate(request);
+    await authenticate(request, reply);
     return reply.headers(NO_STORE).send(groupTypes());
   };
 

@@ -8,7 +8,8 @@ import { oidcUserinfoHandler } from './openid-userinfo.ts';
 import { LEGACY_PATH, legacyUserinfoHandler } from './legacy.ts';
 import { photoHandler } from './photo-fetch.ts';
 import type { TokenDeps } from './tokens.ts';
-import { legacyUserinfoSchema, oidcUserinfoSchema, photoSchema } from './schemas.ts';
+import { hiddenSchema, legacyUserinfoSchema, oidcUserinfoSchema, photoSchema } from './schemas.ts';
+import { preflight } from './browser-access.ts';
 import { EXTENDED_PATH, LOOKUP_PATH, extendedUserinfoHandler, lookupHandler } from './directory-api.ts';
 import { GROUPS_PATH, groupsHandlers } from './groups-api.ts';
 import type { UserBoundDeps } from './user-bound.ts';
@@ -58,6 +59,9 @@ function directoryRoutes(app: FastifyInstance, deps: UserBoundDeps) {
   ] as const;
   for (const [url, schema, handler] of routes) {
     app.get(url, { schema }, handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>);
-    methodNotAllowed(app, url, ['GET']);
+    // browsers may call the user's endpoints; the lookup is for servers only
+    const browsers = url !== `${LOOKUP_PATH}/:id`;
+    if (browsers) app.options(url, { schema: hiddenSchema }, preflight);
+    methodNotAllowed(app, url, browsers ? ['GET', 'OPTIONS'] : ['GET']);
   }
 }

@@ -168,6 +168,33 @@ for (const dialect of dialects()) {
         assert.equal((await get('/userinfo/v1/userinfo', expired)).statusCode, 401);
       });
 
+      it("answers browsers from the client's origins only, after a preflight", async () => {
+        const token = await userToken(alice, ['userinfo-name'], 'openid profile');
+        const pre = await ctx.app.inject({
+          method: 'OPTIONS',
+          url: '/userinfo/v1/userinfo',
+          headers: { origin: 'https://rp.example.com', 'access-control-request-method': 'GET' },
+        });
+        assert.equal(pre.statusCode, 204);
+        assert.equal(pre.headers['access-control-allow-origin'], 'https://rp.example.com');
+        assert.equal(pre.headers['access-control-allow-headers'], 'Authorization');
+        const call = (origin: string) =>
+          ctx.app.inject({
+            method: 'GET',
+            url: '/userinfo/v1/userinfo',
+            headers: { authorization: `Bearer ${token}`, origin },
+          });
+        const allowed = await call('https://rp.example.com');
+        assert.equal(allowed.statusCode, 200);
+        assert.equal(allowed.headers['access-control-allow-origin'], 'https://rp.example.com');
+        const other = await call('https://evil.example');
+        assert.equal(other.statusCode, 400);
+        assert.equal(other.headers['access-control-allow-origin'], undefined);
+        assert.match(String(other.headers['www-authenticate']), /invalid_request/);
+        const lookupPreflight = await ctx.app.inject({ method: 'OPTIONS', url: '/userinfo/v1/lookup/x' });
+        assert.equal(lookupPreflight.statusCode, 405);
+      });
+
       it('refuses a client-credentials token with 403', async () => {
         const token = await lookupToken(['userinfo-name'], [1]);
         const res = await get('/userinfo/v1/userinfo', token);
