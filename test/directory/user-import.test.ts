@@ -212,14 +212,14 @@ for (const dialect of dialects()) {
 
     it('transactional: one bad line and nothing is written (exit 1); all good and everything is', async () => {
       const o = await newOrg();
-      const good = Array.from({ length: 2500 }, (_, i) => `u${i}@${o.realm},U,${i},,,,`);
+      const good = Array.from({ length: 6000 }, (_, i) => `u${i}@${o.realm},U,${i},,,,`);
       const bad = file('csv', [HEADER, ...good, `bad@${o.realm},U,X,,alien,,`].join('\n'));
       const r = await run(['--org', o.id, '--json', '--transactional', bad]);
       assert.equal(r.code, 1);
-      assert.deepEqual(counts(r.summary), [2500, 0, 0, 1]);
+      assert.deepEqual(counts(r.summary), [6000, 0, 0, 1]);
       assert.deepEqual(r.summary!.rejections, [
         {
-          line: 2502,
+          line: 6002,
           error:
             "affiliation 'alien' is not one of student, faculty, staff, employee, member, affiliate, alum, library-walk-in",
         },
@@ -227,7 +227,7 @@ for (const dialect of dialects()) {
       assert.equal(await count(o.id), 0);
       const ok = await run(['--org', o.id, '--json', '--transactional', file('csv', [HEADER, ...good].join('\n'))]);
       assert.equal(ok.code, 0);
-      assert.equal(await count(o.id), 2500);
+      assert.equal(await count(o.id), 6000);
     });
 
     it('upserts by external_id: a changed eppn renames the user; an external_id of another user is refused', async () => {
