@@ -74,8 +74,7 @@ export function groupsHandlers(deps: UserBoundDeps) {
 
   const myGroups = async (request: FastifyRequest, reply: FastifyReply) => {
     const caller = await authenticate(request, reply);
-    const rows = await listUserGroups(store.db, caller.token.user.id);
-    const org = await ownOrganization(caller);
+    const [rows, org] = await Promise.all([listUserGroups(store.db, caller.token.user.id), ownOrganization(caller)]);
     const groups = rows
       .filter((r) => kindReleased(r.type, caller.groups))
       .map((r) => groupObject(r, caller.token.user));

@@ -229,6 +229,9 @@ for (const dialect of dialects()) {
           assert.equal(res.statusCode, 404);
           assert.deepEqual(res.json(), { code: 404, message: 'User does not exist' });
         }
+        const carol = await directoryUser(ctx, 1, 'carol@example.org', 'Carol Example');
+        await ctx.store.db.updateTable('users').set({ disabled_at: Date.now() }).where('id', '=', carol.id).execute();
+        assert.equal((await get('/userinfo/v1/lookup/carol%40example.org', token)).statusCode, 404);
         const ungranted = await lookupToken(['userinfo-name'], []);
         assert.equal((await get('/userinfo/v1/lookup/bob%40example.org', ungranted)).statusCode, 404);
       });
@@ -356,6 +359,16 @@ for (const dialect of dialects()) {
         assert.equal(res.statusCode, 403);
         assert.deepEqual(res.json(), { code: 403, message: 'The access token is not bound to a user' });
         assert.equal((await get('/groups/me/groups')).statusCode, 401);
+        const c = await seedClient(ctx, { groups: all, redirectUris: [REDIRECT] });
+        const expired = await mintUserToken(ctx, {
+          accountId: alice.sub,
+          clientId: c.clientId,
+          scope: 'openid groups-edu',
+          expiresIn: -10,
+        });
+        const res2 = await get('/groups/me/groups', expired);
+        assert.equal(res2.statusCode, 401);
+        assert.match(String(res2.headers['www-authenticate']), /invalid_token/);
         const bad = await get('/groups/grouptypes', 'x'.repeat(40));
         assert.equal(bad.statusCode, 401);
         assert.match(String(bad.headers['www-authenticate']), /invalid_token/);
