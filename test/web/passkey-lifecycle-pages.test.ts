@@ -313,6 +313,7 @@ for (const dialect of dialects()) {
           attestation: 'none',
           passkey_upgrade: true,
           passkey_only: false,
+          on_deactivate: 'keep',
         },
       });
       const aaguid = 'CB69481E-8FF7-4039-93EC-0A2729A154A8';
@@ -325,6 +326,8 @@ for (const dialect of dialects()) {
         '--require-uv',
         '--attestation',
         'direct',
+        '--on-deactivate',
+        'delete',
         '--json',
       ]);
       assert.equal(changed.code, 0, changed.err);
@@ -332,12 +335,14 @@ for (const dialect of dialects()) {
       assert.deepEqual(policy.deny_aaguids, [aaguid.toLowerCase()]);
       assert.equal(policy.require_uv, true);
       assert.equal(policy.attestation, 'direct');
+      assert.equal(policy.on_deactivate, 'delete');
       const human = await cli(db, ['org', 'policy', '1']);
       assert.match(human.out, /require_uv: true/);
       for (const [args, message] of [
         [['--deny-aaguid', 'nope'], /not an AAGUID/],
         [['--attestation', 'indirect'], /must be one of none, direct, enterprise/],
         [['--passkey-upgrade', 'yes'], /must be on or off/],
+        [['--on-deactivate', 'remove'], /must be keep or delete/],
         [['--allow-aaguid', aaguid, '--deny-aaguid', aaguid], /both allowed and denied/],
       ] as const) {
         const res = await cli(db, ['org', 'policy', '1', ...args]);
