@@ -202,7 +202,10 @@ const discovery = (operationId: string, summary: string, example: object) => ({
   tags,
   summary,
   security: [],
-  response: { 200: { type: 'object', description: summary, examples: [example] } },
+  response: {
+    200: { type: 'object', description: summary, examples: [example] },
+    ...errors({ 404: 'Not found', 405: 'Method Not Allowed' }),
+  },
 });
 
 const listExample = (resources: object[]) => ({
