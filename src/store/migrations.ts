@@ -155,7 +155,8 @@ function migration002(): Migration {
   };
 }
 
-export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string[]> {
+/** Runs the migrations not yet run, all of them or (tests of a migration's backfill) up to and including `upTo`. */
+export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string): Promise<string[]> {
   const migrations: Record<string, Migration> = {
     '001_initial': migration001(dialect),
     '002_lookup_indexes': migration002(),
@@ -166,6 +167,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string
     '007_events': migration007(dialect),
     '008_passkey_lifecycle': migration008(dialect),
     '009_roles': migration009(dialect),
+    '010_console': migration010(dialect),
     '011_provisioning': migration011(dialect),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
@@ -175,7 +177,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string
     migrationTableName: 'schema_migrations',
     migrationLockTableName: 'schema_migrations_lock',
   });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await (upTo === undefined ? migrator.migrateToLatest() : migrator.migrateTo(upTo));
   if (error) throw error instanceof Error ? error : new Error('migration failed', { cause: error });
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
@@ -411,4 +413,153 @@ function migration009(dialect: Dialect): Migration {
       for (const statement of statements) await sql.raw(statement).execute(db);
     },
   };
+}
+
+// The staff console (src/store/user-search.ts, src/store/reports.ts).
+//
+// User search reads a prefix of eppn, e-mail, name or display name as an index range within the
+// organization. PostgreSQL's indexes are in the "C" collation (code point order, the order of
+// SQLite's BINARY), so a range is exactly a prefix whatever the database's collation. SQLite's
+// also hold eppn, so the matches are sorted by eppn from the index alone (a table lookup per match
+// made a one-letter search of 100,000 people 8 times slower); PostgreSQL could only do that with
+// the whole row's columns included, and is fast enough without.
+//
+// The organization report must not grow with the organization (a million passkeys), so what it
+// counts is kept as it changes, by triggers on passkeys (whichever statement changes them, foreign
+// key cascades included): passkey_counts holds each organization's passkeys by authenticator
+// model, synced or not and verified or not; users.passkey_count each user's passkeys, which partial
+// indexes turn into users with a passkey and users with no way to sign in. Passkeys not used since
+// a date are counted through an index on the date they were last used (or made).
+function migration010(dialect: Dialect): Migration {
+  const postgres = dialect === 'postgres';
+  const c = postgres ? ' collate "C"' : '';
+  const eppn = postgres ? '' : ', eppn';
+  const indexes = [
+    `create index if not exists users_org_eppn on users(org_id, eppn${c})`,
+    `create index if not exists users_org_email_prefix on users(org_id, email${c}${eppn})`,
+    `create index if not exists users_org_name on users(org_id, (lower(name)${c})${eppn})`,
+    `create index if not exists users_org_display_name on users(org_id, (lower(display_name)${c})${eppn})`,
+    // PostgreSQL answers from an index alone only when it holds every column the query names.
+    postgres
+      ? 'create index if not exists passkeys_org_unused on passkeys(org_id, (coalesce(last_used_at, created_at))) include (last_used_at, created_at)'
+      : 'create index if not exists passkeys_org_unused on passkeys(org_id, coalesce(last_used_at, created_at))',
+  ];
+  const counted = [
+    'alter table users add column passkey_count bigint not null default 0',
+    `create table if not exists passkey_counts (
+      org_id bigint not null,
+      aaguid text not null,
+      backup_eligible integer not null,
+      mfa_verified integer not null,
+      passkeys bigint not null,
+      primary key (${COUNTED}))`,
+    ...(postgres ? postgresCountTriggers() : sqliteCountTriggers()),
+    `insert into passkey_counts (${COUNTED}, passkeys) select ${COUNTED}, count(*) from passkeys group by ${COUNTED}`,
+    `update users set passkey_count = (select count(*) from passkeys where passkeys.user_id = users.id)
+     where id in (select user_id from passkeys)`,
+    'create index if not exists users_org_without_passkey on users(org_id, id) where passkey_count = 0',
+    'create index if not exists users_org_no_sign_in on users(org_id, id) where passkey_count = 0 and password_hash is null',
+  ];
+  return {
+    async up(db: Kysely<any>) {
+      for (const statement of indexes) await sql.raw(statement).execute(db);
+      // The counts and the triggers that keep them start together: Kysely runs a PostgreSQL
+      // migration in a transaction; SQLite's gets one here (another process may be writing).
+      if (!postgres) await sql.raw('begin immediate').execute(db);
+      try {
+        for (const statement of counted) await sql.raw(statement).execute(db);
+        if (!postgres) await sql.raw('commit').execute(db);
+      } catch (err) {
+        if (!postgres) await sql.raw('rollback').execute(db);
+        throw err;
+      }
+    },
+  };
+}
+
+/** The columns passkey_counts counts by. */
+const COUNTED = 'org_id, aaguid, backup_eligible, mfa_verified';
+
+function sqliteCountTriggers(): string[] {
+  const count = (row: string, n: number) =>
+    `update users set passkey_count = passkey_count + ${n} where id = ${row}.user_id;
+     insert into passkey_counts (${COUNTED}, passkeys)
+     values (${row}.org_id, ${row}.aaguid, ${row}.backup_eligible, ${row}.mfa_verified, ${n})
+     on conflict (${COUNTED}) do update set passkeys = passkeys + ${n};`;
+  const changed = ['user_id', ...COUNTED.split(', ')].map((col) => `old.${col} is not new.${col}`).join(' or ');
+  return [
+    `create trigger passkey_counts_insert after insert on passkeys begin ${count('new', 1)} end`,
+    `create trigger passkey_counts_delete after delete on passkeys begin ${count('old', -1)} end`,
+    `create trigger passkey_counts_update after update of user_id, ${COUNTED} on passkeys when ${changed}
+     begin ${count('old', -1)} ${count('new', 1)} end`,
+  ];
+}
+
+// On PostgreSQL, passkey_counts has a few rows per organization that every passkey change would
+// update: taken at once, a long import would hold them to its end, stopping every registration of
+// the organization, and two transactions taking them in different orders would deadlock. So each
+// statement only notes its changes (one row per user and kind, from the transition tables) and the
+// transaction folds them in at commit (a deferred trigger, once per transaction): the users in id
+// order, then passkey_counts in key order, held for the moment the commit takes. Users are locked
+// FOR NO KEY UPDATE, which the foreign key checks of passkey inserts (FOR KEY SHARE) do not wait for.
+// Within the changing transaction the counts are those of before it; a rolled-back one changes none.
+function postgresCountTriggers(): string[] {
+  const kind = `user_id, ${COUNTED}`;
+  const note = (table: string, sign: string) => `
+    insert into passkey_count_changes (txid, ${kind}, n)
+      select txid_current(), ${kind}, ${sign}count(*) from ${table} group by ${kind};
+    insert into passkey_count_folds (txid) select txid_current() where exists (select from ${table})
+      on conflict do nothing;`;
+  const columns = (row: string) =>
+    kind
+      .split(', ')
+      .map((x) => `${row}.${x}`)
+      .join(', ');
+  const moved = `
+    insert into passkey_count_changes (txid, ${kind}, n) values
+      (txid_current(), ${columns('old')}, -1), (txid_current(), ${columns('new')}, 1);
+    insert into passkey_count_folds (txid) values (txid_current()) on conflict do nothing;`;
+  const fold = `
+    perform 1 from users
+      where id in (select user_id from passkey_count_changes where txid = txid_current())
+      order by id for no key update;
+    update users set passkey_count = users.passkey_count + c.n
+      from (select user_id, sum(n) as n from passkey_count_changes where txid = txid_current() group by user_id) c
+      where users.id = c.user_id and c.n <> 0;
+    insert into passkey_counts (${COUNTED}, passkeys)
+      select ${COUNTED}, sum(n) from passkey_count_changes where txid = txid_current()
+      group by ${COUNTED} having sum(n) <> 0 order by ${COUNTED}
+      on conflict (${COUNTED}) do update set passkeys = passkey_counts.passkeys + excluded.passkeys;
+    delete from passkey_count_changes where txid = txid_current();
+    delete from passkey_count_folds where txid = txid_current();`;
+  const fn = (name: string, body: string) =>
+    `create or replace function ${name}() returns trigger language plpgsql as $$ begin ${body} return null; end $$`;
+  return [
+    // No passkey is written between the counting below and the triggers taking over.
+    'lock table passkeys in share row exclusive mode',
+    `create table if not exists passkey_count_changes (
+      txid bigint not null,
+      user_id bigint not null,
+      org_id bigint not null,
+      aaguid text not null,
+      backup_eligible integer not null,
+      mfa_verified integer not null,
+      n bigint not null)`,
+    'create index if not exists passkey_count_changes_txid on passkey_count_changes(txid)',
+    'create table if not exists passkey_count_folds (txid bigint primary key)',
+    fn('passkey_counts_added', note('added', '')),
+    fn('passkey_counts_removed', note('removed', '-')),
+    fn('passkey_counts_moved', moved),
+    fn('passkey_counts_fold', fold),
+    `create trigger passkey_counts_insert after insert on passkeys referencing new table as added
+     for each statement execute function passkey_counts_added()`,
+    `create trigger passkey_counts_delete after delete on passkeys referencing old table as removed
+     for each statement execute function passkey_counts_removed()`,
+    // A sign-in may set backup_eligible again; only a change calls the function.
+    `create trigger passkey_counts_update after update of ${kind} on passkeys for each row
+     when ((${columns('old')}) is distinct from (${columns('new')}))
+     execute function passkey_counts_moved()`,
+    `create constraint trigger passkey_counts_fold after insert on passkey_count_folds
+     deferrable initially deferred for each row execute function passkey_counts_fold()`,
+  ];
 }

@@ -45,6 +45,8 @@ export interface UsersTable {
   student_number: Later<string | null>;
   /** eduPersonEntitlement URIs, space-separated */
   entitlement: Later<string | null>;
+  /** the user's passkeys, kept by triggers on passkeys (migration 010): never written directly */
+  passkey_count: ColumnType<number, never, never>;
 }
 
 export interface UserIdsTable {
@@ -100,6 +102,15 @@ export interface PasskeysTable {
   last_used_at: number | null;
   /** 1: the registration's attestation verified to a root of the imported FIDO metadata */
   attested: Later<number>;
+}
+
+/** Passkeys per organization and kind, kept by triggers on passkeys (migration 010); read by the organization report. */
+export interface PasskeyCountsTable {
+  org_id: number;
+  aaguid: string;
+  backup_eligible: number;
+  mfa_verified: number;
+  passkeys: number;
 }
 
 export interface PhotosTable {
@@ -191,6 +202,7 @@ export interface DB {
   clients: ClientsTable;
   client_orgs: ClientOrgsTable;
   passkeys: PasskeysTable;
+  passkey_counts: PasskeyCountsTable;
   photos: PhotosTable;
   oidc_payloads: OidcPayloadsTable;
   signing_keys: SigningKeysTable;

@@ -436,7 +436,7 @@ for (const dialect of dialects()) {
           row(ada!, 1, { aaguid: PHONE, synced: true, lastUsedAt: NOW }),
           row(bea!, 1, { aaguid: PHONE, synced: true, mfaVerified: false }),
         ]);
-        assert.deepEqual(await migrate(store.db, dialect), ['010_console']);
+        assert.ok((await migrate(store.db, dialect)).includes('010_console'));
         await assertReportMatches(store, 1);
         assert.deepEqual(await passkeysByModel(store.db, 1), [
           { aaguid: PHONE, count: 2 },
