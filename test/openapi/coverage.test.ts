@@ -73,6 +73,8 @@ const NOT_DOCUMENTED: [prefix: string, why: string][] = [
   ['/brand/', 'the pages’ brand colours and logo'],
   ['/language/', 'the pages’ language switcher'],
   ['/recover/', 'a recovery link’s page and its forms'],
+  ['/console', 'the staff console’s first page (docs/console.md); its actions’ API twins are documented under /2/'],
+  ['/console/', 'the staff console’s pages, forms, downloads and script'],
   ['/.well-known/webauthn', 'WebAuthn related origins, read by browsers (docs/passkey-lifecycle.md)'],
   ['/docs/', 'the API reference’s own assets and its copies of this document (/docs/json, /docs/yaml)'],
   // 400-only variants of the user-existence paths with the identifier left out (checkuser/index.ts)
