@@ -157,6 +157,8 @@ function applyObject(resource: Json, kind: ResourceKind, op: Op, value: unknown,
     throw scimError(400, 'invalidValue', `${op} without a path needs an object value`);
   for (const [key, v] of Object.entries(value as Json)) {
     if (key.toLowerCase() === 'schemas' && !schema) continue;
+    // Okta renames a group with {id, displayName}: the unchanged id is no change
+    if (key.toLowerCase() === 'id' && !schema && v === resource.id) continue;
     applyOne(resource, kind, op, schema && schema !== kind.core ? `${schema}:${key}` : key, v);
   }
 }

@@ -120,6 +120,7 @@ function collectionRoutes(name: 'User' | 'Group', plural: string) {
       response: {
         200: {
           type: 'object',
+          additionalProperties: true,
           description: 'A ListResponse',
           examples: [
             {
@@ -203,7 +204,7 @@ const discovery = (operationId: string, summary: string, example: object) => ({
   summary,
   security: [],
   response: {
-    200: { type: 'object', description: summary, examples: [example] },
+    200: { type: 'object', additionalProperties: true, description: summary, examples: [example] },
     ...errors({ 404: 'Not found', 405: 'Method Not Allowed' }),
   },
 });

@@ -104,6 +104,12 @@ for (const dialect of dialects()) {
         r.body.members.map((m: any) => m.value),
         [id],
       );
+      r = await k.call(
+        'PATCH',
+        `/Groups/${group.body.id}`,
+        patch({ op: 'replace', value: { id: group.body.id, displayName: 'Maths 10A' } }),
+      );
+      assert.equal(r.body.displayName, 'Maths 10A');
       r = await k.call('PUT', `/Groups/${group.body.id}`, { schemas: [GROUP], displayName: 'Maths 10', members: [] });
       assert.equal(r.body.members, undefined);
     });
