@@ -29,7 +29,8 @@ const likeEscape = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 function comparison<T extends Tables>(
   eb: ExpressionBuilder<DB, T>,
-  c: Extract<Condition, { column: string }>): Expression<SqlBool> {
+  c: Extract<Condition, { column: string }>,
+): Expression<SqlBool> {
   const col = sql.ref(c.column);
   if (c.op === 'pr') return eb.and([eb(col, 'is not', null), eb(col, '!=', '')]);
   if (c.value === null) return c.op === 'ne' ? eb(col, 'is not', null) : eb(col, 'is', null);
