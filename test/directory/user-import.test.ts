@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { sql } from 'kysely';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cli, dialects, freshDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
@@ -123,6 +124,15 @@ for (const dialect of dialects()) {
       assert.deepEqual(counts(r.summary), [1, 1, 0, 0]);
       const cy = (await findUserByEppn(store.db, `cy@${o.realm}`))!;
       assert.equal(cy.name, 'Cy Twombly');
+      const published = await sql<{
+        topic: string;
+        key: string;
+      }>`select topic, key from invalidations where key = ${cy.sub}`.execute(store.db);
+      assert.deepEqual(
+        published.rows.map((r) => ({ ...r })),
+        [{ topic: 'user', key: cy.sub }],
+        'the changed user is invalidated',
+      );
       assert.equal(cy.affiliation, 'faculty member');
       const di = (await findUserByEppn(store.db, `di@${o.realm}`))!;
       assert.equal(di.name, 'Di Fossey');
