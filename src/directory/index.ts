@@ -107,6 +107,8 @@ export interface NewUser {
   email?: string;
   nin?: string;
   password?: string;
+  /** directory attributes written with the user, in the same transaction (checked by directoryColumns()) */
+  directory?: Omit<dir.UserChanges, 'name' | 'disabled_at' | 'updated_at'>;
 }
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,253}$/;
@@ -148,8 +150,11 @@ export async function addUser(
         photo_handle: null,
         created_at: now,
         updated_at: now,
+        ...input.directory,
       });
-      await recordAudit(trx, { action: 'user.add', actor, at: now, orgId: org.id, eppn });
+      const fields = Object.keys(input.directory ?? {}).sort();
+      const details = fields.length ? { details: { fields } } : {};
+      await recordAudit(trx, { action: 'user.add', actor, at: now, orgId: org.id, eppn, ...details });
       if (passwordHash !== null)
         await recordAudit(trx, { action: 'password.set', actor, at: now, orgId: org.id, eppn });
       return user;

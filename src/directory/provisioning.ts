@@ -134,7 +134,7 @@ export async function setDirectoryColumns(
   }
 }
 
-/** Creates a user (addUser) and sets the rest of their directory attributes. */
+/** Creates a user with their directory attributes (addUser, one transaction). */
 export async function provisionUser(
   store: Store,
   orgId: number,
@@ -142,9 +142,9 @@ export async function provisionUser(
   change: Change = {},
 ): Promise<dir.User> {
   await externalIdFree(store, orgId, input.columns.external_id);
-  const user = await addUser(store, { orgId, eppn: input.eppn, name: input.name }, change);
-  const { name: _name, ...rest } = input.columns;
-  return setDirectoryColumns(store, user, rest, change);
+  // One transaction: the user is created with their directory attributes or not at all.
+  const { name: _name, ...directory } = input.columns;
+  return addUser(store, { orgId, eppn: input.eppn, name: input.name, directory }, change);
 }
 
 // ---- groups ------------------------------------------------------------------------------------
