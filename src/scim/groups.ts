@@ -7,8 +7,8 @@ import { scimAccess, type Caller, type ScimDeps } from './access.ts';
 import { scimError, SCIM_JSON } from './errors.ts';
 import { groupColumns, groupResource, readGroup } from './group-resource.ts';
 import { applyPatch } from './patch.ts';
-import { listQuery, project, projectionQuery, wants } from './query.ts';
-import { GROUP_KIND, LIST, PATCH_OP } from './schemas.ts';
+import { listQuery, listResponse, project, projectionQuery, wants } from './query.ts';
+import { GROUP_KIND, PATCH_OP } from './schemas.ts';
 import { checkIfMatch, patchOperations, type IdRequest } from './steps.ts';
 import { versionOf } from './user-resource.ts';
 
@@ -65,14 +65,7 @@ export function groupRoutes(deps: ScimDeps, base: string) {
         query,
       ),
     );
-    reply.type(SCIM_JSON);
-    return {
-      schemas: [LIST],
-      totalResults: total,
-      startIndex: query.startIndex,
-      itemsPerPage: resources.length,
-      Resources: resources,
-    };
+    return listResponse(reply, resources, total, query.startIndex);
   }
 
   async function get(request: IdRequest, reply: FastifyReply) {

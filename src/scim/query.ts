@@ -1,11 +1,11 @@
 // What a list request asks for: the filter as a SQL condition (through each resource's map of
 // attributes to columns), the page (startIndex, count) and the attribute projection.
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Condition } from '../store/provisioning.ts';
 import { parseFilter, type Filter, type Value } from './filter.ts';
-import { scimError } from './errors.ts';
+import { scimError, SCIM_JSON } from './errors.ts';
 import { resolvePath } from './patch.ts';
-import type { ResourceKind } from './schemas.ts';
+import { LIST, type ResourceKind } from './schemas.ts';
 
 /** How a filter on one attribute becomes a condition; undefined: the attribute cannot be filtered on. */
 export type ColumnMap = (key: string, op: Filter & { kind: 'cmp' }) => Condition | undefined;
@@ -153,4 +153,10 @@ export function project(
     else delete from[t.attr.name];
   }
   return out;
+}
+
+/** A ListResponse (RFC 7644 3.4.2): the page of resources, the total the filter matched, where it starts. */
+export function listResponse(reply: FastifyReply, resources: unknown[], total: number, startIndex: number) {
+  reply.type(SCIM_JSON);
+  return { schemas: [LIST], totalResults: total, startIndex, itemsPerPage: resources.length, Resources: resources };
 }

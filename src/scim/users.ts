@@ -14,8 +14,8 @@ import { forbidden } from '../errors.ts';
 import { scimAccess, type Caller, type ScimDeps } from './access.ts';
 import { scimError, SCIM_JSON } from './errors.ts';
 import { applyPatch } from './patch.ts';
-import { listQuery, project, projectionQuery, wants } from './query.ts';
-import { LIST, PATCH_OP, USER_KIND } from './schemas.ts';
+import { listQuery, listResponse, project, projectionQuery, wants } from './query.ts';
+import { PATCH_OP, USER_KIND } from './schemas.ts';
 import { readUser, userColumns, userResource, versionOf, type UserInput } from './user-resource.ts';
 import { checkIfMatch, patchOperations, type IdRequest } from './steps.ts';
 
@@ -115,14 +115,7 @@ export function userRoutes(deps: ScimDeps, base: string) {
         query,
       ),
     );
-    reply.type(SCIM_JSON);
-    return {
-      schemas: [LIST],
-      totalResults: total,
-      startIndex: query.startIndex,
-      itemsPerPage: resources.length,
-      Resources: resources,
-    };
+    return listResponse(reply, resources, total, query.startIndex);
   }
 
   async function get(request: IdRequest, reply: FastifyReply) {
