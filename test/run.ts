@@ -39,7 +39,7 @@ if (candidate && (await reachable(candidate))) {
 
 const args = process.argv.slice(2);
 const files = args.length ? args : [...globSync('test/**/*.test.ts'), ...globSync('src/**/*.test.ts')].sort();
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...files], {
+const result = spawnSync(process.execPath, ['--test', '--test-concurrency=3', '--test-timeout=300000', ...files], {
   stdio: 'inherit',
   env,
 });
