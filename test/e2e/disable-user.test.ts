@@ -201,7 +201,7 @@ if (dialects().includes('postgres')) {
       await a?.close();
     });
 
-    it('tokens issued through one instance are refused by the other at once', async () => {
+    it('tokens issued through one instance are refused by the other within a second', async () => {
       const page = await (await browser.newContext()).newPage();
       const tokens = await passwordSignInThroughRelyingParty(page, rp, 'ada@example.org', PASSWORD, {
         scope: 'openid offline_access',
@@ -210,7 +210,14 @@ if (dialects().includes('postgres')) {
       const atB = () => fetch(`${b.url}/openid/userinfo`, { headers: bearer(tokens.access_token) });
       assert.equal((await atB()).status, 200);
       assert.equal((await cli(a.config.databaseUrl, ['user', 'disable', 'ada@example.org'])).code, 0);
-      assert.equal((await atB()).status, 401);
+      // The other instance learns of the change after the CLI's commit (LISTEN/NOTIFY): within a second.
+      const deadline = Date.now() + 1000;
+      let status = (await atB()).status;
+      while (status === 200 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+        status = (await atB()).status;
+      }
+      assert.equal(status, 401);
       const refreshAtB = await fetch(`${b.url}/oauth/token`, {
         method: 'POST',
         headers: {
