@@ -16,7 +16,7 @@ import {
   insertImportedUsers,
   lockForImport,
   updateImportedUsers,
-  widenCacheForImport,
+  tuneForImport,
 } from '../store/user-import.ts';
 import { publishAll } from '../store/invalidation.ts';
 import { AppError, badRequest, notFound } from '../errors.ts';
@@ -73,6 +73,9 @@ interface RunState {
   /** the line each eppn and external_id of the file was first seen on */
   eppns: Map<string, number>;
   externalIds: Map<string, number>;
+  /** the line that took each existing user, and the eppns users were renamed from, over the whole run */
+  claimed: Map<number, number>;
+  renamedFrom: Map<string, number>;
   lines: number;
   stopped: boolean;
   now: number;
@@ -184,10 +187,12 @@ function newUser(org: Organization, p: Prepared, c: DirectoryColumns, now: numbe
 }
 
 /** What to do with one line, given the users that exist. */
-function decide(state: RunState, p: Prepared, m: Matches, claimed: Map<number, number>): Decision {
+function decide(state: RunState, p: Prepared, m: Matches): Decision {
+  const { claimed } = state;
   const user = target(state.org, p, m);
   if (typeof user === 'string') return { kind: 'reject', error: user };
-  const before = user && claimed.get(user.id);
+  // A user renamed by an earlier batch is no longer found under its old eppn: still the same user.
+  const before = user ? claimed.get(user.id) : state.renamedFrom.get(p.eppn);
   if (before !== undefined) return { kind: 'reject', error: `the same user as line ${before}` };
   let columns: DirectoryColumns;
   try {
@@ -204,6 +209,7 @@ function decide(state: RunState, p: Prepared, m: Matches, claimed: Map<number, n
   claimed.set(user.id, p.line);
   const changed = (Object.keys(columns) as (keyof DirectoryColumns)[]).filter((k) => columns[k] !== user[k]);
   const renamed = user.eppn !== p.eppn;
+  if (renamed) state.renamedFrom.set(user.eppn, p.line);
   if (changed.length === 0 && !renamed) return { kind: 'unchanged' };
   const after: User = { ...user, ...columns, eppn: p.eppn, updated_at: state.now };
   // A new address is unverified, as when an operator changes it (setUserAttributes).
@@ -233,9 +239,8 @@ async function runBatch(q: Q, state: RunState, records: ImportRecord[], write: b
   );
   const creates: Insertable<UsersTable>[] = [];
   const updates: User[] = [];
-  const claimed = new Map<number, number>();
   for (const p of prepared) {
-    const d = decide(state, p, matches, claimed);
+    const d = decide(state, p, matches);
     if (d.kind === 'reject') reject({ line: p.line, error: d.error });
     else if (d.kind === 'unchanged') summary.unchanged++;
     else if (d.kind === 'create') creates.push(d.row);
@@ -335,13 +340,17 @@ export async function importUsers(store: Store, options: ImportOptions, change: 
     ...{ dry_run: dryRun, transactional, written: !dryRun },
   };
   const state: RunState = {
-    ...{ org, summary, eppns: new Map(), externalIds: new Map() },
+    ...{ org, summary, eppns: new Map(), externalIds: new Map(), claimed: new Map(), renamedFrom: new Map() },
     ...{ lines: 0, stopped: false, now: change.now ?? Date.now() },
   };
-  await widenCacheForImport(store.db, store.dialect);
-  if (dryRun) await eachBatch(state, options, (records) => runBatch(store.db, state, records, false));
-  else if (transactional) await allOrNothing(store, state, options, change);
-  else await batchByBatch(store, state, options, change);
+  const untune = await tuneForImport(store.db, store.dialect);
+  try {
+    if (dryRun) await eachBatch(state, options, (records) => runBatch(store.db, state, records, false));
+    else if (transactional) await allOrNothing(store, state, options, change);
+    else await batchByBatch(store, state, options, change);
+  } finally {
+    await untune().catch(() => {});
+  }
   summary.rejections.sort((a, b) => a.line - b.line);
   return summary;
 }

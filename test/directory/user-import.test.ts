@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { cli, dialects, freshDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { findUserByEppn } from '../../src/store/directory.ts';
+import { IMPORT_BATCH } from '../../src/directory/user-import.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'idp-import-'));
 let files = 0;
@@ -261,6 +262,31 @@ for (const dialect of dialects()) {
       const taken = await run(['--org', o.id, '--json', file('csv', `${HEADER}\njo@${o.realm},Jo,J,,,,x-1\n`)]);
       assert.equal(taken.code, 1);
       assert.match(taken.summary!.rejections[0]!.error, /external_id 'x-1' belongs to 'ivy.new@/);
+    });
+
+    it('a user taken or renamed by an earlier batch is still the same user in a later one', async () => {
+      const o = await newOrg();
+      await run(['--org', o.id, file('csv', `${HEADER}\nkim@${o.realm},Kim,K,,,,k-1\nlee@${o.realm},Lee,L,,,,l-1\n`)]);
+      const filler = Array.from({ length: IMPORT_BATCH }, (_, i) => `f${i}@${o.realm},F,${i},,,,\n`).join('');
+      const later = IMPORT_BATCH + 4;
+      const r = await run([
+        '--org',
+        o.id,
+        '--json',
+        file(
+          'csv',
+          `${HEADER}\nkim.new@${o.realm},Kim,K,,,,k-1\nlee@${o.realm},Lee,L,,,,\n${filler}` +
+            `kim@${o.realm},Kim,Again,,,,\nlee.other@${o.realm},Lee,L,,,,l-1\n`,
+        ),
+      ]);
+      assert.equal(r.code, 1);
+      assert.deepEqual(counts(r.summary), [IMPORT_BATCH, 1, 1, 2]);
+      assert.deepEqual(r.summary!.rejections, [
+        { line: later, error: 'the same user as line 2' },
+        { line: later + 1, error: 'the same user as line 3' },
+      ]);
+      assert.equal(await findUserByEppn(store.db, `kim@${o.realm}`), undefined, 'no second user');
+      assert.equal(await findUserByEppn(store.db, `lee.other@${o.realm}`), undefined);
     });
 
     it('refuses a file it cannot use, before anything is written', async () => {
