@@ -1,5 +1,5 @@
 // The client registry: applications and API clients the operator registers.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { Store } from '../store/index.ts';
 import * as repo from '../store/clients.ts';
 import { findOrganization } from '../store/directory.ts';
@@ -97,6 +97,32 @@ export function secretMatches(keys: Keyring, storedHashes: string | null, presen
   let matched = false;
   for (const hash of storedHashes.split(' ')) matched = safeEqual(actual, hash) || matched;
   return matched;
+}
+
+/**
+ * secretMatches() that remembers what matched: the keyed hash is most of a client_credentials
+ * request's own work, and a client presents the same secret on every request. Per owner (the
+ * authorization server's Client object, rebuilt whenever the client changes), the SHA-256 of each
+ * presented secret that matched is kept with the stored hash it matched (at most two: a rotation's
+ * overlap); a presented secret with a remembered digest is accepted while that stored hash is still
+ * among the owner's, without the keyed hash. Nothing that did not match is remembered, so a wrong
+ * secret always costs the full check, and the secrets themselves are never kept.
+ */
+export function rememberingSecretCheck(keys: Keyring) {
+  const matched = new WeakMap<object, Map<string, string>>();
+  return (owner: object, storedHashes: string | null, presented: string): boolean => {
+    if (!storedHashes || typeof presented !== 'string' || presented.length > 512) return false;
+    const digest = hash('sha256', presented, 'base64url');
+    const known = matched.get(owner);
+    const hashOfKnown = known?.get(digest);
+    if (hashOfKnown !== undefined && storedHashes.split(' ').includes(hashOfKnown)) return true;
+    if (!secretMatches(keys, storedHashes, presented)) return false;
+    const remembered = known ?? new Map<string, string>();
+    if (remembered.size >= 2) remembered.clear();
+    remembered.set(digest, hashSecret(keys, presented));
+    matched.set(owner, remembered);
+    return true;
+  };
 }
 
 /** The hashes a presented secret may match now: the current one, and the previous one until its overlap ends. */

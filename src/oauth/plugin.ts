@@ -41,8 +41,10 @@ export function createProviderHolder(opts: OAuthOptions): ProviderHolder {
   return { current: () => provider };
 }
 
-/** The logger (bound to the request id) of each request handed to oidc-provider. */
-const requestLogs = new WeakMap<IncomingMessage, FastifyBaseLogger>();
+/** The logger (bound to the request id) of each request handed to oidc-provider, kept on the request. */
+const REQUEST_LOG = Symbol('requestLog');
+type LoggedRequest = IncomingMessage & { [REQUEST_LOG]?: FastifyBaseLogger };
+const requestLog = (req: IncomingMessage) => (req as LoggedRequest)[REQUEST_LOG];
 /** Providers whose failures are logged (several handlers may share one provider). */
 const watched = new WeakSet<Provider>();
 
@@ -55,14 +57,14 @@ function logFailures(provider: Provider): void {
   if (watched.has(provider)) return;
   watched.add(provider);
   provider.on('server_error', (ctx: KoaContextWithOIDC, err: Error) => {
-    requestLogs.get(ctx.req)?.error({ err }, 'authorization server error');
+    requestLog(ctx.req)?.error({ err }, 'authorization server error');
   });
   // Koa's own event: the provider is a Koa application, but its typings list only its own events
   (provider as unknown as EventEmitter).on(
     'error',
     (err: Error & { expose?: boolean; status?: number }, ctx?: KoaContextWithOIDC) => {
       if (err.expose && (err.status ?? 500) < 500) return;
-      const log = ctx ? requestLogs.get(ctx.req) : undefined;
+      const log = ctx ? requestLog(ctx.req) : undefined;
       log?.error({ err }, 'authorization server error');
     },
   );
@@ -81,7 +83,7 @@ export function providerHandler(holder: ProviderHolder, config: Config) {
       callback = provider.callback();
       callbacks.set(provider, callback);
     }
-    requestLogs.set(request.raw, request.log);
+    (request.raw as LoggedRequest)[REQUEST_LOG] = request.log;
     const headers = request.raw.headers;
     // Absolute URLs come from PUBLIC_URL, never from what a client or proxy claims.
     headers['x-forwarded-proto'] = proto;

@@ -15,7 +15,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
-import { secretMatches } from '../clients/index.ts';
+import { rememberingSecretCheck } from '../clients/index.ts';
 import { KNOWN_SCOPES, resourceForScopes, resourceServers } from '../vocabulary.ts';
 import { adapterFactory, keepClientInstances } from './adapter.ts';
 import { ACR_VALUES, signInPolicy, withAuthenticationClaims } from './authentication-context.ts';
@@ -262,11 +262,12 @@ export function createProvider(
   provider.use(devicePollPace(store, config.deviceCodeTtl));
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client
   // Client secrets are stored as keyed hashes; compare in constant time against the hash.
+  const secretCheck = rememberingSecretCheck(keys);
   provider.Client.prototype.compareClientSecret = function compareClientSecret(
     this: { clientSecret?: string },
     actual: string,
   ) {
-    return secretMatches(keys, this.clientSecret ?? null, actual);
+    return secretCheck(this, this.clientSecret ?? null, actual);
   };
   return provider;
 }

@@ -118,17 +118,19 @@ export function createBranding(deployment: Brand, store: Store): Branding {
 }
 
 // The deployment's brand travels with the request, so that every page of the service (those
-// oidc-provider renders included) is drawn with it.
-const siteBrands = new WeakMap<IncomingMessage, PageBrand>();
+// oidc-provider renders included) is drawn with it: a property of the request under a symbol of
+// this module (a WeakMap entry per request cost more, in time and in garbage collection).
+const SITE_BRAND = Symbol('siteBrand');
+type BrandedRequest = IncomingMessage & { [SITE_BRAND]?: PageBrand };
 
 /** Every page is drawn with the deployment's brand, those oidc-provider renders too. */
 export function wearSiteBrand(app: FastifyInstance, branding: Branding): void {
   app.addHook('onRequest', (request, _reply, done) => {
-    siteBrands.set(request.raw, branding.site);
+    (request.raw as BrandedRequest)[SITE_BRAND] = branding.site;
     done();
   });
 }
 
-export function siteBrandOf(raw: IncomingMessage | undefined): PageBrand {
-  return (raw && siteBrands.get(raw)) ?? {};
+export function siteBrandOf(raw: BrandedRequest | undefined): PageBrand {
+  return raw?.[SITE_BRAND] ?? {};
 }
