@@ -264,6 +264,25 @@ for (const dialect of dialects()) {
       assert.match(taken.summary!.rejections[0]!.error, /external_id 'x-1' belongs to 'ivy.new@/);
     });
 
+    it('external ids with quotes, backslashes, braces, commas, NULL and non-ASCII are matched as they are', async () => {
+      const o = await newOrg();
+      const ids = ['a"b\\c,{d}', 'NULL', 'ø日本 x'];
+      const csvField = (v: string) => `"${v.replaceAll('"', '""')}"`;
+      const lines = (prefix: string) =>
+        ids.map((id, i) => `${prefix}${i}@${o.realm},G,F${i},,,,${csvField(id)}`).join('\n');
+      assert.deepEqual(
+        counts((await run(['--org', o.id, '--json', file('csv', `${HEADER}\n${lines('w')}\n`)])).summary),
+        [3, 0, 0, 0],
+      );
+      const again = await run(['--org', o.id, '--json', file('csv', `${HEADER}\n${lines('w')}\n`)]);
+      assert.deepEqual(counts(again.summary), [0, 0, 3, 0]);
+      const renamed = await run(['--org', o.id, '--json', file('csv', `${HEADER}\n${lines('v')}\n`)]);
+      assert.deepEqual(counts(renamed.summary), [0, 3, 0, 0]);
+      for (const [i, id] of ids.entries())
+        assert.equal((await findUserByEppn(store.db, `v${i}@${o.realm}`))?.external_id, id);
+      assert.equal(await count(o.id), 3);
+    });
+
     it('a user taken or renamed by an earlier batch is still the same user in a later one', async () => {
       const o = await newOrg();
       await run(['--org', o.id, file('csv', `${HEADER}\nkim@${o.realm},Kim,K,,,,k-1\nlee@${o.realm},Lee,L,,,,l-1\n`)]);
