@@ -9,7 +9,7 @@ import { groupColumns, groupResource, readGroup } from './group-resource.ts';
 import { applyPatch } from './patch.ts';
 import { listQuery, listResponse, project, projectionQuery, wants } from './query.ts';
 import { GROUP_KIND, PATCH_OP } from './schemas.ts';
-import { checkIfMatch, patchOperations, type IdRequest } from './steps.ts';
+import { checkIfMatch, notModified, patchOperations, type IdRequest } from './steps.ts';
 import { versionOf } from './user-resource.ts';
 
 /** Loading a group of the caller's organization, and answering with it (ETag, Location, projection). */
@@ -70,7 +70,10 @@ export function groupRoutes(deps: ScimDeps, base: string) {
 
   async function get(request: IdRequest, reply: FastifyReply) {
     const caller = await callerOf(request);
-    return respond(reply, await loadGroup(caller, request.params.id), 200, request);
+    const group = await loadGroup(caller, request.params.id);
+    const version = versionOf(group.updated_at);
+    if (notModified(request, version)) return reply.code(304).header('etag', version).send();
+    return respond(reply, group, 200, request);
   }
 
   async function create(request: FastifyRequest, reply: FastifyReply) {

@@ -103,6 +103,12 @@ const projectionQuery = {
     excludedAttributes: listQuery.properties.excludedAttributes,
   },
 } as const;
+const ifNoneMatch = {
+  type: 'object',
+  properties: {
+    'if-none-match': { type: 'string', description: 'The version (ETag) the client holds: 304 while it is current' },
+  },
+} as const;
 const ifMatch = {
   type: 'object',
   properties: { 'if-match': { type: 'string', description: 'The version (ETag) the change is based on' } },
@@ -161,7 +167,12 @@ function itemRoutes(name: 'User' | 'Group') {
       summary: `Read a ${name}`,
       params: idParams,
       querystring: projectionQuery,
-      response: { 200: resource(name, `The ${name}`), ...errors({ ...COMMON, 404: 'Not found' }) },
+      headers: ifNoneMatch,
+      response: {
+        200: resource(name, `The ${name}`),
+        304: { description: `Not modified: the ${name}'s version is the one If-None-Match names`, type: 'null' },
+        ...errors({ ...COMMON, 404: 'Not found' }),
+      },
     },
     replace: {
       operationId: op('replace'),

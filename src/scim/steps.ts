@@ -1,5 +1,5 @@
-// Steps the Users and Groups routes share: the request body (strict UTF-8 JSON), If-Match against
-// the resource's version, and the PatchOp message.
+// Steps the Users and Groups routes share: the request body (strict UTF-8 JSON), If-Match and
+// If-None-Match against the resource's version, and the PatchOp message.
 import type { FastifyRequest } from 'fastify';
 import { scimError } from './errors.ts';
 
@@ -40,6 +40,14 @@ export function checkIfMatch(request: FastifyRequest, version: string): void {
   const bare = (t: string) => t.replace(/^W\//, '');
   if (tags.includes('*') || tags.some((t) => bare(t) === bare(version))) return;
   throw scimError(412, undefined, 'The resource changed since it was read (If-Match does not match its version)');
+}
+
+/** If-None-Match on a read (RFC 7644 3.14, RFC 9110 13.1.2): true when the client's copy is current. */
+export function notModified(request: FastifyRequest, version: string): boolean {
+  const header = request.headers['if-none-match'];
+  if (header === undefined) return false;
+  const bare = (t: string) => t.trim().replace(/^W\//, '');
+  return header.split(',').some((t) => t.trim() === '*' || bare(t) === bare(version));
 }
 
 export interface Operation {

@@ -17,7 +17,7 @@ import { applyPatch } from './patch.ts';
 import { listQuery, listResponse, project, projectionQuery, wants } from './query.ts';
 import { PATCH_OP, USER_KIND } from './schemas.ts';
 import { readUser, userColumns, userResource, versionOf, type UserInput } from './user-resource.ts';
-import { checkIfMatch, patchOperations, type IdRequest } from './steps.ts';
+import { checkIfMatch, notModified, patchOperations, type IdRequest } from './steps.ts';
 
 // ---- steps -------------------------------------------------------------------------------------
 
@@ -120,7 +120,10 @@ export function userRoutes(deps: ScimDeps, base: string) {
 
   async function get(request: IdRequest, reply: FastifyReply) {
     const caller = await callerOf(request);
-    return respond(reply, await loadUser(caller, request.params.id), 200, request);
+    const user = await loadUser(caller, request.params.id);
+    const version = versionOf(user.updated_at);
+    if (notModified(request, version)) return reply.code(304).header('etag', version).send();
+    return respond(reply, user, 200, request);
   }
 
   async function create(request: FastifyRequest, reply: FastifyReply) {

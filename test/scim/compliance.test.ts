@@ -308,6 +308,37 @@ for (const dialect of dialects()) {
       });
     });
 
+    describe('RFC 7644 3.14: conditional reads', () => {
+      it('GET with If-None-Match of the current version is 304 with the ETag and no body; after a change, 200', async () => {
+        const group = await k.call('POST', '/Groups', { schemas: [GROUP], displayName: 'Conditional readers' });
+        assert.equal(group.status, 201);
+        for (const path of [`/Users/${ids.cara}`, `/Groups/${group.body.id}`]) {
+          const first = await k.call('GET', path);
+          const etag = first.headers.get('etag')!;
+          const same = await k.call('GET', path, undefined, { 'if-none-match': etag });
+          assert.equal(same.status, 304, path);
+          assert.equal(same.headers.get('etag'), etag);
+          assert.equal(same.body, undefined);
+          const listed = await k.call('GET', path, undefined, { 'if-none-match': `W/"1", ${etag}` });
+          assert.equal(listed.status, 304, 'one of several tags');
+          assert.equal(
+            (await k.call('GET', path, undefined, { 'if-none-match': 'W/"1"' })).status,
+            200,
+            'another version',
+          );
+          const changed = await k.call(
+            'PATCH',
+            path,
+            patch({ op: 'replace', path: 'displayName', value: `Changed ${Date.now()}` }),
+          );
+          assert.equal(changed.status, 200);
+          const after = await k.call('GET', path, undefined, { 'if-none-match': etag });
+          assert.equal(after.status, 200, 'a stale version gets the resource');
+          assert.notEqual(after.headers.get('etag'), etag);
+        }
+      });
+    });
+
     describe('RFC 7644 3.6: deleting', () => {
       it('DELETE answers 204; the user is gone (404)', async () => {
         const r = await k.call('DELETE', `/Users/${ids.erik}`);
