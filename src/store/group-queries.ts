@@ -30,20 +30,23 @@ export interface MemberRow {
   role: string;
 }
 
+/** A group with its organization and the member's role in it. */
+const GROUP_WITH_ROLE = [
+  'groups.id',
+  'groups.uid',
+  'groups.type',
+  'groups.display_name',
+  'organizations.realm',
+  'organizations.name as org_name',
+  'group_members.role',
+] as const;
+
 const userGroups = prepare<{ userId: number }, MembershipRow>((db, p) =>
   db
     .selectFrom('group_members')
     .innerJoin('groups', 'groups.id', 'group_members.group_id')
     .innerJoin('organizations', 'organizations.id', 'groups.org_id')
-    .select([
-      'groups.id',
-      'groups.uid',
-      'groups.type',
-      'groups.display_name',
-      'organizations.realm',
-      'organizations.name as org_name',
-      'group_members.role',
-    ])
+    .select([...GROUP_WITH_ROLE])
     .where('group_members.user_id', '=', p.userId)
     .orderBy('groups.display_name')
     .orderBy('groups.uid'),
@@ -61,15 +64,7 @@ const groupWithMembership = prepare<{ uid: string; userId: number }, GroupRow & 
     .leftJoin('group_members', (join) =>
       join.onRef('group_members.group_id', '=', 'groups.id').on('group_members.user_id', '=', p.userId),
     )
-    .select([
-      'groups.id',
-      'groups.uid',
-      'groups.type',
-      'groups.display_name',
-      'organizations.realm',
-      'organizations.name as org_name',
-      'group_members.role',
-    ])
+    .select([...GROUP_WITH_ROLE])
     .where('groups.uid', '=', p.uid),
 );
 
