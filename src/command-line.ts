@@ -6,6 +6,7 @@ import { buildApp } from './app.ts';
 import cluster from 'node:cluster';
 import { createInterface } from 'node:readline';
 import { runPrimary, type Notice } from './cluster.ts';
+import { memoryRelease } from './memory.ts';
 import { checkServeArguments, runCli, type Io } from './cli/index.ts';
 
 function fatal(line: string, code = 1): never {
@@ -81,10 +82,15 @@ async function serve(): Promise<void> {
       'PUBLIC_URL is plain http on a host that is not localhost (ALLOW_INSECURE_PUBLIC_URL=true): browsers will refuse passkeys and traffic is readable on the network',
     );
   }
+  const memory = memoryRelease(config.memoryReleaseIdle * 1000, (released) =>
+    app.log.debug(released, 'memory released'),
+  );
+  app.server.on('request', memory.served);
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
     closing = true;
+    memory.stop();
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
     app
       .close()
@@ -103,6 +109,8 @@ async function serve(): Promise<void> {
     fatal(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
   }
   app.log.info({ issuer: config.publicUrl, database: config.dialect }, 'identity provider ready');
+  // what loading and compiling the modules left behind
+  if (config.memoryReleaseIdle > 0) setImmediate(memory.releaseNow);
 }
 
 const io: Io = {

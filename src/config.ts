@@ -36,6 +36,8 @@ export interface Config {
   paginationTokenTtl: number; // seconds
   deviceCodeTtl: number; // seconds a device authorization (device and user code) stays valid
   keyRefreshInterval: number; // seconds between checks for rotated signing keys
+  /** seconds without requests after which the service gives memory back (src/memory.ts); 0: never */
+  memoryReleaseIdle: number;
   /** Fastify trustProxy: false, a hop count, or trusted proxy addresses/CIDR ranges */
   trustProxy: false | number | string;
   claimsNamespace: string;
@@ -447,6 +449,14 @@ export const SETTINGS: Setting[] = [
     1,
     3600,
     'Seconds between checks for signing keys rotated by another instance or the CLI (1-3600)',
+  ),
+  intSetting(
+    'MEMORY_RELEASE_IDLE',
+    'memoryReleaseIdle',
+    1,
+    0,
+    3600,
+    'Seconds without a request after which the service gives memory back to the system: one full garbage collection (some tens of milliseconds) after start-up, and after each busy period that grew the process by 16 MB or more (0-3600; 0 turns it off)',
   ),
   {
     name: 'WORKERS',

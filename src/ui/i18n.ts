@@ -480,12 +480,18 @@ export function pickLocale(uiLocales: unknown, acceptLanguage: unknown, chosen?:
   return 'en';
 }
 
-// Built once per locale: a page formats two times per passkey, and a DateTimeFormat is costly to build.
-const timeFormat = (tag: string) =>
-  new Intl.DateTimeFormat(tag, { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
-const TIME_FORMATS: Record<Locale, Intl.DateTimeFormat> = { en: timeFormat('en-GB'), nb: timeFormat('nb-NO') };
+// Built once per locale, on first use: a page formats two times per passkey, and a DateTimeFormat is
+// costly to build (and the first one reads several megabytes of ICU data, which a service answering
+// only APIs never needs).
+const TIME_TAGS: Record<Locale, string> = { en: 'en-GB', nb: 'nb-NO' };
+const timeFormats: Partial<Record<Locale, Intl.DateTimeFormat>> = {};
 
 export function formatTime(ms: number | null, locale: Locale): string | undefined {
   if (ms === null) return undefined;
-  return `${TIME_FORMATS[locale].format(new Date(ms))} UTC`;
+  const format = (timeFormats[locale] ??= new Intl.DateTimeFormat(TIME_TAGS[locale], {
+    dateStyle: 'medium',
+    timeStyle: 'short',
+    timeZone: 'UTC',
+  }));
+  return `${format.format(new Date(ms))} UTC`;
 }

@@ -18,6 +18,8 @@ describe('configuration', () => {
     assert.equal(c.paginationTokenTtl, 300);
     assert.equal(c.claimsNamespace, 'http://localhost:8080/claims');
     assert.equal(c.workers, 1);
+    assert.equal(c.memoryReleaseIdle, 1);
+    assert.equal(loadConfig({ MEMORY_RELEASE_IDLE: '0' }).memoryReleaseIdle, 0);
   });
 
   it('reads WORKERS as a count or auto (one per available core)', async () => {
@@ -43,6 +45,9 @@ describe('configuration', () => {
     [{ WORKERS: '65' }, 'WORKERS'],
     [{ WORKERS: 'many' }, 'WORKERS'],
     [{ WORKERS: '1.5' }, 'WORKERS'],
+    [{ MEMORY_RELEASE_IDLE: '-1' }, 'MEMORY_RELEASE_IDLE'],
+    [{ MEMORY_RELEASE_IDLE: '3601' }, 'MEMORY_RELEASE_IDLE'],
+    [{ MEMORY_RELEASE_IDLE: 'soon' }, 'MEMORY_RELEASE_IDLE'],
     [{ WORKERS: '2', DATABASE_URL: ':memory:' }, 'WORKERS'],
     [{ PORT: '70000' }, 'PORT'],
     [{ PUBLIC_URL: 'not a url' }, 'PUBLIC_URL'],
@@ -317,7 +322,12 @@ describe('start-up refusals (a real process)', () => {
 });
 
 /** Runs `serve` until it logs that it is ready; returns its log lines. */
-async function startAndStop(env: Record<string, string>, cwd?: string): Promise<string> {
+async function startAndStop(
+  env: Record<string, string>,
+  cwd?: string,
+  until = 'identity provider ready',
+  lingerMs = 0,
+): Promise<string> {
   const { spawn } = await import('node:child_process');
   const main = new URL('../../src/main.ts', import.meta.url).pathname;
   const child = spawn(process.execPath, [main, 'serve'], {
@@ -329,8 +339,9 @@ async function startAndStop(env: Record<string, string>, cwd?: string): Promise<
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  for (let i = 0; i < 300 && !output.includes('identity provider ready') && child.exitCode === null; i++)
+  for (let i = 0; i < 300 && !output.includes(until) && child.exitCode === null; i++)
     await new Promise((r) => setTimeout(r, 100));
+  await new Promise((r) => setTimeout(r, lingerMs));
   child.kill('SIGTERM');
   await exited;
   assert.match(output, /identity provider ready/, output);
@@ -362,5 +373,22 @@ describe('start-up (a real process)', () => {
     const warning = log.split('\n').find((l) => l.includes('ALLOW_INSECURE_PUBLIC_URL'));
     assert.ok(warning, log);
     assert.equal(JSON.parse(warning).level, 40, 'logged as a warning');
+  });
+
+  it('gives back the memory start-up left behind, unless MEMORY_RELEASE_IDLE=0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'idp-memory-'));
+    const env = { PORT: '0', PUBLIC_URL: 'http://localhost:8080', DATABASE_URL: join(dir, 'idp.sqlite') };
+    const log = await startAndStop({ ...env, IDP_SECRET: 'x'.repeat(32), LOG_LEVEL: 'debug' }, dir, 'memory released');
+    const line = log.split('\n').find((l) => l.includes('memory released'));
+    assert.ok(line, log);
+    const released = JSON.parse(line) as { beforeMb: number; afterMb: number; ms: number };
+    assert.ok(released.afterMb < released.beforeMb, line);
+    const off = await startAndStop(
+      { ...env, IDP_SECRET: 'x'.repeat(32), LOG_LEVEL: 'debug', MEMORY_RELEASE_IDLE: '0' },
+      dir,
+      'identity provider ready',
+      500,
+    );
+    assert.doesNotMatch(off, /memory released/);
   });
 });
