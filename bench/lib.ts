@@ -121,11 +121,16 @@ export function startFlags(): string[] {
 
 /**
  * Starts the compiled service as `npm start` does (`node <flags> dist/src/main.js serve`, built by
- * `npm run bench` before it runs) in a child process, and waits for /readyz.
+ * `npm run bench` before it runs; other Node flags when given: flags on the command line win over
+ * NODE_OPTIONS) in a child process, and waits for /readyz.
  */
-export async function startService(env: Record<string, string>, port: number): Promise<Service> {
+export async function startService(
+  env: Record<string, string>,
+  port: number,
+  flags: string[] = startFlags(),
+): Promise<Service> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...startFlags(), 'dist/src/main.js', 'serve'], {
+  const child = spawn(process.execPath, [...flags, 'dist/src/main.js', 'serve'], {
     env: {
       ...process.env,
       LOG_LEVEL: 'warn',
