@@ -161,6 +161,7 @@ export function removeOrganization(
     // groups and provisioning tokens reference the organization
     await deleteProvisioningOfOrganization(trx, orgId);
     await dir.deleteOrganization(trx, orgId);
+    await publish(trx, 'organization', String(orgId));
     const details = { realm: org.realm, users: users.length, passkeys };
     await recordAudit(trx, { action: 'org.remove', actor, at: now, subject: String(orgId), orgId, details });
     return { id: orgId, users: users.length, passkeys };

@@ -11,6 +11,7 @@ import {
   checkClientGrant,
   checkRealm,
   loadOrganization,
+  organizationAccessCache,
   parseQuery,
   positiveId,
   requireOrganization,
@@ -18,7 +19,12 @@ import {
 } from '../http/organization-grant.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { eppnProblem, normalizeEppn } from '../directory/index.ts';
-import { listOrganizationPasskeys, listPasskeysByEppn, type PasskeyListRow } from '../store/passkeys.ts';
+import {
+  listOrganizationPasskeys,
+  listPasskeysByEppn,
+  listPasskeysOfEppn,
+  type PasskeyListRow,
+} from '../store/passkeys.ts';
 import { passkeyDetails, passkeyObject, type PasskeyObject } from '../webauthn/passkey-object.ts';
 import { removeOrganizationPasskey, removeUserPasskeys, type Actor } from '../webauthn/passkey-removal.ts';
 import { mintOffset, readOffset, type ListRequest } from './cursor.ts';
@@ -76,8 +82,9 @@ interface UserList {
 }
 
 /**
- * One user's list in one round trip: the organization with the caller's grant and the user's
- * passkeys come together (an offset that does not open lists from the start until it is refused).
+ * One user's list in one round trip: the user's passkeys, with the organization and the caller's
+ * grant when they are not kept already (an offset that does not open lists from the start until it
+ * is refused).
  */
 async function loadUserList(
   deps: PasskeyAdminDeps,
@@ -94,12 +101,20 @@ async function loadUserList(
       ? undefined
       : readOffset(deps.keys.cursor, offset, { path: 'user', orgId, eppn, perPage }, deps.now());
   const after = read?.ok ? read.lastId : 0;
+  const offsetProblem = read && !read.ok ? { offsetProblem: read.reason } : {};
+  const cache = organizationAccessCache(deps.store);
+  const kept = cache.get(token.clientId, orgId);
+  if (kept) {
+    return {
+      org: kept,
+      rows: await listPasskeysOfEppn(deps.store.db, orgId, eppn, after, perPage + 1),
+      ...offsetProblem,
+    };
+  }
+  const mark = cache.mark();
   const found = await listPasskeysByEppn(deps.store.db, { orgId, clientId: token.clientId }, eppn, after, perPage + 1);
-  return {
-    org: requireOrganization(found.organization),
-    rows: found.passkeys,
-    ...(read && !read.ok ? { offsetProblem: read.reason } : {}),
-  };
+  cache.remember(token.clientId, found.organization, mark);
+  return { org: requireOrganization(found.organization), rows: found.passkeys, ...offsetProblem };
 }
 
 function checkOffset(problem: string | undefined): void {

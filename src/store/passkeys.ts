@@ -106,6 +106,52 @@ const byEppn = prepare<
     .limit(p.limit),
 );
 
+const ofEppn = prepare<{ orgId: number; eppn: string; afterId: number; limit: number }, Omit<PasskeyListRow, 'eppn'>>(
+  (db, p) =>
+    db
+      .selectFrom('passkeys')
+      .select([
+        'passkeys.id',
+        'passkeys.label',
+        'passkeys.created_at',
+        'passkeys.last_used_at',
+        'passkeys.mfa_verified',
+        'passkeys.aaguid',
+      ])
+      // as in byEppn: the user by the unique eppn first, then that user's passkeys by (user_id, id)
+      .where((eb) =>
+        eb(
+          'passkeys.user_id',
+          '=',
+          eb
+            .selectFrom('users')
+            .select('users.id')
+            .where('users.eppn', '=', p.eppn)
+            .where('users.org_id', '=', p.orgId),
+        ),
+      )
+      .where('passkeys.id', '>', p.afterId)
+      .orderBy('passkeys.id')
+      .limit(p.limit),
+);
+
+/**
+ * The passkeys in an organization of the user with this (normalized) eppn, id > afterId, ascending,
+ * at most limit: listPasskeysByEppn without the organization, for a caller that already checked it.
+ */
+export async function listPasskeysOfEppn(
+  db: Q,
+  orgId: number,
+  eppn: string,
+  afterId: number,
+  limit: number,
+): Promise<PasskeyListRow[]> {
+  const rows = await ofEppn(db, { orgId, eppn, afterId, limit });
+  const passkeys = new Array<PasskeyListRow>(rows.length);
+  for (let i = 0; i < rows.length; i++) passkeys[i] = { ...rows[i]!, eppn };
+  return passkeys;
+}
+
 /**
  * One round trip for one user's list: the organization with the client's access to it (undefined
  * when it does not exist), and the passkeys in it of the user with this (normalized) eppn, id >
