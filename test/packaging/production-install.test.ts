@@ -78,6 +78,7 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
       '--enable-source-maps',
       '--max-heap-size=256',
       '--max-semi-space-size=16',
+      '--no-allocation-site-pretenuring',
       'src/main.js',
       'serve',
     ]);
