@@ -148,7 +148,19 @@ export async function listPasskeysOfEppn(
 ): Promise<PasskeyListRow[]> {
   const rows = await ofEppn(db, { orgId, eppn, afterId, limit });
   const passkeys = new Array<PasskeyListRow>(rows.length);
-  for (let i = 0; i < rows.length; i++) passkeys[i] = { ...rows[i]!, eppn };
+  for (let i = 0; i < rows.length; i++) {
+    // field by field: spreading the driver's rows (objects without a prototype) costs several times more
+    const row = rows[i]!;
+    passkeys[i] = {
+      id: row.id,
+      eppn,
+      label: row.label,
+      created_at: row.created_at,
+      last_used_at: row.last_used_at,
+      mfa_verified: row.mfa_verified,
+      aaguid: row.aaguid,
+    };
+  }
   return passkeys;
 }
 
