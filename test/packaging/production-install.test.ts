@@ -77,7 +77,7 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
     assert.deepEqual(node.slice(1), [
       '--enable-source-maps',
       '--max-heap-size=256',
-      '--max-semi-space-size=16',
+      '--max-semi-space-size=8',
       '--no-allocation-site-pretenuring',
       'src/main.js',
       'serve',
