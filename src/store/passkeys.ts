@@ -65,6 +65,34 @@ export interface OrganizationAccess {
   granted: boolean;
 }
 
+/** The columns of a passkey in a list (the eppn is the caller's). */
+const LIST_COLUMNS = [
+  'passkeys.id',
+  'passkeys.label',
+  'passkeys.created_at',
+  'passkeys.last_used_at',
+  'passkeys.mfa_verified',
+  'passkeys.aaguid',
+] as const;
+
+/** The id of the user with this eppn in the organization, as a subquery. */
+const userIdOf = (db: Q, p: { eppn: string; orgId: number }) =>
+  db.selectFrom('users').select('users.id').where('users.eppn', '=', p.eppn).where('users.org_id', '=', p.orgId);
+
+/** A list row from the columns above, copied field by field (spreading the driver's rows, objects
+ * without a prototype, costs several times more). */
+function listRow(row: Omit<PasskeyListRow, 'eppn' | 'id'>, id: number, eppn: string): PasskeyListRow {
+  return {
+    id,
+    eppn,
+    label: row.label,
+    created_at: row.created_at,
+    last_used_at: row.last_used_at,
+    mfa_verified: row.mfa_verified,
+    aaguid: row.aaguid,
+  };
+}
+
 const byEppn = prepare<
   { orgId: number; clientId: string; kind: 'admin'; eppn: string; afterId: number; limit: number },
   Omit<PasskeyListRow, 'id'> & {
@@ -79,29 +107,9 @@ const byEppn = prepare<
     // the user first, by the unique eppn (a subquery run once, before the join), then that user's
     // passkeys by (user_id, id): the plan does not depend on the statistics about the organization
     .leftJoin('passkeys', (join) =>
-      join.on((eb) =>
-        eb.and([
-          eb(
-            'passkeys.user_id',
-            '=',
-            eb
-              .selectFrom('users')
-              .select('users.id')
-              .where('users.eppn', '=', p.eppn)
-              .where('users.org_id', '=', p.orgId),
-          ),
-          eb('passkeys.id', '>', p.afterId),
-        ]),
-      ),
+      join.on((eb) => eb.and([eb('passkeys.user_id', '=', userIdOf(db, p)), eb('passkeys.id', '>', p.afterId)])),
     )
-    .select([
-      'passkeys.id',
-      'passkeys.label',
-      'passkeys.created_at',
-      'passkeys.last_used_at',
-      'passkeys.mfa_verified',
-      'passkeys.aaguid',
-    ])
+    .select(LIST_COLUMNS)
     .orderBy('passkeys.id')
     .limit(p.limit),
 );
@@ -110,26 +118,9 @@ const ofEppn = prepare<{ orgId: number; eppn: string; afterId: number; limit: nu
   (db, p) =>
     db
       .selectFrom('passkeys')
-      .select([
-        'passkeys.id',
-        'passkeys.label',
-        'passkeys.created_at',
-        'passkeys.last_used_at',
-        'passkeys.mfa_verified',
-        'passkeys.aaguid',
-      ])
+      .select(LIST_COLUMNS)
       // as in byEppn: the user by the unique eppn first, then that user's passkeys by (user_id, id)
-      .where((eb) =>
-        eb(
-          'passkeys.user_id',
-          '=',
-          eb
-            .selectFrom('users')
-            .select('users.id')
-            .where('users.eppn', '=', p.eppn)
-            .where('users.org_id', '=', p.orgId),
-        ),
-      )
+      .where((eb) => eb('passkeys.user_id', '=', userIdOf(db, p)))
       .where('passkeys.id', '>', p.afterId)
       .orderBy('passkeys.id')
       .limit(p.limit),
@@ -148,19 +139,7 @@ export async function listPasskeysOfEppn(
 ): Promise<PasskeyListRow[]> {
   const rows = await ofEppn(db, { orgId, eppn, afterId, limit });
   const passkeys = new Array<PasskeyListRow>(rows.length);
-  for (let i = 0; i < rows.length; i++) {
-    // field by field: spreading the driver's rows (objects without a prototype) costs several times more
-    const row = rows[i]!;
-    passkeys[i] = {
-      id: row.id,
-      eppn,
-      label: row.label,
-      created_at: row.created_at,
-      last_used_at: row.last_used_at,
-      mfa_verified: row.mfa_verified,
-      aaguid: row.aaguid,
-    };
-  }
+  for (let i = 0; i < rows.length; i++) passkeys[i] = listRow(rows[i]!, rows[i]!.id, eppn);
   return passkeys;
 }
 
@@ -187,18 +166,7 @@ export async function listPasskeysByEppn(
     granted: Boolean(first.granted),
   };
   const passkeys: PasskeyListRow[] = [];
-  for (const row of rows) {
-    if (row.id === null) continue;
-    passkeys.push({
-      id: row.id,
-      eppn,
-      label: row.label,
-      created_at: row.created_at,
-      last_used_at: row.last_used_at,
-      mfa_verified: row.mfa_verified,
-      aaguid: row.aaguid,
-    });
-  }
+  for (const row of rows) if (row.id !== null) passkeys.push(listRow(row, row.id, eppn));
   return { organization, passkeys };
 }
 
