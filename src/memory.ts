@@ -51,13 +51,14 @@ const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
  * checks whether a request came since its last tick. idleMs 0: never (releaseNow still works).
  */
 export function memoryRelease(idleMs: number, onRelease: (event: MemoryReleaseEvent) => void): MemoryRelease {
-  const collect = collector();
+  let collect: Collect | undefined;
   let requests = 0;
   let seen = 0;
   let releasedAtRss = process.memoryUsage.rss();
   const releaseNow = (): MemoryReleaseEvent => {
     const before = process.memoryUsage.rss();
     const started = performance.now();
+    collect ??= collector();
     collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     releasedAtRss = process.memoryUsage.rss();
     const event = { beforeMb: mb(before), afterMb: mb(releasedAtRss), ms: Math.round(performance.now() - started) };
