@@ -92,11 +92,16 @@ export function hashSecret(keys: Keyring, secret: string): string {
  * Every hash is compared, so the time does not tell which one matched.
  */
 export function secretMatches(keys: Keyring, storedHashes: string | null, presented: string): boolean {
-  if (!storedHashes || typeof presented !== 'string' || presented.length > 512) return false;
+  return matchedHash(keys, storedHashes, presented) !== undefined;
+}
+
+/** The presented secret's keyed hash when it matches one of the stored hashes (each compared in constant time). */
+function matchedHash(keys: Keyring, storedHashes: string | null, presented: string): string | undefined {
+  if (!storedHashes || typeof presented !== 'string' || presented.length > 512) return undefined;
   const actual = hashSecret(keys, presented);
   let matched = false;
-  for (const hash of storedHashes.split(' ')) matched = safeEqual(actual, hash) || matched;
-  return matched;
+  for (const stored of storedHashes.split(' ')) matched = safeEqual(actual, stored) || matched;
+  return matched ? actual : undefined;
 }
 
 /**
@@ -116,10 +121,11 @@ export function rememberingSecretCheck(keys: Keyring) {
     const known = matched.get(owner);
     const hashOfKnown = known?.get(digest);
     if (hashOfKnown !== undefined && storedHashes.split(' ').includes(hashOfKnown)) return true;
-    if (!secretMatches(keys, storedHashes, presented)) return false;
+    const actual = matchedHash(keys, storedHashes, presented);
+    if (actual === undefined) return false;
     const remembered = known ?? new Map<string, string>();
     if (remembered.size >= 2) remembered.clear();
-    remembered.set(digest, hashSecret(keys, presented));
+    remembered.set(digest, actual);
     matched.set(owner, remembered);
     return true;
   };
