@@ -126,6 +126,16 @@ export function basicAuth(clientId: string, secret: string): string {
   return `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`;
 }
 
+/**
+ * Rate limits count in fixed windows of the clock (src/http/rate-limit.ts): attempts a test expects
+ * to be counted together must fall into one window. Within marginMs of a window's end, this waits
+ * for the next window to start.
+ */
+export async function clearOfWindowEnd(windowMs: number, marginMs: number): Promise<void> {
+  const left = windowMs - (Date.now() % windowMs);
+  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 100));
+}
+
 /** A client_credentials access token through the real token endpoint. */
 export async function clientToken(ctx: App, clientId: string, secret: string, scope: string): Promise<string> {
   const res = await ctx.app.inject({

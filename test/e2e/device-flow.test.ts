@@ -6,7 +6,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
-import { dialects, seedClient, seedOrg, seedUser } from '../helpers.ts';
+import { clearOfWindowEnd, dialects, seedClient, seedOrg, seedUser } from '../helpers.ts';
 import type { User } from '../../src/store/directory.ts';
 import { launchBrowser, startServer, submitPassword, type E2EServer } from './helpers.ts';
 
@@ -224,11 +224,8 @@ for (const dialect of dialects()) {
     let browser: Browser;
 
     before(async () => {
-      // The limit counts in fixed 15-minute windows of the clock: the attempts of the two tests below
-      // must fall into one, so they do not start in the last minute of a window.
-      const window = 15 * 60 * 1000;
-      const left = window - (Date.now() % window);
-      if (left < 60_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+      // the attempts of the two tests below are counted in one 15-minute window
+      await clearOfWindowEnd(15 * 60 * 1000, 60_000);
       server = await startServer(dialect, { DEVICE_CODE_TTL: '1', LOGIN_RATE_LIMIT_IP: '3' });
       browser = await launchBrowser();
     });

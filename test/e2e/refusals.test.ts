@@ -4,7 +4,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, createPrivateKey, sign } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { dialects, seedOrg, seedUser } from '../helpers.ts';
+import { clearOfWindowEnd, dialects, seedOrg, seedUser } from '../helpers.ts';
 import { listUserCredentials, recordPasskeyUse } from '../../src/store/passkeys.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import type { User } from '../../src/store/directory.ts';
@@ -96,6 +96,7 @@ for (const dialect of dialects()) {
     let ada: User;
 
     before(async () => {
+      await clearOfWindowEnd(15 * 60 * 1000, 60_000); // the sign-in limits' window
       server = await startServer(dialect, { LOGIN_RATE_LIMIT_ACCOUNT: '3' });
       await seedOrg(server);
       ada = await seedUser(server, 1, 'ada@example.org', { password: PASSWORD });
@@ -321,6 +322,7 @@ for (const dialect of dialects()) {
     let rp: RelyingParty;
 
     before(async () => {
+      await clearOfWindowEnd(15 * 60 * 1000, 60_000); // the sign-in limits' window
       server = await startServer(dialect, { LOGIN_RATE_LIMIT_IP: '3' });
       await seedOrg(server);
       await seedUser(server, 1, 'ada@example.org', { password: PASSWORD });

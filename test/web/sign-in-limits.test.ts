@@ -13,6 +13,7 @@ import {
   p256Credential,
   type TestContext,
   type TestCredential,
+  clearOfWindowEnd,
 } from '../helpers.ts';
 import { clientKey } from '../../src/http/rate-limit.ts';
 import { insertPasskeys } from '../../src/store/passkeys.ts';
@@ -106,6 +107,7 @@ for (const dialect of dialects()) {
     let key: TestCredential;
 
     before(async () => {
+      await clearOfWindowEnd(15 * 60 * 1000, 60_000); // the sign-in limits' window
       ctx = await startTestApp(dialect, { LOGIN_RATE_LIMIT_ACCOUNT: '5', LOGIN_RATE_LIMIT_IP: '3' });
       await seedOrg(ctx);
       ada = await seedUser(ctx, 1, 'ada@example.org', { name: 'Ada', password: PASSWORD });
