@@ -2,7 +2,7 @@
 import { Kysely, PostgresDialect, sql, type LogEvent } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
-import { sqliteDialect } from './sqlite.ts';
+import { SqliteLimitsInText, sqliteDialect } from './sqlite.ts';
 import { migrate } from './migrations.ts';
 import { Invalidations, publishedBy, startReceiver, type Receiver } from './invalidation.ts';
 import { namePreparedStatements } from './prepared.ts';
@@ -127,6 +127,7 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
   const invalidations = new Invalidations();
   const db = new Kysely<DB>({
     dialect: pool ? new PostgresDialect({ pool }) : sqliteDialect(databaseUrl),
+    plugins: pool ? [] : [new SqliteLimitsInText()],
     log: (event) => {
       // A change this process made takes effect here before its publishing statement returns.
       const published = event.level === 'query' && publishedBy(event.query.sql, event.query.parameters);

@@ -36,6 +36,35 @@ interface Compiled {
   sql: string;
   /** for each parameter of the compiled query: the name of the argument it is, or a constant */
   parameters: ({ arg: string } | { constant: unknown })[];
+  /** arguments the dialect writes into the text (SQLite's LIMIT and OFFSET, src/store/sqlite.ts):
+   * the text around them, and their names in order */
+  inText?: { parts: string[]; args: string[] };
+}
+
+const MARKER = /^\u0000prepared:[^\u0000']+\u0000$/;
+const MARKER_IN_TEXT = /'\u0000prepared:([^\u0000']+)\u0000'/g;
+
+/** Whether a value is the marker a prepared query's builder sees in place of an argument. */
+export function isPreparedMarker(value: unknown): value is string {
+  return typeof value === 'string' && MARKER.test(value);
+}
+
+function inText(sql: string): Compiled['inText'] {
+  const pieces = sql.split(MARKER_IN_TEXT);
+  if (pieces.length === 1) return undefined;
+  // split() puts each captured name between the text around it
+  return { parts: pieces.filter((_, i) => i % 2 === 0), args: pieces.filter((_, i) => i % 2 === 1) };
+}
+
+function textWith(t: NonNullable<Compiled['inText']>, args: Record<string, unknown>): string {
+  let text = t.parts[0]!;
+  for (let i = 0; i < t.args.length; i++) {
+    const value = args[t.args[i]!];
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+      throw new TypeError(`prepared query: ${t.args[i]} must be a whole number`);
+    text += String(value) + t.parts[i + 1]!;
+  }
+  return text;
 }
 
 /**
@@ -68,6 +97,7 @@ export function prepare<Args extends Record<string, unknown>, Row>(
           const arg = typeof value === 'string' ? names.get(value) : undefined;
           return arg === undefined ? { constant: value } : { arg };
         }),
+        inText: inText(query.sql),
       };
       byDialect.set(adapter, c);
       if (!statementNames.has(c.sql)) statementNames.set(c.sql, `idp_prepared_${statementNames.size + 1}`);
@@ -77,7 +107,8 @@ export function prepare<Args extends Record<string, unknown>, Row>(
   return async (db, args) => {
     const c = compiled(db);
     const values = c.parameters.map((x) => ('arg' in x ? args[x.arg] : x.constant));
-    const result = await db.executeQuery<Row>(CompiledQuery.raw(c.sql, values));
+    const text = c.inText ? textWith(c.inText, args) : c.sql;
+    const result = await db.executeQuery<Row>(CompiledQuery.raw(text, values));
     return result.rows;
   };
 }

@@ -1,6 +1,22 @@
 // Kysely's SqliteDialect over the built-in node:sqlite driver (no native addon to compile).
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import {
+  LimitNode,
+  OffsetNode,
+  OperationNodeTransformer,
+  SqliteDialect,
+  ValueNode,
+  type KyselyPlugin,
+  type OperationNode,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  type QueryResult,
+  type RootOperationNode,
+  type SqliteDatabase,
+  type SqliteStatement,
+  type UnknownRow,
+} from 'kysely';
+import { isPreparedMarker } from './prepared.ts';
 
 function bind(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
   return parameters.map((p) => {
@@ -54,4 +70,38 @@ function adapt(db: DatabaseSync): SqliteDatabase {
 
 export function sqliteDialect(path: string): SqliteDialect {
   return new SqliteDialect({ database: adapt(openSqlite(path)) });
+}
+
+/** A LIMIT or OFFSET value written into the SQL text: a whole number, or a prepared query's marker
+ * (src/store/prepared.ts puts the number there when the query runs). */
+function inline(node: OperationNode): OperationNode {
+  if (!ValueNode.is(node)) return node;
+  const { value } = node;
+  const inlinable = (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) || isPreparedMarker(value);
+  return inlinable ? ValueNode.createImmediate(value) : node;
+}
+
+class LimitsInText extends OperationNodeTransformer {
+  protected override transformLimit(node: LimitNode): LimitNode {
+    return LimitNode.create(inline(node.limit));
+  }
+  protected override transformOffset(node: OffsetNode): OffsetNode {
+    return OffsetNode.create(inline(node.offset));
+  }
+}
+
+/**
+ * SQLite plans a query with its LIMIT: a statement whose LIMIT (or OFFSET) is a bound parameter is
+ * compiled again every time it runs with a value bound, which costs more than running a small
+ * indexed query. With this plugin a LIMIT or OFFSET is part of the SQL text, so the statement kept
+ * for that text (above) runs as it was compiled. Only whole numbers are written into the text.
+ */
+export class SqliteLimitsInText implements KyselyPlugin {
+  readonly #transformer = new LimitsInText();
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    return this.#transformer.transformNode(args.node);
+  }
+  transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    return Promise.resolve(args.result);
+  }
 }
