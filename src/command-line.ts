@@ -109,8 +109,8 @@ async function serve(): Promise<void> {
     fatal(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
   }
   app.log.info({ issuer: config.publicUrl, database: config.dialect }, 'identity provider ready');
-  // what loading and compiling the modules left behind
-  if (config.memoryReleaseIdle > 0) setImmediate(memory.releaseNow);
+  // counted as activity: what start-up left is given back once a whole idle interval follows it
+  memory.served();
 }
 
 const io: Io = {
