@@ -105,7 +105,7 @@ async function serviceFigures(
   const env = { DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, ACCESS_TOKEN_TTL: '3600' };
   let service: Service = await startService(env, port);
   try {
-    // at rest: no request since ready (the service gives back what start-up left after an idle second)
+    // at rest: no request since ready
     await new Promise((r) => setTimeout(r, SETTLE_MS));
     const restMb = service.rssMb();
     const token = await measure(

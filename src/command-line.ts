@@ -9,6 +9,9 @@ import { runPrimary, type Notice } from './cluster.ts';
 import { memoryRelease } from './memory.ts';
 import { checkServeArguments, runCli, type Io } from './cli/index.ts';
 
+/** How long after listening the memory start-up left is given back. */
+const STARTUP_RELEASE_DELAY_MS = 100;
+
 function fatal(line: string, code = 1): never {
   process.stderr.write(`${line}\n`);
   process.exit(code);
@@ -109,8 +112,9 @@ async function serve(): Promise<void> {
     fatal(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`);
   }
   app.log.info({ issuer: config.publicUrl, database: config.dialect }, 'identity provider ready');
-  // counted as activity: what start-up left is given back once a whole idle interval follows it
-  memory.served();
+  // What loading and compiling the modules left, given back a moment after listening: not before
+  // the first answers (readiness probes) can go out, and before load usually arrives.
+  if (config.memoryReleaseIdle > 0) setTimeout(memory.releaseNow, STARTUP_RELEASE_DELAY_MS).unref();
 }
 
 const io: Io = {

@@ -456,7 +456,7 @@ export const SETTINGS: Setting[] = [
     1,
     0,
     3600,
-    'Seconds without a request after which the service gives memory back to the system: one full garbage collection (some tens of milliseconds) after start-up (never before the first answers: being ready counts as activity), and after each busy period that grew the process by 16 MB or more (0-3600; 0 turns it off)',
+    'Seconds without a request after which the service gives memory back to the system: one full garbage collection (some tens of milliseconds) a tenth of a second after start-up, and after each busy period that grew the process by 16 MB or more (0-3600; 0 turns it off)',
   ),
   {
     name: 'WORKERS',

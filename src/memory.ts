@@ -4,11 +4,10 @@
 // only waits. Start-up (loading and compiling every module) and a burst of requests leave tens of
 // megabytes resident that a quiet service does not need. So: one full collection that reduces the
 // heap's footprint (V8's "last resort" collection: the young generation shrunk, pages released)
-// at the first idle interval after start-up, and then whenever the service has served no request
+// shortly after start-up (src/command-line.ts), and then whenever the service has served no request
 // for a whole idle interval after a busy one that grew the resident set by RELEASE_AFTER_GROWTH_MB
-// or more. The collection takes some tens of milliseconds (150 ms after start-up on a slow machine);
-// it runs only when no request came for the interval, so it never delays a request that is already
-// waiting, nor the first answers of a service that has just started listening.
+// or more. The collection takes some tens of milliseconds (about 80 ms after start-up here); after a
+// busy period it runs only when no request came for the interval.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -51,18 +50,12 @@ const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
 /**
  * Releases memory after each busy period: a timer every idleMs (not keeping the process alive)
  * checks whether a request came since its last tick. idleMs 0: never (releaseNow still works).
- * afterStartUp: the first idle interval releases whatever the process holds (what loading and
- * compiling the modules left); otherwise growth counts from now.
  */
-export function memoryRelease(
-  idleMs: number,
-  onRelease: (event: MemoryReleaseEvent) => void,
-  { afterStartUp = true } = {},
-): MemoryRelease {
+export function memoryRelease(idleMs: number, onRelease: (event: MemoryReleaseEvent) => void): MemoryRelease {
   let collect: Collect | undefined;
   let requests = 0;
   let seen = 0;
-  let releasedAtRss = afterStartUp ? 0 : process.memoryUsage.rss();
+  let releasedAtRss = process.memoryUsage.rss();
   const releaseNow = (): MemoryReleaseEvent => {
     const before = process.memoryUsage.rss();
     const started = performance.now();

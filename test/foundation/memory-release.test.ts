@@ -28,7 +28,7 @@ describe('memory release', () => {
 
   it('releases once after a busy period that grew the process, only when an interval passed without requests', async () => {
     const events: MemoryReleaseEvent[] = [];
-    const memory = memoryRelease(50, (e) => events.push(e), { afterStartUp: false });
+    const memory = memoryRelease(50, (e) => events.push(e));
     try {
       churn(RELEASE_AFTER_GROWTH_MB * 4);
       // busy: a request in every interval
@@ -51,30 +51,11 @@ describe('memory release', () => {
     const before = memoryRelease(0, () => {});
     before.releaseNow();
     before.stop();
-    const memory = memoryRelease(30, (e) => events.push(e), { afterStartUp: false });
+    const memory = memoryRelease(30, (e) => events.push(e));
     try {
       memory.served();
       await sleep(200);
       assert.equal(events.length, 0);
-    } finally {
-      memory.stop();
-    }
-  });
-
-  it('after start-up, releases at the first idle interval without waiting for growth', async () => {
-    const events: MemoryReleaseEvent[] = [];
-    const memory = memoryRelease(40, (e) => events.push(e));
-    try {
-      // requests at first (a readiness probe polling): nothing runs while they come
-      for (let i = 0; i < 5; i++) {
-        memory.served();
-        await sleep(15);
-      }
-      assert.equal(events.length, 0);
-      await sleep(200);
-      assert.equal(events.length, 1, 'released once the requests paused for an interval');
-      await sleep(150);
-      assert.equal(events.length, 1, 'and only once');
     } finally {
       memory.stop();
     }
