@@ -25,16 +25,19 @@ export async function checkableOrganizationByRealm(
   return row?.id;
 }
 
+/**
+ * Only the eppn is a condition (the organization is checked on the one row the unique eppn index
+ * finds): with `org_id in (...)` beside it and no statistics yet, PostgreSQL read every user of the
+ * organization by an org_id index to filter them by eppn.
+ */
 export async function eppnExists(db: Q, orgIds: number[], eppn: string): Promise<boolean> {
   if (orgIds.length === 0) return false;
   const row = await db
     .selectFrom('users')
-    .select('id')
+    .select((eb) => eb.case().when('org_id', 'in', orgIds).then(1).else(0).end().as('in_orgs'))
     .where('eppn', '=', eppn)
-    .where('org_id', 'in', orgIds)
-    .limit(1)
     .executeTakeFirst();
-  return row !== undefined;
+  return Number(row?.in_orgs) === 1;
 }
 
 export async function ninExists(db: Q, orgIds: number[], nin: string): Promise<boolean> {

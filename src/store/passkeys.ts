@@ -75,9 +75,18 @@ const LIST_COLUMNS = [
   'passkeys.aaguid',
 ] as const;
 
-/** The id of the user with this eppn in the organization, as a subquery. */
+/**
+ * The id of the user with this eppn in the organization (null when the user is in another one), as a
+ * subquery. Only the eppn is a condition, so the user is found by the unique eppn index whatever
+ * the statistics say: with `eppn = ? and org_id = ?` and no statistics yet (a new database, a bulk
+ * import before autovacuum), PostgreSQL chose an index on org_id and read every user of the
+ * organization to filter them by eppn.
+ */
 const userIdOf = (db: Q, p: { eppn: string; orgId: number }) =>
-  db.selectFrom('users').select('users.id').where('users.eppn', '=', p.eppn).where('users.org_id', '=', p.orgId);
+  db
+    .selectFrom('users')
+    .select((eb) => eb.case().when('users.org_id', '=', p.orgId).then(eb.ref('users.id')).end().as('id'))
+    .where('users.eppn', '=', p.eppn);
 
 /** A list row from the columns above, copied field by field (spreading the driver's rows, objects
  * without a prototype, costs several times more). */
