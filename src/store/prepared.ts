@@ -44,6 +44,11 @@ interface Compiled {
 const MARKER = /^\u0000prepared:[^\u0000']+\u0000$/;
 const MARKER_IN_TEXT = /'\u0000prepared:([^\u0000']+)\u0000'/g;
 
+/** Whether a value can be written into SQL text as a LIMIT or OFFSET: a safe integer >= 0. */
+export function isWholeNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
 /** Whether a value is the marker a prepared query's builder sees in place of an argument. */
 export function isPreparedMarker(value: unknown): value is string {
   return typeof value === 'string' && MARKER.test(value);
@@ -60,8 +65,7 @@ function textWith(t: NonNullable<Compiled['inText']>, args: Record<string, unkno
   let text = t.parts[0]!;
   for (let i = 0; i < t.args.length; i++) {
     const value = args[t.args[i]!];
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
-      throw new TypeError(`prepared query: ${t.args[i]} must be a whole number`);
+    if (!isWholeNumber(value)) throw new TypeError(`prepared query: ${t.args[i]} must be a whole number`);
     text += String(value) + t.parts[i + 1]!;
   }
   return text;

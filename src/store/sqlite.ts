@@ -16,7 +16,7 @@ import {
   type SqliteStatement,
   type UnknownRow,
 } from 'kysely';
-import { isPreparedMarker } from './prepared.ts';
+import { isPreparedMarker, isWholeNumber } from './prepared.ts';
 
 function bind(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
   return parameters.map((p) => {
@@ -77,8 +77,7 @@ export function sqliteDialect(path: string): SqliteDialect {
 function inline(node: OperationNode): OperationNode {
   if (!ValueNode.is(node)) return node;
   const { value } = node;
-  const inlinable = (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) || isPreparedMarker(value);
-  return inlinable ? ValueNode.createImmediate(value) : node;
+  return isWholeNumber(value) || isPreparedMarker(value) ? ValueNode.createImmediate(value) : node;
 }
 
 class LimitsInText extends OperationNodeTransformer {
