@@ -2,13 +2,20 @@
 // floor, a stock oidc-provider (bench/peer-server.ts: in-memory adapter, ES256 JWT access tokens)
 // and this service on SQLite and on PostgreSQL, one process and WORKERS=2: client_credentials
 // tokens, OIDC userinfo and one user's passkeys (10 passkeys, 20,000 in the organization), each with
-// 50 connections; start-up time and memory. Prints the table with each figure's ratios to the floor
-// and to the peer beside its goal, writes bench/results.json, and (full runs) the README table.
+// 50 connections; start-up time and memory. Prints the table with each figure's ratio beside its
+// goal, writes bench/results.json, and (full runs) the README table.
+//
+// The machine is shared and its speed drifts within minutes, so every ratio is taken against
+// reference runs right before and right after the run it judges: the peer around each token run,
+// the floor around each userinfo and passkey run, and for WORKERS=2 a one-process run right after.
+// The floor and the peer keep running, idle, between their runs. Each load run also records the CPU
+// the server's processes and the load generator (autocannon, in this process) used.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../src/store/index.ts';
 import {
+  cpuSeconds,
   load,
   machine,
   row,
@@ -18,6 +25,7 @@ import {
   startPeer,
   startService,
   withFreshPostgres,
+  type ChildServer,
   type LoadResult,
   type LoadOptions,
   type Service,
@@ -33,13 +41,19 @@ const USERS = 2_000;
 const SETTLE_MS = 3000;
 const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
 
+/** A load run, with the CPU (in cores: CPU seconds per second) the server and the load generator used. */
+interface Run extends LoadResult {
+  cores?: { server: number; load: number };
+}
+
 interface Figure {
   target: string;
-  result?: LoadResult;
+  result?: Run;
   /** a figure that is not a load run (milliseconds, MB) */
   value?: string;
-  floorRatio?: number;
-  peerRatio?: number;
+  /** the reference runs before and after, and what the ratio is to */
+  reference?: { name: 'floor' | 'peer' | 'one process'; runs: Run[] };
+  ratio?: number;
   goal: string;
   met?: boolean;
 }
@@ -55,14 +69,27 @@ function tokenRequest(url: string, id: string, secret: string): LoadOptions {
   };
 }
 
-/** One answer must be 200 before a load run counts; then a warm-up, then the run. */
-async function measure(label: string, o: LoadOptions, duration: number): Promise<LoadResult> {
+const fixed = (n: number) => n.toFixed(2);
+
+/** One answer must be 200 before a load run counts; then a warm-up, then the run, its CPU recorded. */
+async function measure(label: string, o: LoadOptions, duration: number, serverPid: number): Promise<Run> {
   const check = await fetch(o.url, { method: o.method ?? 'GET', headers: o.headers, body: o.body });
   if (check.status !== 200) throw new Error(`${label}: ${check.status} ${(await check.text()).slice(0, 200)}`);
   await load('warm-up', { ...o, duration: Math.min(3, duration) });
-  const result = await load(label, { ...o, duration });
+  const serverBefore = cpuSeconds(serverPid);
+  const loadBefore = process.cpuUsage();
+  const started = performance.now();
+  const result: Run = await load(label, { ...o, duration });
+  const seconds = (performance.now() - started) / 1000;
+  const serverAfter = cpuSeconds(serverPid);
+  const used = process.cpuUsage(loadBefore);
+  if (serverBefore !== undefined && serverAfter !== undefined)
+    result.cores = { server: (serverAfter - serverBefore) / seconds, load: (used.user + used.system) / 1e6 / seconds };
+  const cores = result.cores
+    ? `, CPU cores: server ${fixed(result.cores.server)}, load generator ${fixed(result.cores.load)}`
+    : '';
   console.log(
-    `  ${label}: ${result.requestsPerSec} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, errors ${result.errors}, non-2xx ${result.non2xx}`,
+    `  ${label}: ${result.requestsPerSec} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, errors ${result.errors}, non-2xx ${result.non2xx}${cores}`,
   );
   return result;
 }
@@ -84,35 +111,68 @@ async function prepare(databaseUrl: string, publicUrl: string): Promise<Prepared
   return { client: { id: seeded.clientId, secret: seeded.secret }, userinfoToken };
 }
 
-async function serviceFigures(
-  dialect: 'SQLite' | 'PostgreSQL',
-  databaseUrl: string,
-  port: number,
-  duration: number,
-): Promise<{
-  token: LoadResult;
-  userinfo: LoadResult;
-  passkeys: LoadResult;
-  tokens2?: LoadResult;
+interface References {
+  floor: ChildServer;
+  peer: ChildServer;
+  duration: number;
+}
+
+interface ServiceFigures {
+  token: Run;
+  peerAround: Run[];
+  userinfo: Run;
+  passkeys: Run;
+  floorAround: Run[];
+  tokens2: Run;
+  tokens1: Run;
   readyMs: number;
   restMb: number;
   afterMb: number;
   settledMb: number;
-}> {
+}
+
+async function serviceFigures(
+  dialect: 'SQLite' | 'PostgreSQL',
+  databaseUrl: string,
+  port: number,
+  refs: References,
+): Promise<ServiceFigures> {
+  const { duration } = refs;
   console.log(`\n# ${dialect}: seeding ${PASSKEYS} passkeys over ${USERS} users`);
   const publicUrl = `http://127.0.0.1:${port}`;
   const prepared = await prepare(databaseUrl, publicUrl);
   const env = { DATABASE_URL: databaseUrl, IDP_SECRET: SECRET, ACCESS_TOKEN_TTL: '3600' };
+  const peerRun = (when: string) =>
+    measure(
+      `${dialect}: stock oidc-provider tokens (peer), ${when}`,
+      tokenRequest(refs.peer.url, PEER_CLIENT.id, PEER_CLIENT.secret),
+      duration,
+      refs.peer.pid,
+    );
+  const floorRun = (when: string) =>
+    measure(
+      `${dialect}: Fastify constant JSON (floor), ${when}`,
+      { url: refs.floor.url, connections: CONNECTIONS, duration },
+      duration,
+      refs.floor.pid,
+    );
+  const tokens = (service: Service, label: string) =>
+    measure(
+      label,
+      tokenRequest(`${service.url}/oauth/token`, prepared.client.id, prepared.client.secret),
+      duration,
+      service.pid,
+    );
+
   let service: Service = await startService(env, port);
   try {
     // at rest: no request since ready
     await new Promise((r) => setTimeout(r, SETTLE_MS));
     const restMb = service.rssMb();
-    const token = await measure(
-      `${dialect}: POST /oauth/token`,
-      tokenRequest(`${service.url}/oauth/token`, prepared.client.id, prepared.client.secret),
-      duration,
-    );
+    const peerBefore = await peerRun('before');
+    const token = await tokens(service, `${dialect}: POST /oauth/token`);
+    const peerAfter = await peerRun('after');
+    const floorBefore = await floorRun('before userinfo');
     const userinfo = await measure(
       `${dialect}: GET /openid/userinfo`,
       {
@@ -122,7 +182,9 @@ async function serviceFigures(
         headers: { authorization: `Bearer ${prepared.userinfoToken}` },
       },
       duration,
+      service.pid,
     );
+    const floorBetween = await floorRun('between userinfo and passkeys');
     const bearer = await accessToken(service.url, prepared.client.id, prepared.client.secret);
     const passkeys = await measure(
       `${dialect}: GET /2/passkey/${ORG}?eppn=<one user>`,
@@ -133,33 +195,120 @@ async function serviceFigures(
         headers: { authorization: `Bearer ${bearer}` },
       },
       duration,
+      service.pid,
     );
     const afterMb = service.rssMb();
-    // what the service keeps once the load has stopped (it gives memory back after an idle second)
-    await new Promise((r) => setTimeout(r, SETTLE_MS));
-    const settledMb = service.rssMb();
+    // what the service keeps once the load has stopped (it gives memory back after an idle second),
+    // read while the floor's run after it goes on
+    const settled = new Promise<number>((resolve) => setTimeout(() => resolve(service.rssMb()), SETTLE_MS));
+    const floorAfter = await floorRun('after passkeys');
+    const settledMb = await settled;
     const readyMs = service.readyMs;
     await service.stop();
 
     service = await startService({ ...env, WORKERS: '2' }, port);
-    const tokens2 = await measure(
-      `${dialect}: POST /oauth/token, WORKERS=2`,
-      tokenRequest(`${service.url}/oauth/token`, prepared.client.id, prepared.client.secret),
-      duration,
-    );
-    return { token, userinfo, passkeys, tokens2, readyMs, restMb, afterMb, settledMb };
+    const tokens2 = await tokens(service, `${dialect}: POST /oauth/token, WORKERS=2`);
+    await service.stop();
+    service = await startService(env, port);
+    const tokens1 = await tokens(service, `${dialect}: POST /oauth/token, one process again`);
+    return {
+      token,
+      peerAround: [peerBefore, peerAfter],
+      userinfo,
+      passkeys,
+      floorAround: [floorBefore, floorBetween, floorAfter],
+      tokens2,
+      tokens1,
+      readyMs,
+      restMb,
+      afterMb,
+      settledMb,
+    };
   } finally {
     await service.stop();
   }
 }
 
-const mean = (a: LoadResult, b: LoadResult) => (a.requestsPerSec + b.requestsPerSec) / 2;
-const fixed = (n: number) => n.toFixed(2);
+const mean = (runs: Run[]) => runs.reduce((sum, r) => sum + r.requestsPerSec, 0) / runs.length;
+const ok = (r: Run) => r.errors === 0 && r.non2xx === 0;
+
+function serviceRows(dialect: string, s: ServiceFigures, goal: { token: number; passkeys: number }): Figure[] {
+  const [floorBefore, floorBetween, floorAfter] = s.floorAround as [Run, Run, Run];
+  const peer = mean(s.peerAround);
+  const userinfoFloor = mean([floorBefore, floorBetween]);
+  const passkeysFloor = mean([floorBetween, floorAfter]);
+  const scale = s.tokens2.requestsPerSec / s.tokens1.requestsPerSec;
+  return [
+    ...s.peerAround.map((r, i) => ({
+      target: `${dialect}: stock oidc-provider tokens (peer), ${i === 0 ? 'before' : 'after'}`,
+      result: r,
+      goal: '-',
+    })),
+    {
+      target: `${dialect}: client_credentials tokens`,
+      result: s.token,
+      reference: { name: 'peer', runs: s.peerAround },
+      ratio: s.token.requestsPerSec / peer,
+      goal: `>= ${fixed(goal.token)} x peer`,
+      met: ok(s.token) && s.token.requestsPerSec / peer >= goal.token,
+    },
+    {
+      target: `${dialect}: userinfo`,
+      result: s.userinfo,
+      reference: { name: 'floor', runs: [floorBefore, floorBetween] },
+      ratio: s.userinfo.requestsPerSec / userinfoFloor,
+      goal: '>= 0.50 x floor, p99 <= 25 ms',
+      met: ok(s.userinfo) && s.userinfo.requestsPerSec / userinfoFloor >= 0.5 && s.userinfo.p99 <= 25,
+    },
+    {
+      target: `${dialect}: one user's passkeys`,
+      result: s.passkeys,
+      reference: { name: 'floor', runs: [floorBetween, floorAfter] },
+      ratio: s.passkeys.requestsPerSec / passkeysFloor,
+      goal: `>= ${fixed(goal.passkeys)} x floor`,
+      met: ok(s.passkeys) && s.passkeys.requestsPerSec / passkeysFloor >= goal.passkeys,
+    },
+    {
+      target: `${dialect}: tokens, WORKERS=2`,
+      result: s.tokens2,
+      reference: { name: 'one process', runs: [s.tokens1] },
+      ratio: scale,
+      goal: '>= 1.6 x one process',
+      met: ok(s.tokens2) && scale >= 1.6,
+    },
+    { target: `${dialect}: tokens, one process right after`, result: s.tokens1, goal: '-' },
+    {
+      target: `${dialect}: ready after spawn (ms)`,
+      value: String(s.readyMs),
+      goal: '<= 1000 ms',
+      met: s.readyMs <= 1000,
+    },
+    { target: `${dialect}: RSS at rest (MB)`, value: String(s.restMb), goal: '<= 130 MB', met: s.restMb <= 130 },
+    { target: `${dialect}: RSS right after the runs above (MB)`, value: String(s.afterMb), goal: '-' },
+    {
+      target: `${dialect}: RSS ${SETTLE_MS / 1000} s after the runs above (MB)`,
+      value: String(s.settledMb),
+      goal: '<= 170 MB',
+      met: s.settledMb <= 170,
+    },
+  ];
+}
 
 function table(figures: Figure[]): string {
   const lines = [
-    row(['target', 'req/s', 'p50 ms', 'p99 ms', 'errors, non-2xx', 'x floor', 'x peer', 'goal', 'met']),
-    row(['---', '---', '---', '---', '---', '---', '---', '---', '---']),
+    row([
+      'target',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'errors, non-2xx',
+      'CPU cores: server + load generator',
+      'reference req/s (before / after)',
+      'ratio',
+      'goal',
+      'met',
+    ]),
+    row(['---', '---', '---', '---', '---', '---', '---', '---', '---', '---']),
   ];
   for (const f of figures) {
     const r = f.result;
@@ -170,8 +319,10 @@ function table(figures: Figure[]): string {
         r ? r.p50 : '-',
         r ? r.p99 : '-',
         r ? `${r.errors}, ${r.non2xx}` : '-',
-        f.floorRatio === undefined ? '-' : fixed(f.floorRatio),
-        f.peerRatio === undefined ? '-' : fixed(f.peerRatio),
+        r?.cores ? `${fixed(r.cores.server)} + ${fixed(r.cores.load)}` : '-',
+        f.reference ? `${f.reference.name}: ${f.reference.runs.map((x) => x.requestsPerSec).join(' / ')}` : '-',
+        // rounded down, so that a ratio shown at its goal meets it
+        f.ratio === undefined ? '-' : (Math.floor(f.ratio * 100) / 100).toFixed(2),
         f.goal,
         f.met === undefined ? '-' : f.met ? 'yes' : 'no',
       ]),
@@ -186,140 +337,37 @@ export async function main(args: string[]): Promise<void> {
   const started = new Date();
   console.log(`# comparison — ${machine()}; ${CONNECTIONS} connections, ${duration} s per target after a warm-up`);
 
-  const floorRun = async (label: string) => {
-    const server = await startFloor();
-    try {
-      return await measure(label, { url: server.url, connections: CONNECTIONS, duration }, duration);
-    } finally {
-      await server.close();
-    }
-  };
-  const peerRun = async (label: string) => {
-    const server = await startPeer();
-    try {
-      return await measure(label, tokenRequest(server.url, PEER_CLIENT.id, PEER_CLIENT.secret), duration);
-    } finally {
-      await server.close();
-    }
-  };
-  const floorStart = await floorRun('Fastify constant JSON (floor)');
-  const peerStart = await peerRun('stock oidc-provider: POST /oauth/token (peer)');
-
-  const dir = mkdtempSync(join(tmpdir(), 'idp-bench-compare-'));
-  let sqlite;
+  const floor = await startFloor();
+  const peer = await startPeer();
+  const refs: References = { floor, peer, duration };
+  let sqlite: ServiceFigures | undefined;
+  let postgres: ServiceFigures | undefined;
   try {
-    sqlite = await serviceFigures('SQLite', join(dir, 'idp.sqlite'), 18101, duration);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-  const postgres = await withFreshPostgres('idp_bench_compare', (url) =>
-    serviceFigures('PostgreSQL', url, 18102, duration),
-  );
-
-  // The floor and the peer again at the end: the machine is shared, so ratios use the mean of both runs.
-  const peerEnd = await peerRun('stock oidc-provider: POST /oauth/token (peer, again)');
-  const floorEnd = await floorRun('Fastify constant JSON (floor, again)');
-
-  const floor = mean(floorStart, floorEnd);
-  const peer = mean(peerStart, peerEnd);
-  const figures: Figure[] = [
-    {
-      target: 'Fastify constant JSON (floor), first',
-      result: floorStart,
-      floorRatio: floorStart.requestsPerSec / floor,
-      goal: '-',
-    },
-    {
-      target: 'Fastify constant JSON (floor), last',
-      result: floorEnd,
-      floorRatio: floorEnd.requestsPerSec / floor,
-      goal: '-',
-    },
-    {
-      target: 'stock oidc-provider tokens (peer), first',
-      result: peerStart,
-      floorRatio: peerStart.requestsPerSec / floor,
-      peerRatio: peerStart.requestsPerSec / peer,
-      goal: '-',
-    },
-    {
-      target: 'stock oidc-provider tokens (peer), last',
-      result: peerEnd,
-      floorRatio: peerEnd.requestsPerSec / floor,
-      peerRatio: peerEnd.requestsPerSec / peer,
-      goal: '-',
-    },
-  ];
-  const services = [
-    ['SQLite', sqlite, { token: 1.0, passkeys: 0.15 }],
-    ['PostgreSQL', postgres, { token: 0.9, passkeys: 0.1 }],
-  ] as const;
-  for (const [dialect, s, goal] of services) {
-    if (!s) continue;
-    const ok = (r: LoadResult) => r.errors === 0 && r.non2xx === 0;
-    figures.push(
-      {
-        target: `${dialect}: client_credentials tokens`,
-        result: s.token,
-        floorRatio: s.token.requestsPerSec / floor,
-        peerRatio: s.token.requestsPerSec / peer,
-        goal: `>= ${fixed(goal.token)} x peer`,
-        met: ok(s.token) && s.token.requestsPerSec / peer >= goal.token,
-      },
-      {
-        target: `${dialect}: userinfo`,
-        result: s.userinfo,
-        floorRatio: s.userinfo.requestsPerSec / floor,
-        goal: '>= 0.50 x floor, p99 <= 25 ms',
-        met: ok(s.userinfo) && s.userinfo.requestsPerSec / floor >= 0.5 && s.userinfo.p99 <= 25,
-      },
-      {
-        target: `${dialect}: one user's passkeys`,
-        result: s.passkeys,
-        floorRatio: s.passkeys.requestsPerSec / floor,
-        goal: `>= ${fixed(goal.passkeys)} x floor`,
-        met: ok(s.passkeys) && s.passkeys.requestsPerSec / floor >= goal.passkeys,
-      },
-    );
-    if (s.tokens2) {
-      const scale = s.tokens2.requestsPerSec / s.token.requestsPerSec;
-      figures.push({
-        target: `${dialect}: tokens, WORKERS=2 (${fixed(scale)} x one process)`,
-        result: s.tokens2,
-        floorRatio: s.tokens2.requestsPerSec / floor,
-        peerRatio: s.tokens2.requestsPerSec / peer,
-        goal: '>= 1.6 x one process',
-        met: ok(s.tokens2) && scale >= 1.6,
-      });
+    const dir = mkdtempSync(join(tmpdir(), 'idp-bench-compare-'));
+    try {
+      sqlite = await serviceFigures('SQLite', join(dir, 'idp.sqlite'), 18101, refs);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
-    figures.push(
-      {
-        target: `${dialect}: ready after spawn (ms)`,
-        value: String(s.readyMs),
-        goal: '<= 1000 ms',
-        met: s.readyMs <= 1000,
-      },
-      { target: `${dialect}: RSS at rest (MB)`, value: String(s.restMb), goal: '<= 130 MB', met: s.restMb <= 130 },
-      { target: `${dialect}: RSS right after the runs above (MB)`, value: String(s.afterMb), goal: '-' },
-      {
-        target: `${dialect}: RSS ${SETTLE_MS / 1000} s after the runs above (MB)`,
-        value: String(s.settledMb),
-        goal: '<= 170 MB',
-        met: s.settledMb <= 170,
-      },
-    );
+    postgres = await withFreshPostgres('idp_bench_compare', (url) => serviceFigures('PostgreSQL', url, 18102, refs));
+  } finally {
+    await Promise.all([floor.close(), peer.close()]);
   }
+
+  const figures: Figure[] = [];
+  if (sqlite) figures.push(...serviceRows('SQLite', sqlite, { token: 1.0, passkeys: 0.15 }));
+  if (postgres) figures.push(...serviceRows('PostgreSQL', postgres, { token: 0.9, passkeys: 0.1 }));
   const out = table(figures);
   const head = `Run ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC on ${machine()}; load average at the end ${loadavg()
     .map((x) => x.toFixed(1))
     .join(
       ' ',
-    )}. autocannon, ${CONNECTIONS} connections, ${duration} s per target after a warm-up; each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}); ratios against the mean of the first and last runs of the floor (${Math.round(floor)} req/s) and of the peer (${Math.round(peer)} req/s).${quick ? ' QUICK RUN: not reference figures.' : ''}`;
+    )}. autocannon (in the benchmark's own process), ${CONNECTIONS} connections, ${duration} s per run after a 3 s warm-up; each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}). Each ratio is to the mean of the reference runs right before and after it (the peer for tokens, the floor for userinfo and passkeys; WORKERS=2 to a one-process run right after it). CPU cores: CPU seconds per second of the server's processes (all threads, workers included) and of the load generator during the run, on ${machine().split(' ')[0]} cores.${quick ? ' QUICK RUN: not reference figures.' : ''}`;
   console.log(`\n${head}\n\n${out}`);
   if (args.includes('--no-write')) return;
   writeFileSync(
     new URL('./results.json', import.meta.url),
-    `${JSON.stringify({ started: started.toISOString(), machine: machine(), connections: CONNECTIONS, duration, quick, floor, peer, figures }, null, 2)}\n`,
+    `${JSON.stringify({ started: started.toISOString(), machine: machine(), connections: CONNECTIONS, duration, quick, figures }, null, 2)}\n`,
   );
   console.log('written to bench/results.json');
   if (quick) return;

@@ -65,8 +65,14 @@ export async function load(label: string, o: LoadOptions): Promise<LoadResult> {
   };
 }
 
+export interface ChildServer {
+  url: string;
+  pid: number;
+  close(): Promise<void>;
+}
+
 /** A benchmark server script run as its own process, which prints its port on stdout. */
-async function startChild(script: string, path: string): Promise<{ url: string; close(): Promise<void> }> {
+async function startChild(script: string, path: string): Promise<ChildServer> {
   const child = spawn(process.execPath, [new URL(script, import.meta.url).pathname], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
@@ -76,6 +82,7 @@ async function startChild(script: string, path: string): Promise<{ url: string; 
   });
   return {
     url: `http://127.0.0.1:${port}${path}`,
+    pid: child.pid!,
     close: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -89,12 +96,12 @@ async function startChild(script: string, path: string): Promise<{ url: string; 
  * Fastify returning a constant small JSON: the framework's floor on this machine. It runs in a
  * child process, as the service does, so both compete with the load generator the same way.
  */
-export function startFloor(): Promise<{ url: string; close(): Promise<void> }> {
+export function startFloor(): Promise<ChildServer> {
   return startChild('./floor-server.ts', '/floor');
 }
 
 /** The stock oidc-provider of bench/peer-server.ts; the url is its token endpoint. */
-export function startPeer(): Promise<{ url: string; close(): Promise<void> }> {
+export function startPeer(): Promise<ChildServer> {
   return startChild('./peer-server.ts', '/oauth/token');
 }
 
@@ -178,6 +185,27 @@ export async function startService(
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** Linux's USER_HZ: the unit of the CPU times in /proc/<pid>/stat (100 on every Linux platform Node runs on). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * CPU seconds (user and system, every thread) a process and its descendants (the workers of
+ * WORKERS=2) have used so far, from /proc; undefined where /proc cannot tell (not Linux).
+ */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    let ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    for (const child of children ? children.split(' ') : [])
+      ticks += (cpuSeconds(Number(child)) ?? 0) * CLOCK_TICKS_PER_SECOND;
+    return ticks / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
 }
 
 export function machine(): string {
