@@ -7,6 +7,7 @@ import type { Keyring } from './crypto.ts';
 import type { Store } from './store/index.ts';
 import { registerErrorHandling, sendError } from './http/errors.ts';
 import { registerRequestGuard } from './http/request-guard.ts';
+import { lazySchemaCompilers } from './http/schema-compilers.ts';
 import { startHousekeeping } from './store/housekeeping.ts';
 import { startLogoutRetries } from './oauth/backchannel-logout.ts';
 import { healthPlugin } from './http/health.ts';
@@ -52,6 +53,8 @@ export interface App {
   keyManager: KeyManager;
   verifier: TokenVerifier;
   provider: ProviderHolder;
+  /** compiles the route schemas not compiled yet (they compile at a route's first request); returns how many */
+  compileSchemas(): number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -102,6 +105,7 @@ function tokenVerifier(config: Config, keys: Keyring, keyManager: KeyManager, st
 
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, keys } = deps;
+  const schemas = lazySchemaCompilers();
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -114,6 +118,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     bodyLimit: 1024 * 1024,
+    schemaController: { compilersFactory: schemas.compilersFactory },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // Long identifiers reach the routes, which answer 400 with a message instead of the router's 414.
@@ -187,5 +192,5 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(eventsPlugin({ config, store, keys, verifier, keyManager, now }));
   await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 
-  return { app, keyManager, verifier, provider };
+  return { app, keyManager, verifier, provider, compileSchemas: schemas.compileAll };
 }

@@ -1,14 +1,9 @@
 // Opens the database named by DATABASE_URL and runs migrations.
-import { Kysely, PostgresDialect, sql, type LogEvent } from 'kysely';
-import pg from 'pg';
+import { Kysely, sql, type LogEvent } from 'kysely';
 import type { DB } from './schema.ts';
 import { SqliteLimitsInText, sqliteDialect } from './sqlite.ts';
 import { migrate } from './migrations.ts';
 import { Invalidations, publishedBy, startReceiver, type Receiver } from './invalidation.ts';
-import { namePreparedStatements } from './prepared.ts';
-
-// int8 (bigint) columns hold ids and epoch-millisecond timestamps, all well below 2^53.
-pg.types.setTypeParser(20, (value: string) => Number(value));
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -68,29 +63,6 @@ function statementKind(event: LogEvent): QueryTiming['kind'] {
   return VERBS.has(verb) ? (verb as QueryTiming['kind']) : 'other';
 }
 
-/**
- * The server may close an idle pooled connection at any time (restart, failover, pg_terminate_backend,
- * DROP DATABASE ... WITH (FORCE)). pg.Pool then emits 'error', which without a listener is an uncaught
- * exception that ends the process; the pool has already discarded the connection and opens a new one
- * when needed, so there is nothing else to do. Each new connection runs the prepared queries as named
- * statements (src/store/prepared.ts).
- */
-function pooled(pool: pg.Pool): pg.Pool {
-  pool.on('error', () => {});
-  pool.on('connect', namePreparedStatements);
-  return pool;
-}
-
-/** The PostgreSQL connection that LISTENs for invalidations, named so operators can tell it apart. */
-function listenerConnection(databaseUrl: string): pg.Client {
-  return new pg.Client({
-    connectionString: databaseUrl,
-    application_name: 'idp-invalidations',
-    keepAlive: true,
-    query_timeout: 3000,
-  });
-}
-
 /** One receiver per store however many apps share it; it stops with the last of them. */
 function sharedReceiver(start: (onError: (err: unknown) => void) => Promise<Receiver>) {
   let running: Promise<Receiver> | undefined;
@@ -119,14 +91,13 @@ function sharedReceiver(start: (onError: (err: unknown) => void) => Promise<Rece
 
 export async function openStore(databaseUrl: string, options: StoreOptions = {}): Promise<Store> {
   const dialect: Dialect = /^postgres(ql)?:\/\//.test(databaseUrl) ? 'postgres' : 'sqlite';
-  const pool =
-    dialect === 'postgres'
-      ? pooled(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }))
-      : undefined;
+  // The PostgreSQL driver is loaded only for PostgreSQL: a SQLite service starts without it.
+  const postgres = dialect === 'postgres' ? await import('./postgres.ts') : undefined;
+  const pool = postgres?.connectionPool(databaseUrl, options.poolSize ?? 10);
   const listeners = new Set<(query: QueryTiming) => void>();
   const invalidations = new Invalidations();
   const db = new Kysely<DB>({
-    dialect: pool ? new PostgresDialect({ pool }) : sqliteDialect(databaseUrl),
+    dialect: postgres && pool ? postgres.postgresDialect(pool) : sqliteDialect(databaseUrl),
     plugins: pool ? [] : [new SqliteLimitsInText()],
     log: (event) => {
       // A change this process made takes effect here before its publishing statement returns.
@@ -152,7 +123,7 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
       db,
       bus: invalidations,
       onError,
-      ...(pool ? { connect: () => listenerConnection(databaseUrl) } : {}),
+      ...(postgres ? { connect: () => postgres.listenerConnection(databaseUrl) } : {}),
     }),
   );
   return {

@@ -11,7 +11,7 @@
 // listening) and reconnects with backoff; once listening again it reads the table once more and
 // stops polling. Rows are pruned after RETENTION_MS; a receiver that could not read the table for
 // longer than that delivers `null`: drop everything.
-import pg from 'pg';
+import type pg from 'pg';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from './schema.ts';
 
