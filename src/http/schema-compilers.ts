@@ -31,8 +31,8 @@ export function lazySchemaCompilers(): LazySchemaCompilers {
     let compiled: F | undefined;
     const ensure = () => {
       if (compiled === undefined) {
-        pending.delete(ensure);
         compiled = compile();
+        pending.delete(ensure);
       }
       return compiled;
     };

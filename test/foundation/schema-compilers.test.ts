@@ -62,6 +62,24 @@ describe('route schemas compiled on first use', () => {
     await app.close();
   });
 
+  it('a schema that cannot compile answers its first requests with a 500, and the process goes on', async () => {
+    const schemas = lazySchemaCompilers();
+    const broken = { type: 'object', properties: { a: { $ref: '#/definitions/missing' } } };
+    const app = Fastify({ logger: false, schemaController: { compilersFactory: schemas.compilersFactory } });
+    // the service has preValidation hooks on every route (the request guard)
+    app.addHook('preValidation', (_request, _reply, done) => done());
+    app.post('/validated', { schema: { body: broken } }, async () => ({ a: 1 }));
+    app.get('/serialized', { schema: { response: { 200: broken } } }, async () => ({ a: 1 }));
+    await app.ready();
+    for (let i = 0; i < 2; i++) {
+      assert.equal((await app.inject({ method: 'POST', url: '/validated', payload: { a: 1 } })).statusCode, 500);
+      assert.equal((await app.inject({ method: 'GET', url: '/serialized' })).statusCode, 500);
+    }
+    // and they are still there for compileAll to report
+    assert.throws(() => schemas.compileAll());
+    await app.close();
+  });
+
   describe('the whole service', () => {
     let close: (() => Promise<void>) | undefined;
     after(() => close?.());
