@@ -183,7 +183,11 @@ for (const dialect of dialects()) {
           await page.keyboard.press('Tab');
         assert.ok(await target.evaluate((el) => el === document.activeElement), 'Tab reaches the Delete button');
         await Promise.all([page.waitForEvent('load'), page.keyboard.press('Enter')]);
-        // The confirmation page puts the focus in its Reason field.
+        // The confirmation page puts the focus in its Reason field (autofocus: the browser applies it when it next
+        // renders, which on a busy machine can come after the load event).
+        await page
+          .waitForFunction(() => document.activeElement?.id === 'reason', null, { timeout: 5000 })
+          .catch(() => {});
         assert.equal(await page.evaluate(() => document.activeElement?.id), 'reason');
         await page.keyboard.type('Tablet retired');
         await Promise.all([page.waitForEvent('load'), page.keyboard.press('Enter')]);
