@@ -196,16 +196,25 @@ const CLOCK_TICKS_PER_SECOND = 100;
  */
 export function cpuSeconds(pid: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    let ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
-    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-    for (const child of children ? children.split(' ') : [])
-      ticks += (cpuSeconds(Number(child)) ?? 0) * CLOCK_TICKS_PER_SECOND;
-    return ticks / CLOCK_TICKS_PER_SECOND;
+    return cpuTicks(pid) / CLOCK_TICKS_PER_SECOND;
   } catch {
     return undefined;
   }
+}
+
+/** utime + stime of a process and, recursively, of its children; throws when the process is gone. */
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+  const own = Number(fields[11]) + Number(fields[12]);
+  return (children ? children.split(' ') : []).reduce((sum, child) => {
+    try {
+      return sum + cpuTicks(Number(child));
+    } catch {
+      return sum; // a child that exited meanwhile
+    }
+  }, own);
 }
 
 export function machine(): string {
