@@ -162,20 +162,30 @@ describe('graceful shutdown', () => {
     try {
       const { port } = new URL(s.url);
       const socket = connect(Number(port), '127.0.0.1');
+      const closed = new Promise((r) => socket.once('close', r));
       await new Promise((r) => socket.once('connect', r));
       let response = '';
       socket.on('data', (d) => (response += d.toString()));
       const body = 'grant_type=client_credentials&scope=passkey.read';
-      // headers and half the body: the request is in flight when SIGTERM arrives
+      // The headers with "expect: 100-continue": the service answers "100 Continue" once it has
+      // parsed them and started the request, which is then in flight when SIGTERM arrives.
       socket.write(
-        `POST /oauth/token HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.slice(0, 10)}`,
+        `POST /oauth/token HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: ${body.length}\r\nexpect: 100-continue\r\nconnection: close\r\n\r\n`,
       );
-      await new Promise((r) => setTimeout(r, 200));
+      for (let i = 0; !response.includes('\r\n\r\n'); i++) {
+        assert.ok(i < 300, 'the service answers 100 Continue');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.match(response, /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
       const exit = s.stop('SIGTERM');
       await new Promise((r) => setTimeout(r, 300));
-      socket.write(body.slice(10));
-      await new Promise((r) => socket.once('close', r));
-      assert.match(response, /^HTTP\/1\.1 (400|401) /, 'the in-flight request got its complete answer');
+      socket.write(body);
+      await closed;
+      assert.match(
+        response,
+        /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 (400|401) /,
+        'the in-flight request got its complete answer',
+      );
       assert.equal(await exit, 0, s.stderr());
       // and new connections are refused afterwards
       await assert.rejects(fetch(`${s.url}/healthz`));
