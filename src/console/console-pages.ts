@@ -2,6 +2,7 @@
 // (console-session.ts), the organization chooser, and the helpdesk's and administrators' pages.
 // Pages answer with pages: a failure is a console page with the request id, never JSON.
 import { readFileSync } from 'node:fs';
+import { packageFile } from '../package-files.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
@@ -23,7 +24,7 @@ import { organizationsView } from './console-views.ts';
 import { userPages } from './console-user-pages.ts';
 import { organizationPages } from './console-org-pages.ts';
 
-const SCRIPT = readFileSync(new URL('./static/console.js', import.meta.url));
+const SCRIPT = readFileSync(packageFile('console/static/console.js'));
 
 /** The console's client exists and is enabled (`client disable idp-console` switches the console off at once). */
 async function usable(deps: ConsoleDeps, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {

@@ -1,6 +1,7 @@
 // Prometheus metrics registry, served at /metrics, and who may scrape it.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { packageFile } from '../package-files.ts';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import ipaddr from 'ipaddr.js';
 import cluster from 'node:cluster';
@@ -67,7 +68,7 @@ export const METRICS_PATH = '/metrics';
 /** The version in package.json (dist/package.json in a compiled install), 'unknown' without one. */
 function packageVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    const pkg = JSON.parse(readFileSync(packageFile('../package.json'), 'utf8')) as {
       version?: unknown;
     };
     return typeof pkg.version === 'string' ? pkg.version : 'unknown';

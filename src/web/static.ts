@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
+import { packageFile } from '../package-files.ts';
 
 interface Asset {
   body: Buffer;
@@ -17,7 +18,7 @@ function asset(path: string, type: string): Asset {
 }
 
 export function staticAssets(): Record<string, Asset> {
-  const here = new URL('./static/', import.meta.url);
+  const here = packageFile('web/static/');
   const browserBundle = createRequire(import.meta.url)
     .resolve('@simplewebauthn/browser')
     .replace(/script[\\/]index\.js$/, 'dist/bundle/index.umd.min.js');
