@@ -15,7 +15,7 @@ ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 
 FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY package.json package-lock.json tsconfig.json ./
 COPY scripts/ scripts/
 COPY src/ src/
 RUN npm ci --no-audit --no-fund

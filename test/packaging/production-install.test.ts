@@ -5,7 +5,8 @@
 // whose access token gets the user's claims from userinfo.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { SourceMap } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
@@ -70,6 +71,34 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
     assert.match(run(join(app, 'node_modules', '.bin', 'node'), ['--version'], app), /^v24\./);
   });
 
+  it('is bundled, with source maps of the TypeScript for the project’s code only', () => {
+    const files = readdirSync(join(app, 'src')).filter((f) => f.endsWith('.js'));
+    assert.ok(files.length < 30, `a few bundled files, not a file per module: ${files.length}`);
+    const maps = files.filter((f) => existsSync(join(app, 'src', `${f}.map`)));
+    const sources = maps.flatMap(
+      (f) => (JSON.parse(readFileSync(join(app, 'src', `${f}.map`), 'utf8')) as { sources: string[] }).sources,
+    );
+    assert.ok(sources.includes('../../src/app.ts') && sources.includes('../../src/main.ts'), sources.join(' '));
+    assert.ok(!sources.some((s) => s.includes('node_modules')), 'no library code in the maps');
+    // Where the bundle defines buildApp, the map names src/app.ts and the line that declares it.
+    const declared = readFileSync(join(ROOT, 'src', 'app.ts'), 'utf8')
+      .split('\n')
+      .findIndex((l) => l.startsWith('export async function buildApp('));
+    const bundled = maps
+      .map((f) => ({
+        f,
+        line: readFileSync(join(app, 'src', f), 'utf8')
+          .split('\n')
+          .indexOf('async function buildApp(deps) {'),
+      }))
+      .find((x) => x.line >= 0);
+    assert.ok(bundled, 'buildApp is in a bundled file with a map');
+    const map = new SourceMap(JSON.parse(readFileSync(join(app, 'src', `${bundled.f}.map`), 'utf8')));
+    const entry = map.findEntry(bundled.line, 0) as { originalSource?: string; originalLine?: number };
+    assert.match(entry.originalSource ?? '', /\/src\/app\.ts$/);
+    assert.equal(entry.originalLine, declared);
+  });
+
   it('npm start runs the compiled service with source maps and the heap flags', () => {
     const lines = commandLines(service!.child.pid!);
     const node = lines.find((argv) => argv.includes('serve'));
@@ -90,6 +119,24 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
     const discovery = (await res.json()) as Record<string, unknown>;
     assert.equal(discovery.issuer, url);
     assert.equal(discovery.token_endpoint, `${url}/oauth/token`);
+  });
+
+  it('serves the files shipped beside the code: page assets, the console script, the API docs, the version', async () => {
+    for (const [path, type] of [
+      ['/static/style.css', 'text/css'],
+      ['/static/sign-in.js', 'text/javascript'],
+      ['/static/webauthn-browser.js', 'text/javascript'],
+      ['/console/static/console.js', 'text/javascript'],
+      ['/docs/static/swagger-ui.css', 'text/css'],
+    ] as const) {
+      const res = await fetch(`${url}${path}`);
+      assert.equal(res.status, 200, path);
+      assert.ok(res.headers.get('content-type')?.startsWith(type), `${path}: ${res.headers.get('content-type')}`);
+      assert.ok((await res.arrayBuffer()).byteLength > 100, path);
+    }
+    const version = (JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as { version: string }).version;
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    assert.ok(metrics.includes(`idp_info{version="${version}"} 1`), 'the version from the installed package.json');
   });
 
   it('issues a client_credentials token to a client made with the compiled admin CLI', async () => {
