@@ -2,7 +2,7 @@
 // floor, a stock oidc-provider (bench/peer-server.ts: in-memory adapter, ES256 JWT access tokens)
 // and this service on SQLite and on PostgreSQL, one process and WORKERS=2: client_credentials
 // tokens, OIDC userinfo and one user's passkeys (10 passkeys, 20,000 in the organization), each with
-// 50 connections; start-up time and memory. Prints the table with each figure's ratio beside its
+// 50 connections; the time from `npm start` to ready, and memory. Prints the table with each figure's ratio beside its
 // goal, writes bench/results.json, and (full runs) the README table.
 //
 // The machine is shared and its speed drifts within minutes, so every ratio is taken against
@@ -18,6 +18,7 @@ import {
   cpuSeconds,
   load,
   machine,
+  npmStartReadyMs,
   row,
   SECRET,
   startFlags,
@@ -39,6 +40,8 @@ const PASSKEYS = 20_000;
 const USERS = 2_000;
 /** how long after the last load run the settled resident set is read */
 const SETTLE_MS = 3000;
+/** how many `npm start` runs the time to ready is the median of (after one that is not counted) */
+const READY_RUNS = 5;
 const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
 
 /** A load run, with the CPU (in cores: CPU seconds per second) the server and the load generator used. */
@@ -126,6 +129,7 @@ interface ServiceFigures {
   tokens2: Run;
   tokens1: Run;
   readyMs: number;
+  npmReadyMs: number[];
   restMb: number;
   afterMb: number;
   settledMb: number;
@@ -164,6 +168,7 @@ async function serviceFigures(
       service.pid,
     );
 
+  const npmReadyMs = await npmStartReadyMs(env, port, READY_RUNS);
   let service: Service = await startService(env, port);
   try {
     // at rest: no request since ready
@@ -220,6 +225,7 @@ async function serviceFigures(
       tokens2,
       tokens1,
       readyMs,
+      npmReadyMs,
       restMb,
       afterMb,
       settledMb,
@@ -229,6 +235,7 @@ async function serviceFigures(
   }
 }
 
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
 const mean = (runs: Run[]) => runs.reduce((sum, r) => sum + r.requestsPerSec, 0) / runs.length;
 const ok = (r: Run) => r.errors === 0 && r.non2xx === 0;
 
@@ -278,11 +285,12 @@ function serviceRows(dialect: string, s: ServiceFigures, goal: { token: number; 
     },
     { target: `${dialect}: tokens, one process right after`, result: s.tokens1, goal: '-' },
     {
-      target: `${dialect}: ready after spawn (ms)`,
-      value: String(s.readyMs),
+      target: `${dialect}: ready after spawning npm start (ms; median of ${s.npmReadyMs.length}: ${s.npmReadyMs.join(', ')})`,
+      value: String(median(s.npmReadyMs)),
       goal: '<= 1000 ms',
-      met: s.readyMs <= 1000,
+      met: median(s.npmReadyMs) <= 1000,
     },
+    { target: `${dialect}: ready after spawning node directly (ms)`, value: String(s.readyMs), goal: '-' },
     { target: `${dialect}: RSS at rest (MB)`, value: String(s.restMb), goal: '<= 130 MB', met: s.restMb <= 130 },
     { target: `${dialect}: RSS right after the runs above (MB)`, value: String(s.afterMb), goal: '-' },
     {
