@@ -10,8 +10,8 @@
 //
 // One bundle instead of a file per module: loading some 1,300 modules one by one (resolving,
 // reading, linking each) was most of the time to ready. The libraries are bundled too, except sharp
-// (a native addon) and @fastify/swagger-ui (serves files from its own directory); the production
-// install still has every production dependency. The source maps cover the project's own code, one
+// (a native addon); the production install still has every production dependency, and the files
+// Swagger UI serves stay in its package. The source maps cover the project's own code, one
 // mapping per line: Node parses a map when it first needs one (a library asks for the stack at
 // start-up), and a full map of the libraries, megabytes of it, cost more than the bundle saved. A
 // stack frame in a library shows the bundle's file and line; the bundle names each library file above
@@ -21,7 +21,8 @@
 // `--out <dir>` builds into another directory instead of dist/ (the packaging tests build from the
 // current sources into a temporary directory).
 import { decode, encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
-import { build } from 'esbuild';
+import { build, type BuildOptions, type Plugin } from 'esbuild';
+import http from 'node:http';
 import { cpSync, globSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -53,8 +54,56 @@ function productionPackage(pkg: PackageJson): PackageJson {
   };
 }
 
-/** Libraries left out of the bundle, loaded from node_modules. */
-const EXTERNAL = ['sharp', '@fastify/swagger-ui', 'pg-native'];
+/** Libraries left out of the bundle, loaded from node_modules: a native addon, an optional one. */
+const EXTERNAL = ['sharp', 'pg-native'];
+
+/** Bundled libraries that read files of their own package (Swagger UI's pages and scripts). */
+const READS_OWN_FILES = ['@fastify/swagger-ui'];
+
+/**
+ * A library that reads its own files finds them from __dirname: in the bundle, its module gets its
+ * own __dirname, the directory it has in node_modules, found at run time.
+ */
+const ownDirectory: Plugin = {
+  name: 'own-directory',
+  setup(b) {
+    for (const name of READS_OWN_FILES) {
+      const root = join(ROOT, 'node_modules', name);
+      b.onLoad({ filter: new RegExp(`/node_modules/${name}/.*\\.js$`) }, (args) => {
+        const within = relative(root, dirname(args.path));
+        const dir =
+          `require('node:path').join(require('node:path').dirname(require.resolve(${JSON.stringify(`${name}/package.json`)}))` +
+          `, ${JSON.stringify(within)})`;
+        return { contents: `var __dirname = ${dir};\n${readFileSync(args.path, 'utf8')}`, loader: 'js' };
+      });
+    }
+  },
+};
+
+/**
+ * An ES module that imports node:http gets Node's module facade, which reads every export, the
+ * WebSocket, CloseEvent and MessageEvent getters among them, and so loads undici (tens of
+ * milliseconds at start-up, for classes nothing here uses). In the bundle, such imports read the
+ * CommonJS module instead, with every export but those getters.
+ */
+const httpWithoutUndici: Plugin = {
+  name: 'http-without-undici',
+  setup(b) {
+    const lazy = new Set(['WebSocket', 'CloseEvent', 'MessageEvent']);
+    const names = Object.keys(http).filter((k) => !lazy.has(k) && /^[A-Za-z_$][\w$]*$/.test(k));
+    b.onResolve({ filter: /^(node:)?http$/ }, (args) =>
+      args.kind === 'import-statement' ? { path: 'node:http', namespace: 'http-without-undici' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'http-without-undici' }, () => ({
+      contents: [
+        "const http = require('node:http');",
+        'export default http;',
+        `export const { ${names.join(', ')} } = http;`,
+      ].join('\n'),
+      loader: 'js',
+    }));
+  },
+};
 
 /**
  * Bundled CommonJS libraries use require, __filename and __dirname; an ES module has none of them.
@@ -70,14 +119,16 @@ const COMMONJS_GLOBALS = [
 ].join(' ');
 
 /** The options of both builds below. */
-const OPTIONS = {
+const OPTIONS: BuildOptions & { plugins: Plugin[] } = {
   bundle: true,
   format: 'esm',
   platform: 'node',
   target: 'node24',
   external: EXTERNAL,
+  absWorkingDir: ROOT,
   logLevel: 'warning',
-} as const;
+  plugins: [ownDirectory, httpWithoutUndici],
+};
 
 /**
  * The libraries the project's own modules import (static and dynamic imports, as written), from a
@@ -103,8 +154,8 @@ async function librariesImported(): Promise<string[]> {
 
 /**
  * The service, with its libraries in chunks of their own: beside the entry point, a second one that
- * only re-exports the libraries (never loaded) makes esbuild put the library code the service shares
- * with it into separate chunks, which get no source map.
+ * only re-exports the libraries makes esbuild put the library code the service shares with it into
+ * separate chunks, which get no source map. That second entry point is deleted afterwards.
  */
 async function bundle(): Promise<void> {
   const libraries = await librariesImported();
@@ -115,6 +166,7 @@ async function bundle(): Promise<void> {
       { in: 'libraries', out: 'libraries' },
     ],
     plugins: [
+      ...OPTIONS.plugins,
       {
         name: 'libraries-entry',
         setup(b) {
@@ -133,6 +185,7 @@ async function bundle(): Promise<void> {
     sourcemap: 'linked',
     sourcesContent: false,
   });
+  for (const file of ['libraries.js', 'libraries.js.map']) rmSync(join(DIST, 'src', file));
 }
 
 /**

@@ -74,6 +74,7 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
   it('is bundled, with source maps of the TypeScript for the project’s code only', () => {
     const files = readdirSync(join(app, 'src')).filter((f) => f.endsWith('.js'));
     assert.ok(files.length < 30, `a few bundled files, not a file per module: ${files.length}`);
+    assert.ok(!files.includes('libraries.js'), 'the build-time entry point of the libraries is not shipped');
     const maps = files.filter((f) => existsSync(join(app, 'src', `${f}.map`)));
     const sources = maps.flatMap(
       (f) => (JSON.parse(readFileSync(join(app, 'src', `${f}.map`), 'utf8')) as { sources: string[] }).sources,
@@ -97,6 +98,35 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
     const entry = map.findEntry(bundled.line, 0) as { originalSource?: string; originalLine?: number };
     assert.match(entry.originalSource ?? '', /\/src\/app\.ts$/);
     assert.equal(entry.originalLine, declared);
+  });
+
+  it('loads the WebAuthn server library and sharp on first use only: neither is in what start-up loads', () => {
+    const dir = join(app, 'src');
+    const read = (file: string) => readFileSync(join(dir, file), 'utf8');
+    const staticImports = (file: string) =>
+      [...read(file).matchAll(/^(?:import|export)\s(?:[^;]*?\sfrom\s)?"\.\/([\w-]+\.js)";$/gm)].map((m) => m[1]!);
+    // main.js switches on the compile cache, then imports the command line, which starts the service
+    const commandLine = /import\("\.\/(command-line-[\w-]+\.js)"\)/.exec(read('main.js'))?.[1];
+    assert.ok(commandLine, 'main.js imports the command line');
+    const loaded = new Set<string>();
+    const visit = (file: string) => {
+      if (loaded.has(file)) return;
+      loaded.add(file);
+      for (const next of staticImports(file)) visit(next);
+    };
+    visit('main.js');
+    visit(commandLine);
+    assert.ok(loaded.size >= 3, [...loaded].join(' '));
+    const library = '// node_modules/@simplewebauthn/server/';
+    const files = readdirSync(dir).filter((f) => f.endsWith('.js'));
+    assert.ok(
+      files.some((f) => !loaded.has(f) && read(f).includes(library)),
+      'the library is bundled, in a chunk of its own',
+    );
+    for (const file of loaded) {
+      assert.ok(!read(file).includes(library), `${file} holds the WebAuthn server library`);
+      assert.doesNotMatch(read(file), /^import[^;]*?"sharp";$/m, `${file} imports sharp`);
+    }
   });
 
   it('npm start runs the compiled service with source maps and the heap flags', () => {
