@@ -126,6 +126,18 @@ export function startFlags(): string[] {
   return match[1]!.trim().split(' ').filter(Boolean);
 }
 
+/** The environment of a benchmarked service on a loopback port: `env` on top of this process's. */
+function serviceEnv(env: Record<string, string>, port: number): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    LOG_LEVEL: 'warn',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    ...env,
+  };
+}
+
 /**
  * Starts the compiled service as `npm start` does (`node <flags> dist/src/main.js serve`, built by
  * `npm run bench` before it runs; other Node flags when given: flags on the command line win over
@@ -138,14 +150,7 @@ export async function startService(
 ): Promise<Service> {
   const started = performance.now();
   const child = spawn(process.execPath, [...flags, 'dist/src/main.js', 'serve'], {
-    env: {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PUBLIC_URL: `http://127.0.0.1:${port}`,
-      ...env,
-    },
+    env: serviceEnv(env, port),
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -198,14 +203,7 @@ export async function npmStartReadyMs(env: Record<string, string>, port: number,
   for (let i = 0; i <= runs; i++) {
     const started = performance.now();
     const child = spawn('npm', ['start'], {
-      env: {
-        ...process.env,
-        LOG_LEVEL: 'warn',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        PUBLIC_URL: `http://127.0.0.1:${port}`,
-        ...env,
-      },
+      env: serviceEnv(env, port),
       stdio: ['ignore', 'ignore', 'inherit'],
       detached: true,
     });
