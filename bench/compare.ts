@@ -2,8 +2,8 @@
 // floor, a stock oidc-provider (bench/peer-server.ts: in-memory adapter, ES256 JWT access tokens)
 // and this service on SQLite and on PostgreSQL, one process and WORKERS=2: client_credentials
 // tokens, OIDC userinfo and one user's passkeys (10 passkeys, 20,000 in the organization), each with
-// 50 connections; the time from `npm start` to ready, and memory. Prints the table with each figure's ratio beside its
-// goal, writes bench/results.json, and (full runs) the README table.
+// 50 connections; the time from `npm start` to ready, and memory. Prints the table with each
+// figure's ratio beside its goal, writes bench/results.json, and (full runs) the README table.
 //
 // The machine is shared and its speed drifts within minutes, so every ratio is taken against
 // reference runs right before and right after the run it judges: the peer around each token run,
