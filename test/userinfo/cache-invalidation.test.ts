@@ -290,11 +290,21 @@ for (const dialect of dialects()) {
             await new Promise((r) => setTimeout(r, 20));
           }
           timings['listener back after'] = Math.round(performance.now() - lostAt);
-          const listeners = await admin.query(
-            `select count(*)::int as n from pg_stat_activity
-             where application_name = 'idp-invalidations' and datname = current_database()`,
-          );
-          assert.equal(listeners.rows[0].n, 2);
+          // both instances' listeners are back (each reconnects on its own schedule)
+          const listeners = async () =>
+            (
+              await admin.query<{ n: number }>(
+                `select count(*)::int as n from pg_stat_activity
+                 where application_name = 'idp-invalidations' and datname = current_database()`,
+              )
+            ).rows[0]!.n;
+          let n = await listeners();
+          while ((a.store.invalidations!.mode !== 'listening' || n !== 2) && performance.now() - lostAt < 5000) {
+            await new Promise((r) => setTimeout(r, 20));
+            n = await listeners();
+          }
+          assert.equal(a.store.invalidations!.mode, 'listening');
+          assert.equal(n, 2);
           // and notifications flow again
           await setUserAttributes(a.store, s.user.eppn, { name: 'Ada Again' });
           const again = await reflected(b, s.token, (res) => res.json().name === 'Ada Again');
