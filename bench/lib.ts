@@ -138,6 +138,20 @@ function serviceEnv(env: Record<string, string>, port: number): NodeJS.ProcessEn
   };
 }
 
+/** Polls /readyz every 10 ms until it answers 200; throws if the process exits or 30 s pass. */
+async function untilReady(child: ChildProcess, url: string, started: number): Promise<void> {
+  for (;;) {
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false, // not listening yet
+    );
+    if (ready) return;
+    if (child.exitCode !== null) throw new Error('the service exited during start-up');
+    if (performance.now() - started > 30_000) throw new Error('the service was not ready within 30 s');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /**
  * Starts the compiled service as `npm start` does (`node <flags> dist/src/main.js serve`, built by
  * `npm run bench` before it runs; other Node flags when given: flags on the command line win over
@@ -154,20 +168,11 @@ export async function startService(
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
-  const deadline = started + 30_000;
-  for (;;) {
-    try {
-      const r = await fetch(`${url}/readyz`);
-      if (r.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (child.exitCode !== null) throw new Error('service exited during start-up');
-    if (performance.now() > deadline) {
-      child.kill();
-      throw new Error('service not ready within 30 s');
-    }
-    await new Promise((r) => setTimeout(r, 10));
+  try {
+    await untilReady(child, url, started);
+  } catch (err) {
+    child.kill();
+    throw err;
   }
   return {
     url,
@@ -209,16 +214,7 @@ export async function npmStartReadyMs(env: Record<string, string>, port: number,
     });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     try {
-      for (;;) {
-        const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (ready) break;
-        if (child.exitCode !== null) throw new Error('npm start exited during start-up');
-        if (performance.now() - started > 30_000) throw new Error('npm start: not ready within 30 s');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await untilReady(child, `http://127.0.0.1:${port}`, started);
       if (i > 0) times.push(Math.round(performance.now() - started));
     } finally {
       if (child.exitCode === null) process.kill(-child.pid!, 'SIGTERM');
