@@ -41,6 +41,23 @@ export function openSqlite(path: string): DatabaseSync {
 // statements are kept per SQL text (bounded: query shapes are few, values are parameters).
 const STATEMENT_CACHE_SIZE = 500;
 
+/**
+ * Turns a statement's rows, read as arrays, into plain objects keyed by column name. node:sqlite's
+ * own row objects have no prototype, which makes V8 keep them as hash tables: building them and
+ * reading their fields cost more than reading the values by position and setting them on ordinary
+ * objects, which all share one shape. A later column of the same name wins, as in the driver's
+ * objects. Undefined when a column name would not be an ordinary property (`__proto__`): the
+ * driver's objects are used then.
+ */
+function rowBuilder(names: readonly string[]): ((values: readonly unknown[]) => UnknownRow) | undefined {
+  if (names.includes('__proto__')) return undefined;
+  return (values) => {
+    const row: Record<string, unknown> = {};
+    for (let i = 0; i < names.length; i++) row[names[i]!] = values[i];
+    return row;
+  };
+}
+
 function adapt(db: DatabaseSync): SqliteDatabase {
   const cache = new Map<string, SqliteStatement>();
   return {
@@ -52,14 +69,23 @@ function adapt(db: DatabaseSync): SqliteDatabase {
       const cached = cache.get(sql);
       if (cached) return cached;
       const stmt = db.prepare(sql);
+      const columns = stmt.columns();
+      const build = columns.length > 0 ? rowBuilder(columns.map((c) => c.name)) : undefined;
+      if (build) stmt.setReturnArrays(true);
       const adapted: SqliteStatement = {
-        reader: stmt.columns().length > 0,
-        all: (parameters) => stmt.all(...bind(parameters)),
+        reader: columns.length > 0,
+        all: build
+          ? (parameters) => (stmt.all(...bind(parameters)) as unknown as unknown[][]).map(build)
+          : (parameters) => stmt.all(...bind(parameters)),
         run: (parameters) => {
           const r = stmt.run(...bind(parameters));
           return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
         },
-        iterate: (parameters) => stmt.iterate(...bind(parameters)),
+        iterate: build
+          ? function* (parameters) {
+              for (const values of stmt.iterate(...bind(parameters))) yield build(values as unknown as unknown[]);
+            }
+          : (parameters) => stmt.iterate(...bind(parameters)),
       };
       if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
       cache.set(sql, adapted);
