@@ -137,6 +137,7 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
       '--enable-source-maps',
       '--max-heap-size=256',
       '--max-semi-space-size=8',
+      '--min-semi-space-size=8',
       '--no-allocation-site-pretenuring',
       'src/main.js',
       'serve',
