@@ -3,8 +3,8 @@
 // old-generation pages for reuse; its own memory reducer does not shrink them while the process
 // only waits. Start-up (loading and compiling every module) and a burst of requests leave tens of
 // megabytes resident that a quiet service does not need. So: one full collection that reduces the
-// heap's footprint (V8's "last resort" collection: pages released; npm start's --min-semi-space-size
-// keeps the young generation from shrinking, which slowed the next burst)
+// heap's footprint (V8's "last resort" collection: pages released; the young generation stays at
+// npm start's --min-semi-space-size, since shrinking it slowed the next burst)
 // shortly after start-up (src/command-line.ts), and then whenever the service has served no request
 // for a whole idle interval after a busy one that grew the resident set by RELEASE_AFTER_GROWTH_MB
 // or more. The collection takes some tens of milliseconds (about 80 ms after start-up here); after a
