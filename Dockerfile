@@ -40,5 +40,5 @@ EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["/app/node_modules/.bin/node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/readyz`).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
 # The flags of `npm start` (dist/package.json); `docker run ... passkey-idp org list` runs an admin command instead.
-ENTRYPOINT ["/app/node_modules/.bin/node", "--enable-source-maps", "--max-heap-size=256", "--max-semi-space-size=8", "--min-semi-space-size=8", "--no-allocation-site-pretenuring", "src/main.js"]
+ENTRYPOINT ["/app/node_modules/.bin/node", "--enable-source-maps", "--max-heap-size=256", "--max-semi-space-size=8", "--min-semi-space-size=8", "--no-allocation-site-pretenuring", "--heap-growing-percent=100", "src/main.js"]
 CMD ["serve"]

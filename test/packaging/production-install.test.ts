@@ -139,6 +139,7 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
       '--max-semi-space-size=8',
       '--min-semi-space-size=8',
       '--no-allocation-site-pretenuring',
+      '--heap-growing-percent=100',
       'src/main.js',
       'serve',
     ]);
