@@ -81,8 +81,18 @@ export async function startTestApp(
   const store = await openStore(config.databaseUrl);
   const keys = keyring(TEST_SECRET);
   const built = await buildApp({ config, store, keys, now: options.now });
-  if (options.listen !== undefined) await built.app.listen({ port: options.listen, host: '127.0.0.1' });
-  else await built.app.ready();
+  if (options.listen === undefined) await built.app.ready();
+  else {
+    try {
+      await built.app.listen({ port: options.listen, host: '127.0.0.1' });
+    } catch (err) {
+      // the port was taken: nothing is left behind, so the caller may try another
+      await built.app.close();
+      await store.close();
+      await database.drop();
+      throw err;
+    }
+  }
   return {
     ...built,
     config,

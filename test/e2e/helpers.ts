@@ -46,11 +46,25 @@ export interface E2EServer extends App {
   close(): Promise<void>;
 }
 
-/** The whole service listening on 127.0.0.1 with PUBLIC_URL http://localhost:<port>. */
+/**
+ * The whole service listening on 127.0.0.1 with PUBLIC_URL http://localhost:<port>. The port is
+ * chosen before the service is built (PUBLIC_URL names it), so another process may take it in
+ * between (tests run in parallel, and outgoing connections draw from the same range): a taken
+ * port is replaced by another, a few times.
+ */
 export async function startServer(dialect: Dialect, env: Record<string, string> = {}): Promise<E2EServer> {
-  const port = await freePort();
-  const url = `http://localhost:${port}`;
-  return { ...(await startTestApp(dialect, { PUBLIC_URL: url, PORT: String(port), ...env }, { listen: port })), url };
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const url = `http://localhost:${port}`;
+    try {
+      return {
+        ...(await startTestApp(dialect, { PUBLIC_URL: url, PORT: String(port), ...env }, { listen: port })),
+        url,
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 5) throw err;
+    }
+  }
 }
 
 export function launchBrowser(): Promise<Browser> {
