@@ -81,30 +81,21 @@ export async function startTestApp(
   const store = await openStore(config.databaseUrl);
   const keys = keyring(TEST_SECRET);
   const built = await buildApp({ config, store, keys, now: options.now });
+  const close = async () => {
+    await built.app.close();
+    await store.close();
+    await database.drop();
+  };
   if (options.listen === undefined) await built.app.ready();
   else {
     try {
       await built.app.listen({ port: options.listen, host: '127.0.0.1' });
     } catch (err) {
-      // the port was taken: nothing is left behind, so the caller may try another
-      await built.app.close();
-      await store.close();
-      await database.drop();
+      await close(); // the port was taken: nothing is left behind, so the caller may try another
       throw err;
     }
   }
-  return {
-    ...built,
-    config,
-    store,
-    keys,
-    dialect,
-    async close() {
-      await built.app.close();
-      await store.close();
-      await database.drop();
-    },
-  };
+  return { ...built, config, store, keys, dialect, close };
 }
 
 export async function seedOrg(ctx: { store: Store }, id = 1, realm = 'example.org', name = 'Example University') {
