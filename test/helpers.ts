@@ -2,6 +2,7 @@
 import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { isoCBOR } from '@simplewebauthn/server/helpers';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -207,6 +208,37 @@ export interface ServiceProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** Whether something can listen on this loopback port now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createNetServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A port for a test server whose port must be known before it starts (PUBLIC_URL names it). It is
+ * drawn at random from below Linux's ephemeral range (32768-60999), so no outgoing connection (the
+ * database pool, a browser, a relying party) can take it between this choice and the listen, as it
+ * can a port the kernel handed out with listen(0); the random draw keeps parallel test files apart,
+ * and the port is checked free now. After 20 taken draws, one the kernel hands out.
+ */
+export async function pickFreePort(): Promise<number> {
+  for (let draw = 0; draw < 20; draw++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+  }
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 /** The real service (`node src/main.ts serve`) in a child process on a free port. */
 export async function spawnService(
   env: Record<string, string>,
@@ -214,15 +246,7 @@ export async function spawnService(
   options: { stdout?: boolean } = {},
 ): Promise<ServiceProcess> {
   const { spawn } = await import('node:child_process');
-  const { createServer } = await import('node:net');
-  const freePort =
-    port ??
-    (await new Promise<number>((resolve) => {
-      const s = createServer().listen(0, '127.0.0.1', () => {
-        const p = (s.address() as { port: number }).port;
-        s.close(() => resolve(p));
-      });
-    }));
+  const freePort = port ?? (await pickFreePort());
   const url = `http://127.0.0.1:${freePort}`;
   const child = spawn(process.execPath, ['src/main.ts', 'serve'], {
     env: {

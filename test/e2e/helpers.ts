@@ -11,7 +11,7 @@ import type { Dialect, Store } from '../../src/store/index.ts';
 import type { App } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
 import type { Keyring } from '../../src/crypto.ts';
-import { seedClient, startTestApp } from '../helpers.ts';
+import { pickFreePort, seedClient, startTestApp } from '../helpers.ts';
 import type { NewClient } from '../../src/clients/index.ts';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -25,16 +25,8 @@ const CHROMIUM_ARGS = [
   '--no-first-run',
 ];
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
+/** A loopback port free now, outside the range outgoing connections draw from (test/helpers.ts). */
+export const freePort = pickFreePort;
 
 export interface E2EServer extends App {
   /** PUBLIC_URL: http://localhost:<port> */
@@ -48,9 +40,8 @@ export interface E2EServer extends App {
 
 /**
  * The whole service listening on 127.0.0.1 with PUBLIC_URL http://localhost:<port>. The port is
- * chosen before the service is built (PUBLIC_URL names it), so another process may take it in
- * between (tests run in parallel, and outgoing connections draw from the same range): a taken
- * port is replaced by another, a few times.
+ * chosen before the service is built (PUBLIC_URL names it), so a test running in parallel may take
+ * it in between: a taken port is replaced by another, a few times.
  */
 export async function startServer(dialect: Dialect, env: Record<string, string> = {}): Promise<E2EServer> {
   for (let attempt = 1; ; attempt++) {
