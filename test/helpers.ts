@@ -219,10 +219,10 @@ function canListen(port: number): Promise<boolean> {
 
 /**
  * A port for a test server whose port must be known before it starts (PUBLIC_URL names it). It is
- * drawn at random from below Linux's ephemeral range (32768-60999), so no outgoing connection (the
- * database pool, a browser, a relying party) can take it between this choice and the listen, as it
- * can a port the kernel handed out with listen(0); the random draw keeps parallel test files apart,
- * and the port is checked free now. After 20 taken draws, one the kernel hands out.
+ * drawn at random from below Linux's ephemeral range (32768-60999 by default), so no outgoing
+ * connection (the database pool, a browser, a relying party) can take it between this choice and
+ * the listen, as it can a port the kernel handed out with listen(0); the random draw keeps parallel
+ * test files apart, and the port is checked free now. After 20 taken draws, one the kernel hands out.
  */
 export async function pickFreePort(): Promise<number> {
   for (let draw = 0; draw < 20; draw++) {
