@@ -65,7 +65,7 @@ export interface OrganizationAccess {
   granted: boolean;
 }
 
-/** The columns of a passkey in a list (the eppn is the caller's). */
+/** The columns of a passkey in a list (the eppn is the caller's), all in the passkeys_user index (migration 012). */
 const LIST_COLUMNS = [
   'passkeys.id',
   'passkeys.label',

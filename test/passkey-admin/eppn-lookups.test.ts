@@ -1,10 +1,12 @@
 import { after, before, describe, it } from 'node:test';
+import type { SQLInputValue } from 'node:sqlite';
 import assert from 'node:assert/strict';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { insertPasskeys, listPasskeysByEppn, listPasskeysOfEppn } from '../../src/store/passkeys.ts';
 import { eppnExists } from '../../src/store/checkuser.ts';
+import { openSqlite, SqliteLimitsInText, sqliteDialect } from '../../src/store/sqlite.ts';
 import type { DB } from '../../src/store/schema.ts';
 import { dialects, freshDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
 import { passkeyRow } from './fixtures.ts';
@@ -65,6 +67,53 @@ for (const dialect of dialects()) {
       assert.equal(await eppnExists(store.db, [1], 'carol@other.org'), false);
       assert.equal(await eppnExists(store.db, [1], 'nobody@example.org'), false);
       assert.equal(await eppnExists(store.db, [], 'alice@example.org'), false);
+    });
+
+    it("reads one user's list from the user's index alone, not from the passkeys' rows", async () => {
+      const statements: { sql: string; parameters: readonly unknown[] }[] = [];
+      const log = (event: { query: { sql: string; parameters: readonly unknown[] } }) =>
+        void statements.push(event.query);
+      if (dialect === 'sqlite') {
+        const db = new Kysely<DB>({ dialect: sqliteDialect(database.url), plugins: [new SqliteLimitsInText()], log });
+        try {
+          assert.equal((await listPasskeysOfEppn(db, 1, 'alice@example.org', 0, 10)).length, 2);
+        } finally {
+          await db.destroy();
+        }
+        const [statement] = statements as [{ sql: string; parameters: readonly unknown[] }];
+        const raw = openSqlite(database.url);
+        try {
+          const plan = raw
+            .prepare(`explain query plan ${statement.sql}`)
+            .all(...(statement.parameters as SQLInputValue[]))
+            .map((r) => String(r.detail))
+            .join('\n');
+          assert.match(plan, /SEARCH passkeys USING COVERING INDEX passkeys_user \(user_id=\? AND id>\?\)/, plan);
+        } finally {
+          raw.close();
+        }
+        return;
+      }
+      const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+      const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
+      try {
+        await listPasskeysOfEppn(db, 1, 'alice@example.org', 0, 10);
+        const [statement] = statements as [{ sql: string; parameters: readonly unknown[] }];
+        const client = await pool.connect();
+        try {
+          // what an index-only scan needs: the visibility map of a vacuumed table, and no cheaper seq scan
+          await client.query('vacuum analyze passkeys');
+          await client.query('set enable_seqscan = off');
+          const plan = (await client.query(`explain ${statement.sql}`, [...statement.parameters])).rows
+            .map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN'])
+            .join('\n');
+          assert.match(plan, /Index Only Scan using passkeys_user on passkeys/, plan);
+        } finally {
+          client.release();
+        }
+      } finally {
+        await db.destroy();
+      }
     });
 
     if (dialect === 'postgres') {
