@@ -8,7 +8,9 @@
 // The machine is shared and its speed drifts within minutes, so every ratio is taken against
 // reference runs right before and right after the run it judges: the peer around each token run,
 // the floor around each userinfo and passkey run, and for WORKERS=2 a one-process run right after.
-// The floor and the peer keep running, idle, between their runs. Each load run also records the CPU
+// The floor and the peer keep running, idle, between their runs. A second peer, started with the
+// Node flags of `npm start`, runs around each token run too: what the service's memory limits cost
+// the library itself, shown beside the goal, not judged. Each load run also records the CPU
 // the server's processes and the load generator (autocannon, in this process) used.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -55,7 +57,7 @@ interface Figure {
   /** a figure that is not a load run (milliseconds, MB) */
   value?: string;
   /** the reference runs before and after, and what the ratio is to */
-  reference?: { name: 'floor' | 'peer' | 'one process'; runs: Run[] };
+  reference?: { name: 'floor' | 'peer' | 'peer, same flags' | 'one process'; runs: Run[] };
   ratio?: number;
   goal: string;
   met?: boolean;
@@ -117,12 +119,15 @@ async function prepare(databaseUrl: string, publicUrl: string): Promise<Prepared
 interface References {
   floor: ChildServer;
   peer: ChildServer;
+  /** the same peer started with the service's Node flags (npm start's): not a goal, an explanation */
+  peerWithFlags: ChildServer;
   duration: number;
 }
 
 interface ServiceFigures {
   token: Run;
   peerAround: Run[];
+  peerWithFlagsAround: Run[];
   userinfo: Run;
   passkeys: Run;
   floorAround: Run[];
@@ -153,6 +158,13 @@ async function serviceFigures(
       duration,
       refs.peer.pid,
     );
+  const peerWithFlagsRun = (when: string) =>
+    measure(
+      `${dialect}: the peer with npm start's Node flags, ${when}`,
+      tokenRequest(refs.peerWithFlags.url, PEER_CLIENT.id, PEER_CLIENT.secret),
+      duration,
+      refs.peerWithFlags.pid,
+    );
   const floorRun = (when: string) =>
     measure(
       `${dialect}: Fastify constant JSON (floor), ${when}`,
@@ -175,7 +187,9 @@ async function serviceFigures(
     await new Promise((r) => setTimeout(r, SETTLE_MS));
     const restMb = service.rssMb();
     const peerBefore = await peerRun('before');
+    const peerWithFlagsBefore = await peerWithFlagsRun('before');
     const token = await tokens(service, `${dialect}: POST /oauth/token`);
+    const peerWithFlagsAfter = await peerWithFlagsRun('after');
     const peerAfter = await peerRun('after');
     const floorBefore = await floorRun('before userinfo');
     const userinfo = await measure(
@@ -219,6 +233,7 @@ async function serviceFigures(
     return {
       token,
       peerAround: [peerBefore, peerAfter],
+      peerWithFlagsAround: [peerWithFlagsBefore, peerWithFlagsAfter],
       userinfo,
       passkeys,
       floorAround: [floorBefore, floorBetween, floorAfter],
@@ -242,6 +257,7 @@ const ok = (r: Run) => r.errors === 0 && r.non2xx === 0;
 function serviceRows(dialect: string, s: ServiceFigures, goal: { token: number; passkeys: number }): Figure[] {
   const [floorBefore, floorBetween, floorAfter] = s.floorAround as [Run, Run, Run];
   const peer = mean(s.peerAround);
+  const peerWithFlags = mean(s.peerWithFlagsAround);
   const userinfoFloor = mean([floorBefore, floorBetween]);
   const passkeysFloor = mean([floorBetween, floorAfter]);
   const scale = s.tokens2.requestsPerSec / s.tokens1.requestsPerSec;
@@ -258,6 +274,18 @@ function serviceRows(dialect: string, s: ServiceFigures, goal: { token: number; 
       ratio: s.token.requestsPerSec / peer,
       goal: `>= ${fixed(goal.token)} x peer`,
       met: ok(s.token) && s.token.requestsPerSec / peer >= goal.token,
+    },
+    ...s.peerWithFlagsAround.map((r, i) => ({
+      target: `${dialect}: the peer with npm start's Node flags, ${i === 0 ? 'before' : 'after'}`,
+      result: r,
+      goal: '-',
+    })),
+    {
+      target: `${dialect}: client_credentials tokens, to the peer with the same Node flags`,
+      result: s.token,
+      reference: { name: 'peer, same flags', runs: s.peerWithFlagsAround },
+      ratio: s.token.requestsPerSec / peerWithFlags,
+      goal: '-',
     },
     {
       target: `${dialect}: userinfo`,
@@ -347,7 +375,8 @@ export async function main(args: string[]): Promise<void> {
 
   const floor = await startFloor();
   const peer = await startPeer();
-  const refs: References = { floor, peer, duration };
+  const peerWithFlags = await startPeer(startFlags());
+  const refs: References = { floor, peer, peerWithFlags, duration };
   let sqlite: ServiceFigures | undefined;
   let postgres: ServiceFigures | undefined;
   try {
@@ -359,7 +388,7 @@ export async function main(args: string[]): Promise<void> {
     }
     postgres = await withFreshPostgres('idp_bench_compare', (url) => serviceFigures('PostgreSQL', url, 18102, refs));
   } finally {
-    await Promise.all([floor.close(), peer.close()]);
+    await Promise.all([floor.close(), peer.close(), peerWithFlags.close()]);
   }
 
   const figures: Figure[] = [];
@@ -370,7 +399,7 @@ export async function main(args: string[]): Promise<void> {
     .map((x) => x.toFixed(1))
     .join(
       ' ',
-    )}. autocannon (in the benchmark's own process), ${CONNECTIONS} connections, ${duration} s per run after a 3 s warm-up; each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}). Each ratio is to the mean of the reference runs right before and after it (the peer for tokens, the floor for userinfo and passkeys; WORKERS=2 to a one-process run right after it). CPU cores: CPU seconds per second of the server's processes (all threads, workers included) and of the load generator during the run, on ${machine().split(' ')[0]} cores.${quick ? ' QUICK RUN: not reference figures.' : ''}`;
+    )}. autocannon (in the benchmark's own process), ${CONNECTIONS} connections, ${duration} s per run after a 3 s warm-up; each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}). Each ratio is to the mean of the reference runs right before and after it (the peer for tokens, the floor for userinfo and passkeys; WORKERS=2 to a one-process run right after it). The peer also runs a second time with the Node flags of \`npm start\`, to show what the service's memory limits cost the library itself; that ratio has no goal. CPU cores: CPU seconds per second of the server's processes (all threads, workers included) and of the load generator during the run, on ${machine().split(' ')[0]} cores.${quick ? ' QUICK RUN: not reference figures.' : ''}`;
   console.log(`\n${head}\n\n${out}`);
   if (args.includes('--no-write')) return;
   writeFileSync(

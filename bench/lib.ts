@@ -71,9 +71,9 @@ export interface ChildServer {
   close(): Promise<void>;
 }
 
-/** A benchmark server script run as its own process, which prints its port on stdout. */
-async function startChild(script: string, path: string): Promise<ChildServer> {
-  const child = spawn(process.execPath, [new URL(script, import.meta.url).pathname], {
+/** A benchmark server script run as its own process (with these Node flags), which prints its port on stdout. */
+async function startChild(script: string, path: string, flags: string[] = []): Promise<ChildServer> {
+  const child = spawn(process.execPath, [...flags, new URL(script, import.meta.url).pathname], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   const port = await new Promise<number>((resolve, reject) => {
@@ -100,9 +100,12 @@ export function startFloor(): Promise<ChildServer> {
   return startChild('./floor-server.ts', '/floor');
 }
 
-/** The stock oidc-provider of bench/peer-server.ts; the url is its token endpoint. */
-export function startPeer(): Promise<ChildServer> {
-  return startChild('./peer-server.ts', '/oauth/token');
+/**
+ * The stock oidc-provider of bench/peer-server.ts; the url is its token endpoint. With Node's
+ * defaults, or with the given Node flags (those of `npm start`, to see what they cost the library).
+ */
+export function startPeer(flags: string[] = []): Promise<ChildServer> {
+  return startChild('./peer-server.ts', '/oauth/token', flags);
 }
 
 export interface Service {
