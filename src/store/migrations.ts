@@ -155,25 +155,6 @@ function migration002(): Migration {
   };
 }
 
-// One user's passkey list (the passkey API's most frequent read) from the index alone: the user's
-// index carries the listed columns, so the list reads the index entries, which sit together, instead
-// of one table row per passkey, which sit wherever each passkey was made. On PostgreSQL the columns
-// are INCLUDEd (not part of the key); it reads the index alone where the visibility map allows. The
-// price is a wider index that a sign-in (last_used_at) and a rename also update.
-function migration012(dialect: Dialect): Migration {
-  const listed = 'label, created_at, last_used_at, mfa_verified, aaguid';
-  const index =
-    dialect === 'postgres'
-      ? `create index passkeys_user on passkeys(user_id, id) include (${listed})`
-      : `create index passkeys_user on passkeys(user_id, id, ${listed})`;
-  return {
-    async up(db: Kysely<any>) {
-      await sql.raw('drop index if exists passkeys_user').execute(db);
-      await sql.raw(index).execute(db);
-    },
-  };
-}
-
 /** Runs the migrations not yet run, all of them or (tests of a migration's backfill) up to and including `upTo`. */
 export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string): Promise<string[]> {
   const migrations: Record<string, Migration> = {
@@ -582,4 +563,23 @@ function postgresCountTriggers(): string[] {
     `create constraint trigger passkey_counts_fold after insert on passkey_count_folds
      deferrable initially deferred for each row execute function passkey_counts_fold()`,
   ];
+}
+
+// One user's passkey list (the passkey API's most frequent read) from the index alone: the user's
+// index carries the listed columns, so the list reads the index entries, which sit together, instead
+// of one table row per passkey, which sit wherever each passkey was made. On PostgreSQL the columns
+// are INCLUDEd (not part of the key); it reads the index alone where the visibility map allows. The
+// price is a wider index that a sign-in (last_used_at) and a rename also update.
+function migration012(dialect: Dialect): Migration {
+  const listed = 'label, created_at, last_used_at, mfa_verified, aaguid';
+  const index =
+    dialect === 'postgres'
+      ? `create index passkeys_user on passkeys(user_id, id) include (${listed})`
+      : `create index passkeys_user on passkeys(user_id, id, ${listed})`;
+  return {
+    async up(db: Kysely<any>) {
+      await sql.raw('drop index if exists passkeys_user').execute(db);
+      await sql.raw(index).execute(db);
+    },
+  };
 }
