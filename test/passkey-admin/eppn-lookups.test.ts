@@ -3,7 +3,7 @@ import type { SQLInputValue } from 'node:sqlite';
 import assert from 'node:assert/strict';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { openStore, type Store } from '../../src/store/index.ts';
+import { openStore, type Dialect, type Store } from '../../src/store/index.ts';
 import { insertPasskeys, listPasskeysByEppn, listPasskeysOfEppn } from '../../src/store/passkeys.ts';
 import { eppnExists } from '../../src/store/checkuser.ts';
 import { openSqlite, SqliteLimitsInText, sqliteDialect } from '../../src/store/sqlite.ts';
@@ -17,6 +17,58 @@ import { passkeyRow } from './fixtures.ts';
 // scan of the organization's users by an org_id index, filtered by eppn.
 
 const USERS_PER_ORG = 300;
+
+interface Statement {
+  sql: string;
+  parameters: readonly unknown[];
+}
+
+/** The statements `run` sends, as the store's queries send them, on a connection of the test's own. */
+async function statementsOf(
+  dialect: Dialect,
+  url: string,
+  run: (db: Kysely<DB>) => Promise<void>,
+): Promise<Statement[]> {
+  const statements: Statement[] = [];
+  const log = (event: { query: Statement }) => void statements.push(event.query);
+  const db =
+    dialect === 'sqlite'
+      ? new Kysely<DB>({ dialect: sqliteDialect(url), plugins: [new SqliteLimitsInText()], log })
+      : new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }), log });
+  try {
+    await run(db);
+  } finally {
+    await db.destroy();
+  }
+  return statements;
+}
+
+/** A statement's plan, one line per step: SQLite's EXPLAIN QUERY PLAN, or PostgreSQL's EXPLAIN after `setup`. */
+async function planOf(dialect: Dialect, url: string, statement: Statement, setup: string[] = []): Promise<string> {
+  if (dialect === 'sqlite') {
+    const raw = openSqlite(url);
+    try {
+      return raw
+        .prepare(`explain query plan ${statement.sql}`)
+        .all(...(statement.parameters as SQLInputValue[]))
+        .map((r) => String(r.detail))
+        .join('\n');
+    } finally {
+      raw.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const command of setup) await client.query(command);
+    const { rows } = await client.query<{ 'QUERY PLAN': string }>(`explain ${statement.sql}`, [
+      ...statement.parameters,
+    ]);
+    return rows.map((r) => r['QUERY PLAN']).join('\n');
+  } finally {
+    await client.end();
+  }
+}
 
 for (const dialect of dialects()) {
   describe(`one user by eppn (${dialect})`, () => {
@@ -70,49 +122,19 @@ for (const dialect of dialects()) {
     });
 
     it("reads one user's list from the user's index alone, not from the passkeys' rows", async () => {
-      const statements: { sql: string; parameters: readonly unknown[] }[] = [];
-      const log = (event: { query: { sql: string; parameters: readonly unknown[] } }) =>
-        void statements.push(event.query);
+      const [statement] = (await statementsOf(dialect, database.url, async (db) => {
+        assert.equal((await listPasskeysOfEppn(db, 1, 'alice@example.org', 0, 10)).length, 2);
+      })) as [Statement];
       if (dialect === 'sqlite') {
-        const db = new Kysely<DB>({ dialect: sqliteDialect(database.url), plugins: [new SqliteLimitsInText()], log });
-        try {
-          assert.equal((await listPasskeysOfEppn(db, 1, 'alice@example.org', 0, 10)).length, 2);
-        } finally {
-          await db.destroy();
-        }
-        const [statement] = statements as [{ sql: string; parameters: readonly unknown[] }];
-        const raw = openSqlite(database.url);
-        try {
-          const plan = raw
-            .prepare(`explain query plan ${statement.sql}`)
-            .all(...(statement.parameters as SQLInputValue[]))
-            .map((r) => String(r.detail))
-            .join('\n');
-          assert.match(plan, /SEARCH passkeys USING COVERING INDEX passkeys_user \(user_id=\? AND id>\?\)/, plan);
-        } finally {
-          raw.close();
-        }
-        return;
-      }
-      const pool = new pg.Pool({ connectionString: database.url, max: 1 });
-      const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log });
-      try {
-        await listPasskeysOfEppn(db, 1, 'alice@example.org', 0, 10);
-        const [statement] = statements as [{ sql: string; parameters: readonly unknown[] }];
-        const client = await pool.connect();
-        try {
-          // what an index-only scan needs: the visibility map of a vacuumed table, and no cheaper seq scan
-          await client.query('vacuum analyze passkeys');
-          await client.query('set enable_seqscan = off');
-          const plan = (await client.query(`explain ${statement.sql}`, [...statement.parameters])).rows
-            .map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN'])
-            .join('\n');
-          assert.match(plan, /Index Only Scan using passkeys_user on passkeys/, plan);
-        } finally {
-          client.release();
-        }
-      } finally {
-        await db.destroy();
+        const plan = await planOf(dialect, database.url, statement);
+        assert.match(plan, /SEARCH passkeys USING COVERING INDEX passkeys_user \(user_id=\? AND id>\?\)/, plan);
+      } else {
+        // what an index-only scan needs: the visibility map of a vacuumed table, and no cheaper seq scan
+        const plan = await planOf(dialect, database.url, statement, [
+          'vacuum analyze passkeys',
+          'set enable_seqscan = off',
+        ]);
+        assert.match(plan, /Index Only Scan using passkeys_user on passkeys/, plan);
       }
     });
 
@@ -124,30 +146,15 @@ for (const dialect of dialects()) {
         ).rows as [{ analyzed: boolean }];
         assert.equal(analyzed, false, 'the test needs a users table without statistics');
         // the statements the lookups run, as they run them
-        const statements: { sql: string; parameters: readonly unknown[] }[] = [];
-        const pool = new pg.Pool({ connectionString: database.url, max: 1 });
-        const db = new Kysely<DB>({
-          dialect: new PostgresDialect({ pool }),
-          log: (event) => void statements.push(event.query),
-        });
-        try {
+        const statements = await statementsOf(dialect, database.url, async (db) => {
           await listPasskeysOfEppn(db, 1, 'alice@example.org', 0, 10);
           await eppnExists(db, [1], 'alice@example.org');
-          assert.equal(statements.length, 2);
-          for (const statement of statements) {
-            const client = await pool.connect();
-            try {
-              const plan = (await client.query(`explain ${statement.sql}`, [...statement.parameters])).rows
-                .map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN'])
-                .join('\n');
-              assert.match(plan, /Index Scan using users_eppn_key on users/, plan);
-              assert.doesNotMatch(plan, /using users_org/, plan);
-            } finally {
-              client.release();
-            }
-          }
-        } finally {
-          await db.destroy();
+        });
+        assert.equal(statements.length, 2);
+        for (const statement of statements) {
+          const plan = await planOf(dialect, database.url, statement);
+          assert.match(plan, /Index Scan using users_eppn_key on users/, plan);
+          assert.doesNotMatch(plan, /using users_org/, plan);
         }
       });
     }
