@@ -76,11 +76,28 @@ function tokenRequest(url: string, id: string, secret: string): LoadOptions {
 
 const fixed = (n: number) => n.toFixed(2);
 
+/** Seconds of each load run, and of the warm-up with the same requests right before it. */
+interface Timing {
+  duration: number;
+  warmUp: number;
+}
+
+/**
+ * How long a server is loaded before a run counts. V8 compiles the hot functions of a request on
+ * its background threads while the load goes on, and a fresh process (or one that gave memory
+ * back, which discards compiled code) is still doing so well after the load began. Traced with
+ * --trace-opt on the 2-core benchmark machine: after 3 s and after 6 s of tokens, the service's next
+ * 8 s still spent 1.3 s of CPU compiling (the peer's, after 3 s: 1.2 s), on the cores the run is
+ * measured on; after 10, 15 and 20 s: 0.43, 0.48 and 0.25 s. Every server gets the same warm-up.
+ */
+const WARM_UP_SECONDS = 10;
+
 /** One answer must be 200 before a load run counts; then a warm-up, then the run, its CPU recorded. */
-async function measure(label: string, o: LoadOptions, duration: number, serverPid: number): Promise<Run> {
+async function measure(label: string, o: LoadOptions, timing: Timing, serverPid: number): Promise<Run> {
+  const { duration } = timing;
   const check = await fetch(o.url, { method: o.method ?? 'GET', headers: o.headers, body: o.body });
   if (check.status !== 200) throw new Error(`${label}: ${check.status} ${(await check.text()).slice(0, 200)}`);
-  await load('warm-up', { ...o, duration: Math.min(3, duration) });
+  await load('warm-up', { ...o, duration: timing.warmUp });
   const serverBefore = cpuSeconds(serverPid);
   const loadBefore = process.cpuUsage();
   const started = performance.now();
@@ -121,7 +138,7 @@ interface References {
   peer: ChildServer;
   /** the same peer started with the service's Node flags (npm start's): not a goal, an explanation */
   peerWithFlags: ChildServer;
-  duration: number;
+  timing: Timing;
 }
 
 interface ServiceFigures {
@@ -146,7 +163,7 @@ async function serviceFigures(
   port: number,
   refs: References,
 ): Promise<ServiceFigures> {
-  const { duration } = refs;
+  const { timing } = refs;
   console.log(`\n# ${dialect}: seeding ${PASSKEYS} passkeys over ${USERS} users`);
   const publicUrl = `http://127.0.0.1:${port}`;
   const prepared = await prepare(databaseUrl, publicUrl);
@@ -155,28 +172,28 @@ async function serviceFigures(
     measure(
       `${dialect}: stock oidc-provider tokens (peer), ${when}`,
       tokenRequest(refs.peer.url, PEER_CLIENT.id, PEER_CLIENT.secret),
-      duration,
+      timing,
       refs.peer.pid,
     );
   const peerWithFlagsRun = (when: string) =>
     measure(
       `${dialect}: the peer with npm start's Node flags, ${when}`,
       tokenRequest(refs.peerWithFlags.url, PEER_CLIENT.id, PEER_CLIENT.secret),
-      duration,
+      timing,
       refs.peerWithFlags.pid,
     );
   const floorRun = (when: string) =>
     measure(
       `${dialect}: Fastify constant JSON (floor), ${when}`,
-      { url: refs.floor.url, connections: CONNECTIONS, duration },
-      duration,
+      { url: refs.floor.url, connections: CONNECTIONS, duration: timing.duration },
+      timing,
       refs.floor.pid,
     );
   const tokens = (service: Service, label: string) =>
     measure(
       label,
       tokenRequest(`${service.url}/oauth/token`, prepared.client.id, prepared.client.secret),
-      duration,
+      timing,
       service.pid,
     );
 
@@ -197,10 +214,10 @@ async function serviceFigures(
       {
         url: `${service.url}/openid/userinfo`,
         connections: CONNECTIONS,
-        duration,
+        duration: timing.duration,
         headers: { authorization: `Bearer ${prepared.userinfoToken}` },
       },
-      duration,
+      timing,
       service.pid,
     );
     const floorBetween = await floorRun('between userinfo and passkeys');
@@ -210,10 +227,10 @@ async function serviceFigures(
       {
         url: `${service.url}/2/passkey/${ORG}?eppn=${encodeURIComponent(`user42@${REALM}`)}`,
         connections: CONNECTIONS,
-        duration,
+        duration: timing.duration,
         headers: { authorization: `Bearer ${bearer}` },
       },
-      duration,
+      timing,
       service.pid,
     );
     const afterMb = service.rssMb();
@@ -376,7 +393,7 @@ export async function main(args: string[]): Promise<void> {
   const floor = await startFloor();
   const peer = await startPeer();
   const peerWithFlags = await startPeer(startFlags());
-  const refs: References = { floor, peer, peerWithFlags, duration };
+  const refs: References = { floor, peer, peerWithFlags, timing: { duration, warmUp: quick ? 3 : WARM_UP_SECONDS } };
   let sqlite: ServiceFigures | undefined;
   let postgres: ServiceFigures | undefined;
   try {
@@ -399,12 +416,12 @@ export async function main(args: string[]): Promise<void> {
     .map((x) => x.toFixed(1))
     .join(
       ' ',
-    )}. autocannon (in the benchmark's own process), ${CONNECTIONS} connections, ${duration} s per run after a 3 s warm-up; each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}). Each ratio is to the mean of the reference runs right before and after it (the peer for tokens, the floor for userinfo and passkeys; WORKERS=2 to a one-process run right after it). The peer also runs a second time with the Node flags of \`npm start\`, to show what the service's memory limits cost the library itself; that ratio has no goal. CPU cores: CPU seconds per second of the server's processes (all threads, workers included) and of the load generator during the run, on ${machine().split(' ')[0]} cores.${quick ? ' QUICK RUN: not reference figures.' : ''}`;
+    )}. autocannon (in the benchmark's own process), ${CONNECTIONS} connections, ${duration} s per run after a warm-up of ${refs.timing.warmUp} s with the same requests (V8 is still compiling a fresh process's hot code for several seconds of load); each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}). Each ratio is to the mean of the reference runs right before and after it (the peer for tokens, the floor for userinfo and passkeys; WORKERS=2 to a one-process run right after it). The peer also runs a second time with the Node flags of \`npm start\`, to show what the service's memory limits cost the library itself; that ratio has no goal. CPU cores: CPU seconds per second of the server's processes (all threads, workers included) and of the load generator during the run, on ${machine().split(' ')[0]} cores.${quick ? ' QUICK RUN: not reference figures.' : ''}`;
   console.log(`\n${head}\n\n${out}`);
   if (args.includes('--no-write')) return;
   writeFileSync(
     new URL('./results.json', import.meta.url),
-    `${JSON.stringify({ started: started.toISOString(), machine: machine(), connections: CONNECTIONS, duration, quick, figures }, null, 2)}\n`,
+    `${JSON.stringify({ started: started.toISOString(), machine: machine(), connections: CONNECTIONS, duration, warmUp: refs.timing.warmUp, quick, figures }, null, 2)}\n`,
   );
   console.log('written to bench/results.json');
   if (quick) return;
