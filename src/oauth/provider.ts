@@ -1,4 +1,5 @@
 // The OAuth 2.0 / OpenID Connect authorization server: oidc-provider configured for this service.
+import { EXTERNAL_SIGNING_ACK, NodeSigningKey } from './signing-key.ts';
 import { auditClientAuthFailures } from './client-auth-audit.ts';
 import { countIssuedTokens } from './metrics.ts';
 import Provider, {
@@ -194,6 +195,7 @@ function features(config: Config, keySet: KeySet, accounts: AccountSource, keys:
     backchannelLogout: { enabled: true },
     resourceIndicators: resourceIndicators(config, keySet),
     deviceFlow: deviceFlowFeature(accounts.deviceFlowSources),
+    externalSigningSupport: { enabled: true, ack: EXTERNAL_SIGNING_ACK },
   };
 }
 
@@ -207,7 +209,7 @@ export function createProvider(
 ): Provider {
   const configuration: Configuration = {
     adapter: adapterFactory(store),
-    jwks: { keys: keySet.providerJwks },
+    jwks: { keys: keySet.providerJwks.map((jwk) => (jwk.key_ops ? jwk : new NodeSigningKey(jwk))) },
     cookies: {
       keys: keys.cookies,
       names: cookieNames(config.publicUrl),

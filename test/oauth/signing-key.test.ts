@@ -1,0 +1,61 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { compactVerify, importJWK, type JWK } from 'jose';
+import { NodeSigningKey } from '../../src/oauth/signing-key.ts';
+
+/** A JWS signed by the key: header and payload encoded as oidc-provider encodes them, the key's signature. */
+async function jws(key: NodeSigningKey, alg: string): Promise<string> {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const input = `${part({ alg, kid: key.kid })}.${part({ sub: 'x', iat: 1 })}`;
+  const signature = await key.sign(Buffer.from(input));
+  return `${input}.${Buffer.from(signature).toString('base64url')}`;
+}
+
+function privateJwk(alg: 'ES256' | 'RS256', kid: string): JWK {
+  const pair =
+    alg === 'ES256'
+      ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      : generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { ...pair.privateKey.export({ format: 'jwk' }), kid, alg, use: 'sig' } as JWK;
+}
+
+describe('signing keys (node:crypto behind oidc-provider)', () => {
+  for (const alg of ['ES256', 'RS256'] as const) {
+    it(`${alg}: signatures verify against the public JWK the provider publishes`, async () => {
+      const jwk = privateJwk(alg, `k-${alg}`);
+      const key = new NodeSigningKey(jwk);
+      assert.equal(key.kid, `k-${alg}`);
+      assert.equal(key.alg, alg);
+      assert.equal(key.use, 'sig');
+      // the public half only, as the JWKS shows it
+      const published = key.keyObject().export({ format: 'jwk' });
+      assert.equal(published.d, undefined);
+      assert.equal(key.kty, jwk.kty);
+      assert.equal(alg === 'ES256' ? key.x : key.n, alg === 'ES256' ? jwk.x : jwk.n);
+      const verified = await compactVerify(await jws(key, alg), await importJWK({ ...published, alg }, alg));
+      assert.equal(verified.protectedHeader.alg, alg);
+    });
+  }
+
+  it('ES256 signatures are the 64-byte r || s of JWS, not DER', async () => {
+    const key = new NodeSigningKey(privateJwk('ES256', 'k'));
+    assert.equal((await key.sign(Buffer.from('data'))).length, 64);
+  });
+
+  it('a signature from another key does not verify', async () => {
+    const signer = new NodeSigningKey(privateJwk('ES256', 'a'));
+    const other = new NodeSigningKey(privateJwk('ES256', 'b'));
+    const otherPublic = await importJWK({ ...other.keyObject().export({ format: 'jwk' }), alg: 'ES256' }, 'ES256');
+    await assert.rejects(compactVerify(await jws(signer, 'ES256'), otherPublic));
+  });
+
+  it('refuses a key without a supported algorithm or a kid', () => {
+    assert.throws(
+      () => new NodeSigningKey({ ...privateJwk('ES256', 'k'), alg: 'ES384' }),
+      /unsupported algorithm ES384/,
+    );
+    assert.throws(() => new NodeSigningKey({ ...privateJwk('ES256', 'k'), alg: undefined }), /unsupported algorithm/);
+    assert.throws(() => new NodeSigningKey({ ...privateJwk('ES256', 'k'), kid: undefined }), /\(no kid\)/);
+  });
+});
