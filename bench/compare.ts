@@ -88,7 +88,8 @@ interface Timing {
  * back, which discards compiled code) is still doing so well after the load began. Traced with
  * --trace-opt on the 2-core benchmark machine: after 3 s and after 6 s of tokens, the service's next
  * 8 s still spent 1.3 s of CPU compiling (the peer's, after 3 s: 1.2 s), on the cores the run is
- * measured on; after 10, 15 and 20 s: 0.43, 0.48 and 0.25 s. Every server gets the same warm-up.
+ * measured on; after 10, 15 and 20 s: 0.43, 0.48 and 0.25 s. Every server gets the same warm-up per
+ * process: WORKERS=2 is warmed twice as long, as each of its processes gets half the requests.
  */
 const WARM_UP_SECONDS = 10;
 
@@ -189,11 +190,12 @@ async function serviceFigures(
       timing,
       refs.floor.pid,
     );
-  const tokens = (service: Service, label: string) =>
+  const tokens = (service: Service, label: string, processes = 1) =>
     measure(
       label,
       tokenRequest(`${service.url}/oauth/token`, prepared.client.id, prepared.client.secret),
-      timing,
+      // each worker gets as many warm-up requests as a single process does: the load is shared
+      { ...timing, warmUp: timing.warmUp * processes },
       service.pid,
     );
 
@@ -243,7 +245,7 @@ async function serviceFigures(
     await service.stop();
 
     service = await startService({ ...env, WORKERS: '2' }, port);
-    const tokens2 = await tokens(service, `${dialect}: POST /oauth/token, WORKERS=2`);
+    const tokens2 = await tokens(service, `${dialect}: POST /oauth/token, WORKERS=2`, 2);
     await service.stop();
     service = await startService(env, port);
     const tokens1 = await tokens(service, `${dialect}: POST /oauth/token, one process again`);
@@ -416,7 +418,7 @@ export async function main(args: string[]): Promise<void> {
     .map((x) => x.toFixed(1))
     .join(
       ' ',
-    )}. autocannon (in the benchmark's own process), ${CONNECTIONS} connections, ${duration} s per run after a warm-up of ${refs.timing.warmUp} s with the same requests (V8 is still compiling a fresh process's hot code for several seconds of load); each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}). Each ratio is to the mean of the reference runs right before and after it (the peer for tokens, the floor for userinfo and passkeys; WORKERS=2 to a one-process run right after it). The peer also runs a second time with the Node flags of \`npm start\`, to show what the service's memory limits cost the library itself; that ratio has no goal. CPU cores: CPU seconds per second of the server's processes (all threads, workers included) and of the load generator during the run, on ${machine().split(' ')[0]} cores.${quick ? ' QUICK RUN: not reference figures.' : ''}`;
+    )}. autocannon (in the benchmark's own process), ${CONNECTIONS} connections, ${duration} s per run after a warm-up of ${refs.timing.warmUp} s with the same requests (V8 is still compiling a fresh process's hot code for several seconds of load; ${refs.timing.warmUp * 2} s for WORKERS=2, whose two processes share the load); each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}). Each ratio is to the mean of the reference runs right before and after it (the peer for tokens, the floor for userinfo and passkeys; WORKERS=2 to a one-process run right after it). The peer also runs a second time with the Node flags of \`npm start\`, to show what the service's memory limits cost the library itself; that ratio has no goal. CPU cores: CPU seconds per second of the server's processes (all threads, workers included) and of the load generator during the run, on ${machine().split(' ')[0]} cores.${quick ? ' QUICK RUN: not reference figures.' : ''}`;
   console.log(`\n${head}\n\n${out}`);
   if (args.includes('--no-write')) return;
   writeFileSync(
