@@ -1,5 +1,4 @@
 // The OAuth 2.0 / OpenID Connect authorization server: oidc-provider configured for this service.
-import { EXTERNAL_SIGNING_ACK, NodeSigningKey } from './signing-key.ts';
 import { auditClientAuthFailures } from './client-auth-audit.ts';
 import { countIssuedTokens } from './metrics.ts';
 import Provider, {
@@ -21,6 +20,7 @@ import { KNOWN_SCOPES, resourceForScopes, resourceServers } from '../vocabulary.
 import { adapterFactory, keepClientInstances } from './adapter.ts';
 import { ACR_VALUES, signInPolicy, withAuthenticationClaims } from './authentication-context.ts';
 import { keepingOfflineAccess } from './offline-access.ts';
+import { EXTERNAL_SIGNING_ACK, NodeSigningKey } from './signing-key.ts';
 import { deviceFlowFeature, devicePollPace, type DeviceFlowSources } from './device-flow.ts';
 import { DPOP_ALGS } from '../http/dpop.ts';
 import { outgoingFetch, recordBackchannelLogouts } from './backchannel-logout.ts';

@@ -3,7 +3,7 @@
 // oidc-provider signs JWTs with jose, which signs through WebCrypto; each signature goes through
 // WebCrypto's argument conversions and algorithm normalisation on the event loop before the
 // signing itself runs on libuv's pool. node:crypto's crypto.sign(..., callback) runs the same
-// signature on the same pool without that conversion work (bench/README: tokens per second). The
+// signature on the same pool without that conversion work (docs/passkey-api.md has the figures). The
 // provider accepts such keys as ExternalSigningKey (its externalSigningSupport feature): it builds
 // the JWS itself and asks the key only for the signature of the signing input, and publishes the
 // key's public half, from keyObject(), in its JWKS.
@@ -35,8 +35,9 @@ export class NodeSigningKey extends ExternalSigningKey {
   constructor(jwk: JWK) {
     super();
     const { alg, kid } = jwk;
+    if (!kid) throw new Error('signing key without a kid');
     const options = alg && Object.hasOwn(SIGN_OPTIONS, alg) ? SIGN_OPTIONS[alg as SigningAlg] : undefined;
-    if (!alg || !options || !kid) throw new Error(`signing key ${kid ?? '(no kid)'}: unsupported algorithm ${alg}`);
+    if (!alg || !options) throw new Error(`signing key ${kid}: unsupported algorithm ${alg ?? '(none)'}`);
     this.#options = options;
     this.#private = createPrivateKey({ key: jwk, format: 'jwk' });
     this.#public = createPublicKey(this.#private);
