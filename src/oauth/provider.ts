@@ -20,7 +20,7 @@ import { KNOWN_SCOPES, resourceForScopes, resourceServers } from '../vocabulary.
 import { adapterFactory, keepClientInstances } from './adapter.ts';
 import { ACR_VALUES, signInPolicy, withAuthenticationClaims } from './authentication-context.ts';
 import { keepingOfflineAccess } from './offline-access.ts';
-import { EXTERNAL_SIGNING_ACK, NodeSigningKey } from './signing-key.ts';
+import { EXTERNAL_SIGNING_ACK, NodeSigningKey, signInline } from './signing-key.ts';
 import { deviceFlowFeature, devicePollPace, type DeviceFlowSources } from './device-flow.ts';
 import { DPOP_ALGS } from '../http/dpop.ts';
 import { outgoingFetch, recordBackchannelLogouts } from './backchannel-logout.ts';
@@ -207,9 +207,10 @@ export function createProvider(
   accounts: AccountSource,
   log?: FastifyBaseLogger,
 ): Provider {
+  const signing = { inline: signInline(config.workers) };
   const configuration: Configuration = {
     adapter: adapterFactory(store),
-    jwks: { keys: keySet.providerJwks.map((jwk) => (jwk.key_ops ? jwk : new NodeSigningKey(jwk))) },
+    jwks: { keys: keySet.providerJwks.map((jwk) => (jwk.key_ops ? jwk : new NodeSigningKey(jwk, signing))) },
     cookies: {
       keys: keys.cookies,
       names: cookieNames(config.publicUrl),

@@ -7,6 +7,11 @@
 // provider accepts such keys as ExternalSigningKey (its externalSigningSupport feature): it builds
 // the JWS itself and asks the key only for the signature of the signing input, and publishes the
 // key's public half, from keyObject(), in its JWKS.
+//
+// Where every core already runs one of the service's event loops (WORKERS at or above the number of
+// cores), the pool has no idle core to sign on: handing each signature over and back only adds
+// thread switches, so the keys sign on the calling thread instead (`inline`).
+import { availableParallelism } from 'node:os';
 import { createPrivateKey, createPublicKey, sign, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
 import { ExternalSigningKey } from 'oidc-provider';
@@ -27,18 +32,26 @@ const SIGN_OPTIONS: Record<SigningAlg, SignOptions> = {
   RS256: { digest: 'sha256' },
 };
 
+/** Whether n processes of the service leave no core idle for libuv's pool. */
+export function signInline(processes: number, cores = availableParallelism()): boolean {
+  return processes > 1 && processes >= cores;
+}
+
 export class NodeSigningKey extends ExternalSigningKey {
   readonly #private: KeyObject;
   readonly #public: KeyObject;
   readonly #options: SignOptions;
+  readonly #inline: boolean;
 
-  constructor(jwk: JWK) {
+  /** inline: sign on the calling thread rather than on libuv's pool (see above) */
+  constructor(jwk: JWK, { inline = false }: { inline?: boolean } = {}) {
     super();
     const { alg, kid } = jwk;
     if (!kid) throw new Error('signing key without a kid');
     const options = alg && Object.hasOwn(SIGN_OPTIONS, alg) ? SIGN_OPTIONS[alg as SigningAlg] : undefined;
     if (!alg || !options) throw new Error(`signing key ${kid}: unsupported algorithm ${alg ?? '(none)'}`);
     this.#options = options;
+    this.#inline = inline;
     this.#private = createPrivateKey({ key: jwk, format: 'jwk' });
     this.#public = createPublicKey(this.#private);
     // the typings declare only getters; the class has setters for both
@@ -54,6 +67,7 @@ export class NodeSigningKey extends ExternalSigningKey {
   override sign(data: Uint8Array): Promise<Buffer> {
     const { digest, dsaEncoding } = this.#options;
     const key = dsaEncoding ? { key: this.#private, dsaEncoding } : this.#private;
+    if (this.#inline) return Promise.resolve(sign(digest, data, key));
     return new Promise((resolve, reject) => {
       sign(digest, data, key, (err, signature) => (err ? reject(err) : resolve(signature)));
     });

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { compactVerify, importJWK, type JWK } from 'jose';
-import { NodeSigningKey } from '../../src/oauth/signing-key.ts';
+import { NodeSigningKey, signInline } from '../../src/oauth/signing-key.ts';
 
 /** A JWS signed by the key: header and payload encoded as oidc-provider encodes them, the key's signature. */
 async function jws(key: NodeSigningKey, alg: string): Promise<string> {
@@ -21,10 +21,15 @@ function privateJwk(alg: 'ES256' | 'RS256', kid: string): JWK {
 }
 
 describe('signing keys (node:crypto behind oidc-provider)', () => {
-  for (const alg of ['ES256', 'RS256'] as const) {
-    it(`${alg}: signatures verify against the public JWK the provider publishes`, async () => {
+  for (const [alg, inline] of [
+    ['ES256', false],
+    ['RS256', false],
+    ['ES256', true],
+    ['RS256', true],
+  ] as const) {
+    it(`${alg}${inline ? ', signing inline' : ''}: signatures verify against the public JWK the provider publishes`, async () => {
       const jwk = privateJwk(alg, `k-${alg}`);
-      const key = new NodeSigningKey(jwk);
+      const key = new NodeSigningKey(jwk, { inline });
       assert.equal(key.kid, `k-${alg}`);
       assert.equal(key.alg, alg);
       assert.equal(key.use, 'sig');
@@ -39,8 +44,17 @@ describe('signing keys (node:crypto behind oidc-provider)', () => {
   }
 
   it('ES256 signatures are the 64-byte r || s of JWS, not DER', async () => {
-    const key = new NodeSigningKey(privateJwk('ES256', 'k'));
-    assert.equal((await key.sign(Buffer.from('data'))).length, 64);
+    const jwk = privateJwk('ES256', 'k');
+    assert.equal((await new NodeSigningKey(jwk).sign(Buffer.from('data'))).length, 64);
+    assert.equal((await new NodeSigningKey(jwk, { inline: true }).sign(Buffer.from('data'))).length, 64);
+  });
+
+  it('signs inline only when the processes leave no core idle for the pool', () => {
+    assert.equal(signInline(1, 2), false);
+    assert.equal(signInline(1, 1), false); // one process: the pool may still overlap with I/O waits
+    assert.equal(signInline(2, 4), false);
+    assert.equal(signInline(2, 2), true);
+    assert.equal(signInline(4, 2), true);
   });
 
   it('a signature from another key does not verify', async () => {
