@@ -38,9 +38,10 @@ export function signInline(processes: number, cores = availableParallelism()): b
 }
 
 export class NodeSigningKey extends ExternalSigningKey {
-  readonly #private: KeyObject;
   readonly #public: KeyObject;
-  readonly #options: SignOptions;
+  readonly #digest: string;
+  /** what crypto.sign takes as its key: the private key, with the signature's encoding where it has one */
+  readonly #key: KeyObject | { key: KeyObject; dsaEncoding: 'ieee-p1363' };
   readonly #inline: boolean;
 
   /** inline: sign on the calling thread rather than on libuv's pool (see above) */
@@ -50,10 +51,11 @@ export class NodeSigningKey extends ExternalSigningKey {
     if (!kid) throw new Error('signing key without a kid');
     const options = alg && Object.hasOwn(SIGN_OPTIONS, alg) ? SIGN_OPTIONS[alg as SigningAlg] : undefined;
     if (!alg || !options) throw new Error(`signing key ${kid}: unsupported algorithm ${alg ?? '(none)'}`);
-    this.#options = options;
+    const privateKey = createPrivateKey({ key: jwk, format: 'jwk' });
+    this.#public = createPublicKey(privateKey);
+    this.#digest = options.digest;
+    this.#key = options.dsaEncoding ? { key: privateKey, dsaEncoding: options.dsaEncoding } : privateKey;
     this.#inline = inline;
-    this.#private = createPrivateKey({ key: jwk, format: 'jwk' });
-    this.#public = createPublicKey(this.#private);
     // the typings declare only getters; the class has setters for both
     const self = this as unknown as { kid: string; alg: string };
     self.kid = kid;
@@ -65,11 +67,9 @@ export class NodeSigningKey extends ExternalSigningKey {
   }
 
   override sign(data: Uint8Array): Promise<Buffer> {
-    const { digest, dsaEncoding } = this.#options;
-    const key = dsaEncoding ? { key: this.#private, dsaEncoding } : this.#private;
-    if (this.#inline) return Promise.resolve(sign(digest, data, key));
+    if (this.#inline) return Promise.resolve(sign(this.#digest, data, this.#key));
     return new Promise((resolve, reject) => {
-      sign(digest, data, key, (err, signature) => (err ? reject(err) : resolve(signature)));
+      sign(this.#digest, data, this.#key, (err, signature) => (err ? reject(err) : resolve(signature)));
     });
   }
 }
