@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, sign, verify } from 'node:crypto';
 import { compactVerify, importJWK, type JWK } from 'jose';
-import { NodeSigningKey, signInline } from '../../src/oauth/signing-key.ts';
+import { derToJoseSignature, NodeSigningKey, signInline } from '../../src/oauth/signing-key.ts';
 
 /** A JWS signed by the key: header and payload encoded as oidc-provider encodes them, the key's signature. */
 async function jws(key: NodeSigningKey, alg: string): Promise<string> {
@@ -78,5 +78,51 @@ describe('signing keys (node:crypto behind oidc-provider)', () => {
       /unsupported algorithm toString/,
     );
     assert.throws(() => new NodeSigningKey({ ...privateJwk('ES256', 'k'), kid: undefined }), /without a kid/);
+  });
+
+  it('rewrites DER ECDSA signatures as r || s, short and sign-padded integers included', () => {
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const data = Buffer.from('signing input');
+    let short = 0;
+    for (let i = 0; i < 2000; i++) {
+      const der = sign('sha256', data, privateKey);
+      const rLength = der[3]!;
+      const sLength = der[4 + rLength + 1]!;
+      if (rLength < 32 || sLength < 32) short += 1;
+      const jose = derToJoseSignature(der, 32);
+      assert.equal(jose.length, 64);
+      assert.ok(verify('sha256', data, { key: publicKey, dsaEncoding: 'ieee-p1363' }, jose));
+    }
+    // about 1 in 128 signatures has an r or s below 2^248: the loop met that case
+    assert.ok(short > 0);
+  });
+
+  it('places each integer right-aligned and drops the sign byte', () => {
+    const r = Buffer.concat([Buffer.from([0x00, 0x80]), Buffer.alloc(31, 0x11)]); // 33 bytes, top bit set
+    const s = Buffer.alloc(30, 0x22); // 30 bytes: two leading zero bytes in r || s
+    const der = Buffer.concat([
+      Buffer.from([0x30, 4 + r.length + s.length, 0x02, r.length]),
+      r,
+      Buffer.from([0x02, s.length]),
+      s,
+    ]);
+    const jose = derToJoseSignature(der, 32);
+    assert.deepEqual(jose.subarray(0, 32), r.subarray(1));
+    assert.deepEqual(jose.subarray(32), Buffer.concat([Buffer.alloc(2), s]));
+  });
+
+  it('refuses a malformed DER signature', () => {
+    const good = sign('sha256', Buffer.from('x'), generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey);
+    const withByte = (at: number, value: number) => Buffer.from(good).fill(value, at, at + 1);
+    for (const bad of [
+      Buffer.alloc(0),
+      withByte(0, 0x31), // not a SEQUENCE
+      withByte(1, good[1]! + 1), // length beyond the end
+      withByte(2, 0x03), // r not an INTEGER
+      Buffer.concat([good, Buffer.from([0])]), // trailing byte
+      Buffer.from([0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x05, 0x01]), // s runs past the end
+      Buffer.concat([Buffer.from([0x30, 37, 0x02, 33]), Buffer.alloc(33, 0x11), Buffer.from([0x02, 0x01, 0x01])]), // r of 33 significant bytes
+    ])
+      assert.throws(() => derToJoseSignature(bad, 32), /malformed ECDSA signature/);
   });
 });
