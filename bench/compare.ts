@@ -10,8 +10,11 @@
 // the floor around each userinfo and passkey run, and for WORKERS=2 a one-process run right after.
 // The floor and the peer keep running, idle, between their runs. A second peer, started with the
 // Node flags of `npm start`, runs around each token run too: what the service's memory limits cost
-// the library itself, shown beside the goal, not judged. Each load run also records the CPU
-// the server's processes and the load generator (autocannon, in this process) used.
+// the library itself, shown beside the goal, not judged. The service and the peer are also loaded
+// both at once, side by side on the same cores: a drift of the machine's speed then touches both
+// alike, so that ratio shows what a token costs each of them; it too is shown, not judged. Each
+// load run also records the CPU the server's processes and the load generator (autocannon, in
+// this process) used.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,7 +60,7 @@ interface Figure {
   /** a figure that is not a load run (milliseconds, MB) */
   value?: string;
   /** the reference runs before and after, and what the ratio is to */
-  reference?: { name: 'floor' | 'peer' | 'peer, same flags' | 'one process'; runs: Run[] };
+  reference?: { name: 'floor' | 'peer' | 'peer, same flags' | 'peer, same time' | 'one process'; runs: Run[] };
   ratio?: number;
   goal: string;
   met?: boolean;
@@ -92,6 +95,33 @@ interface Timing {
  * process: WORKERS=2 is warmed twice as long, as each of its processes gets half the requests.
  */
 const WARM_UP_SECONDS = 10;
+
+/** Load runs of several servers at once, each with its own requests; each one's CPU recorded. */
+async function measureTogether(runs: { label: string; o: LoadOptions; pid: number }[], timing: Timing): Promise<Run[]> {
+  for (const { label, o } of runs) {
+    const check = await fetch(o.url, { method: o.method ?? 'GET', headers: o.headers, body: o.body });
+    if (check.status !== 200) throw new Error(`${label}: ${check.status} ${(await check.text()).slice(0, 200)}`);
+  }
+  await Promise.all(runs.map(({ o }) => load('warm-up', { ...o, duration: timing.warmUp })));
+  const before = runs.map(({ pid }) => cpuSeconds(pid));
+  const loadBefore = process.cpuUsage();
+  const started = performance.now();
+  const results: Run[] = await Promise.all(
+    runs.map(({ label, o }) => load(label, { ...o, duration: timing.duration })),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(loadBefore);
+  runs.forEach(({ label, pid }, i) => {
+    const result = results[i]!;
+    const [b, a] = [before[i], cpuSeconds(pid)];
+    if (b !== undefined && a !== undefined)
+      result.cores = { server: (a - b) / seconds, load: (used.user + used.system) / 1e6 / seconds };
+    console.log(
+      `  ${label}: ${result.requestsPerSec} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, errors ${result.errors}, non-2xx ${result.non2xx}`,
+    );
+  });
+  return results;
+}
 
 /** One answer must be 200 before a load run counts; then a warm-up, then the run, its CPU recorded. */
 async function measure(label: string, o: LoadOptions, timing: Timing, serverPid: number): Promise<Run> {
@@ -146,6 +176,8 @@ interface ServiceFigures {
   token: Run;
   peerAround: Run[];
   peerWithFlagsAround: Run[];
+  /** the service and the peer loaded at the same time */
+  together: { token: Run; peer: Run };
   userinfo: Run;
   passkeys: Run;
   floorAround: Run[];
@@ -210,6 +242,21 @@ async function serviceFigures(
     const token = await tokens(service, `${dialect}: POST /oauth/token`);
     const peerWithFlagsAfter = await peerWithFlagsRun('after');
     const peerAfter = await peerRun('after');
+    const [tokenTogether, peerTogether] = (await measureTogether(
+      [
+        {
+          label: `${dialect}: POST /oauth/token, loaded at the same time as the peer`,
+          o: tokenRequest(`${service.url}/oauth/token`, prepared.client.id, prepared.client.secret),
+          pid: service.pid,
+        },
+        {
+          label: `${dialect}: the peer, loaded at the same time as the service`,
+          o: tokenRequest(refs.peer.url, PEER_CLIENT.id, PEER_CLIENT.secret),
+          pid: refs.peer.pid,
+        },
+      ],
+      timing,
+    )) as [Run, Run];
     const floorBefore = await floorRun('before userinfo');
     const userinfo = await measure(
       `${dialect}: GET /openid/userinfo`,
@@ -253,6 +300,7 @@ async function serviceFigures(
       token,
       peerAround: [peerBefore, peerAfter],
       peerWithFlagsAround: [peerWithFlagsBefore, peerWithFlagsAfter],
+      together: { token: tokenTogether, peer: peerTogether },
       userinfo,
       passkeys,
       floorAround: [floorBefore, floorBetween, floorAfter],
@@ -304,6 +352,18 @@ function serviceRows(dialect: string, s: ServiceFigures, goal: { token: number; 
       result: s.token,
       reference: { name: 'peer, same flags', runs: s.peerWithFlagsAround },
       ratio: s.token.requestsPerSec / peerWithFlags,
+      goal: '-',
+    },
+    {
+      target: `${dialect}: stock oidc-provider tokens (peer), loaded at the same time as the service`,
+      result: s.together.peer,
+      goal: '-',
+    },
+    {
+      target: `${dialect}: client_credentials tokens, loaded at the same time as the peer`,
+      result: s.together.token,
+      reference: { name: 'peer, same time', runs: [s.together.peer] },
+      ratio: s.together.token.requestsPerSec / s.together.peer.requestsPerSec,
       goal: '-',
     },
     {
@@ -418,7 +478,7 @@ export async function main(args: string[]): Promise<void> {
     .map((x) => x.toFixed(1))
     .join(
       ' ',
-    )}. autocannon (in the benchmark's own process), ${CONNECTIONS} connections, ${duration} s per run after a warm-up of ${refs.timing.warmUp} s with the same requests (V8 is still compiling a fresh process's hot code for several seconds of load; ${refs.timing.warmUp * 2} s for WORKERS=2, whose two processes share the load); each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}). Each ratio is to the mean of the reference runs right before and after it (the peer for tokens, the floor for userinfo and passkeys; WORKERS=2 to a one-process run right after it). The peer also runs a second time with the Node flags of \`npm start\`, to show what the service's memory limits cost the library itself; that ratio has no goal. CPU cores: CPU seconds per second of the server's processes (all threads, workers included) and of the load generator during the run, on ${machine().split(' ')[0]} cores.${quick ? ' QUICK RUN: not reference figures.' : ''}`;
+    )}. autocannon (in the benchmark's own process), ${CONNECTIONS} connections, ${duration} s per run after a warm-up of ${refs.timing.warmUp} s with the same requests (V8 is still compiling a fresh process's hot code for several seconds of load; ${refs.timing.warmUp * 2} s for WORKERS=2, whose two processes share the load); each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}). Each ratio is to the mean of the reference runs right before and after it (the peer for tokens, the floor for userinfo and passkeys; WORKERS=2 to a one-process run right after it). The peer also runs a second time with the Node flags of \`npm start\`, to show what the service's memory limits cost the library itself; that ratio has no goal. Then the service and the peer (Node's defaults) are loaded both at once, ${CONNECTIONS} connections each, after a warm-up together: both share the two cores and whatever drift the machine's speed has, so their ratio shows what a token costs each (CPU cores then are each server's own, the load generator's for both); it has no goal either. CPU cores: CPU seconds per second of the server's processes (all threads, workers included) and of the load generator during the run, on ${machine().split(' ')[0]} cores.${quick ? ' QUICK RUN: not reference figures.' : ''}`;
   console.log(`\n${head}\n\n${out}`);
   if (args.includes('--no-write')) return;
   writeFileSync(
