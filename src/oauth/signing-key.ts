@@ -16,8 +16,8 @@
 // (24.x) tells a KeyObject and a CryptoKey apart from other objects by reading their native slots
 // and catching the TypeError that throws for anything else, so the options object costs two
 // constructed errors with captured stack traces per signature (about 55-90 µs of the event loop's
-// time here, more than the signature itself). ES256 signatures therefore come back DER-encoded and
-// are rewritten here as the r || s that JWS wants (RFC 7518, 3.4).
+// time here, as much as the signature itself or more). ES256 signatures therefore come back
+// DER-encoded and are rewritten here as the r || s that JWS wants (RFC 7518, 3.4).
 import { availableParallelism } from 'node:os';
 import { createPrivateKey, createPublicKey, sign, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';

@@ -119,9 +119,10 @@ describe('signing keys (node:crypto behind oidc-provider)', () => {
       withByte(0, 0x31), // not a SEQUENCE
       withByte(1, good[1]! + 1), // length beyond the end
       withByte(2, 0x03), // r not an INTEGER
-      Buffer.concat([good, Buffer.from([0])]), // trailing byte
+      Buffer.concat([good, Buffer.from([0])]), // a byte past the SEQUENCE
+      Buffer.concat([Buffer.from([0x30, good[1]! + 1]), good.subarray(2), Buffer.from([0])]), // a byte after s, inside it
       Buffer.from([0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x05, 0x01]), // s runs past the end
-      Buffer.concat([Buffer.from([0x30, 37, 0x02, 33]), Buffer.alloc(33, 0x11), Buffer.from([0x02, 0x01, 0x01])]), // r of 33 significant bytes
+      Buffer.concat([Buffer.from([0x30, 38, 0x02, 33]), Buffer.alloc(33, 0x11), Buffer.from([0x02, 0x01, 0x01])]), // r of 33 significant bytes
     ])
       assert.throws(() => derToJoseSignature(bad, 32), /malformed ECDSA signature/);
   });
