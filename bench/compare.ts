@@ -96,7 +96,11 @@ interface Timing {
  */
 const WARM_UP_SECONDS = 10;
 
-/** Load runs of several servers at once, each with its own requests; each one's CPU recorded. */
+/**
+ * Load runs of several servers at once (or of one), each with its own requests: one answer of each
+ * must be 200 before the runs count; then a warm-up of all together, then the runs, each server's
+ * CPU recorded (the load generator's is for all of them together).
+ */
 async function measureTogether(runs: { label: string; o: LoadOptions; pid: number }[], timing: Timing): Promise<Run[]> {
   for (const { label, o } of runs) {
     const check = await fetch(o.url, { method: o.method ?? 'GET', headers: o.headers, body: o.body });
@@ -113,38 +117,25 @@ async function measureTogether(runs: { label: string; o: LoadOptions; pid: numbe
   const used = process.cpuUsage(loadBefore);
   runs.forEach(({ label, pid }, i) => {
     const result = results[i]!;
-    const [b, a] = [before[i], cpuSeconds(pid)];
-    if (b !== undefined && a !== undefined)
-      result.cores = { server: (a - b) / seconds, load: (used.user + used.system) / 1e6 / seconds };
+    const [serverBefore, serverAfter] = [before[i], cpuSeconds(pid)];
+    if (serverBefore !== undefined && serverAfter !== undefined)
+      result.cores = {
+        server: (serverAfter - serverBefore) / seconds,
+        load: (used.user + used.system) / 1e6 / seconds,
+      };
+    const cores = result.cores
+      ? `, CPU cores: server ${fixed(result.cores.server)}, load generator ${fixed(result.cores.load)}`
+      : '';
     console.log(
-      `  ${label}: ${result.requestsPerSec} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, errors ${result.errors}, non-2xx ${result.non2xx}`,
+      `  ${label}: ${result.requestsPerSec} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, errors ${result.errors}, non-2xx ${result.non2xx}${cores}`,
     );
   });
   return results;
 }
 
-/** One answer must be 200 before a load run counts; then a warm-up, then the run, its CPU recorded. */
+/** One server's load run: see measureTogether. */
 async function measure(label: string, o: LoadOptions, timing: Timing, serverPid: number): Promise<Run> {
-  const { duration } = timing;
-  const check = await fetch(o.url, { method: o.method ?? 'GET', headers: o.headers, body: o.body });
-  if (check.status !== 200) throw new Error(`${label}: ${check.status} ${(await check.text()).slice(0, 200)}`);
-  await load('warm-up', { ...o, duration: timing.warmUp });
-  const serverBefore = cpuSeconds(serverPid);
-  const loadBefore = process.cpuUsage();
-  const started = performance.now();
-  const result: Run = await load(label, { ...o, duration });
-  const seconds = (performance.now() - started) / 1000;
-  const serverAfter = cpuSeconds(serverPid);
-  const used = process.cpuUsage(loadBefore);
-  if (serverBefore !== undefined && serverAfter !== undefined)
-    result.cores = { server: (serverAfter - serverBefore) / seconds, load: (used.user + used.system) / 1e6 / seconds };
-  const cores = result.cores
-    ? `, CPU cores: server ${fixed(result.cores.server)}, load generator ${fixed(result.cores.load)}`
-    : '';
-  console.log(
-    `  ${label}: ${result.requestsPerSec} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, errors ${result.errors}, non-2xx ${result.non2xx}${cores}`,
-  );
-  return result;
+  return (await measureTogether([{ label, o, pid: serverPid }], timing))[0]!;
 }
 
 interface Prepared {
