@@ -1,5 +1,4 @@
 // buildApp: the Fastify application with every feature registered, and nothing else.
-import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { JSONWebKeySet } from 'jose';
 import type { Config } from './config.ts';
@@ -7,6 +6,9 @@ import type { Keyring } from './crypto.ts';
 import type { Store } from './store/index.ts';
 import { registerErrorHandling, sendError } from './http/errors.ts';
 import { registerRequestGuard } from './http/request-guard.ts';
+import { directRoutes } from './http/direct.ts';
+import { trustProxy } from './http/client-address.ts';
+import { requestId } from './http/request-id.ts';
 import { lazySchemaCompilers } from './http/schema-compilers.ts';
 import { startHousekeeping } from './store/housekeeping.ts';
 import { startLogoutRetries } from './oauth/backchannel-logout.ts';
@@ -14,7 +16,13 @@ import { healthPlugin } from './http/health.ts';
 import { createTokenVerifier, type TokenVerifier } from './http/bearer.ts';
 import { createDpopVerifier, dpopNonces } from './http/dpop.ts';
 import { startKeyManager, type KeyManager } from './oauth/key-manager.ts';
-import { createProviderHolder, oauthPlugin, PROVIDER_PATHS, type ProviderHolder } from './oauth/plugin.ts';
+import {
+  createProviderHolder,
+  directProviderRoutes,
+  oauthPlugin,
+  PROVIDER_PATHS,
+  type ProviderHolder,
+} from './oauth/plugin.ts';
 import { basicAccounts, ROUTES } from './oauth/provider.ts';
 import { providerRoutePatterns } from './oauth/metrics.ts';
 import { registerHttpMetrics } from './http/metrics-http.ts';
@@ -57,8 +65,6 @@ export interface App {
   compileSchemas(): number;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
-
 /**
  * Request log fields. Paths can carry personal data (eppn, mail, national id numbers) and query
  * strings tokens or hints, so a route with parameters is logged by its pattern and queries never.
@@ -71,11 +77,6 @@ function requestLogFields(request: FastifyRequest) {
     url: pattern?.includes(':') ? pattern : path,
     remoteAddress: request.ip,
   };
-}
-
-/** Fastify's trustProxy from TRUST_PROXY: a hop count trusts that many proxies nearest to us. */
-export function trustProxyOption(trust: Config['trustProxy']) {
-  return typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust;
 }
 
 /** Caches drop what other processes change (src/store/invalidation.ts), from before any route serves. */
@@ -106,17 +107,18 @@ function tokenVerifier(config: Config, keys: Keyring, keyManager: KeyManager, st
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, keys } = deps;
   const schemas = lazySchemaCompilers();
-  const app = Fastify({
+  const trust = trustProxy(config.trustProxy);
+  // the provider's busiest back-channel endpoints are answered before Fastify's routing
+  const direct = directRoutes(trust, () => app.log);
+  const app: FastifyInstance = Fastify({
+    serverFactory: direct.serverFactory,
     logger: {
       level: config.logLevel,
       serializers: { req: requestLogFields },
       ...(deps.logStream ? { stream: deps.logStream } : {}),
     },
-    trustProxy: trustProxyOption(config.trustProxy),
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    trustProxy: trust,
+    genReqId: requestId,
     bodyLimit: 1024 * 1024,
     schemaController: { compilersFactory: schemas.compilersFactory },
     return503OnClosing: true,
@@ -163,6 +165,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       loadExistingGrant: loadExistingGrant(store),
     },
     log: app.log,
+  });
+
+  for (const route of directProviderRoutes(provider, config)) direct.add(route);
+  // once closing, every request goes through Fastify, which answers 503
+  app.addHook('preClose', (done) => {
+    direct.close();
+    done();
   });
 
   const now = deps.now ?? Date.now;

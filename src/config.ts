@@ -376,7 +376,8 @@ export const SETTINGS: Setting[] = [
   {
     name: 'HOST',
     default: '127.0.0.1',
-    meaning: 'Address to bind; use 0.0.0.0 (or ::) in a container or behind a load balancer',
+    meaning:
+      'Address to bind; use 0.0.0.0 (or ::) in a container or behind a load balancer. One address: a name such as localhost binds the first address it resolves to',
     parse: (raw) => ({ host: raw ?? '127.0.0.1' }),
   },
   {

@@ -23,6 +23,12 @@ const durations = new Histogram({
   registers: [metrics],
 });
 
+/** Counts one answered request, and how long it took from receiving it to its last byte. */
+export function recordRequest(route: string, method: string, status: number, seconds: number): void {
+  requests.inc({ route, method, status });
+  durations.observe({ route, method, status_class: `${Math.floor(status / 100)}xx` }, seconds);
+}
+
 export interface HttpMetricsOptions {
   /**
    * The paths served behind wildcard routes (oidc-provider's, under /oauth/* and /openid/*), as
@@ -56,11 +62,7 @@ export function registerHttpMetrics(app: FastifyInstance, options: HttpMetricsOp
     const route = routeLabel(request);
     if (route !== METRICS_PATH) {
       const { method } = request;
-      reply.raw.once('finish', () => {
-        const status = reply.raw.statusCode;
-        requests.inc({ route, method, status });
-        durations.observe({ route, method, status_class: `${Math.floor(status / 100)}xx` }, reply.elapsedTime / 1000);
-      });
+      reply.raw.once('finish', () => recordRequest(route, method, reply.raw.statusCode, reply.elapsedTime / 1000));
     }
     done();
   });

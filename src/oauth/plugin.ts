@@ -1,7 +1,7 @@
 // Mounts oidc-provider inside Fastify on the Feide-like paths. The provider is rebuilt when the
 // signing keys change, so every instance signs with the key the others publish.
 import type { EventEmitter } from 'node:events';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
@@ -11,7 +11,8 @@ import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import type { KeyManager } from './key-manager.ts';
-import { createProvider, type AccountSource } from './provider.ts';
+import type { DirectRoute } from '../http/direct.ts';
+import { createProvider, ROUTES, type AccountSource } from './provider.ts';
 
 export interface OAuthOptions {
   config: Config;
@@ -43,8 +44,8 @@ export function createProviderHolder(opts: OAuthOptions): ProviderHolder {
 
 /** The logger (bound to the request id) of each request handed to oidc-provider, kept on the request. */
 const REQUEST_LOG = Symbol('requestLog');
-type LoggedRequest = IncomingMessage & { [REQUEST_LOG]?: FastifyBaseLogger };
-const requestLog = (req: IncomingMessage) => (req as LoggedRequest)[REQUEST_LOG];
+type LoggedRequest = IncomingMessage & { [REQUEST_LOG]?: () => FastifyBaseLogger };
+const requestLog = (req: IncomingMessage) => (req as LoggedRequest)[REQUEST_LOG]?.();
 /** Providers whose failures are logged (several handlers may share one provider). */
 const watched = new WeakSet<Provider>();
 
@@ -70,12 +71,19 @@ function logFailures(provider: Provider): void {
   );
 }
 
-/** Hands a request to oidc-provider as is (its body unread); other features use it to fall back. */
-export function providerHandler(holder: ProviderHolder, config: Config) {
+/** What the provider is told about a request besides the request itself. */
+interface HandOver {
+  id: string;
+  ip: string;
+  log: () => FastifyBaseLogger;
+}
+
+/** Hands a raw request to oidc-provider as is (its body unread), from Fastify or from a direct route. */
+function providerCallback(holder: ProviderHolder, config: Config) {
   const publicUrl = new URL(config.publicUrl);
   const proto = publicUrl.protocol.replace(':', '');
   const callbacks = new WeakMap<Provider, ReturnType<Provider['callback']>>();
-  return (request: FastifyRequest, reply: FastifyReply) => {
+  return (req: IncomingMessage, res: ServerResponse, { id, ip, log }: HandOver) => {
     const provider = holder.current();
     let callback = callbacks.get(provider);
     if (!callback) {
@@ -83,19 +91,42 @@ export function providerHandler(holder: ProviderHolder, config: Config) {
       callback = provider.callback();
       callbacks.set(provider, callback);
     }
-    (request.raw as LoggedRequest)[REQUEST_LOG] = request.log;
-    const headers = request.raw.headers;
+    (req as LoggedRequest)[REQUEST_LOG] = log;
+    const headers = req.headers;
     // Absolute URLs come from PUBLIC_URL, never from what a client or proxy claims.
     headers['x-forwarded-proto'] = proto;
     headers['x-forwarded-host'] = publicUrl.host;
-    headers['x-forwarded-for'] = request.ip;
-    // hijacked replies skip Fastify's onSend hooks: set the shared headers here
-    reply.raw.setHeader('x-request-id', request.id);
-    reply.raw.setHeader('x-content-type-options', 'nosniff');
-    if (proto === 'https') reply.raw.setHeader('strict-transport-security', 'max-age=31536000');
-    reply.hijack();
-    void callback(request.raw, reply.raw);
+    headers['x-forwarded-for'] = ip;
+    // the headers the service's own answers carry (Fastify's onSend hooks do not see these)
+    res.setHeader('x-request-id', id);
+    res.setHeader('x-content-type-options', 'nosniff');
+    if (proto === 'https') res.setHeader('strict-transport-security', 'max-age=31536000');
+    void callback(req, res);
   };
+}
+
+/** Hands a request to oidc-provider as is (its body unread); other features use it to fall back. */
+export function providerHandler(holder: ProviderHolder, config: Config) {
+  const handOver = providerCallback(holder, config);
+  return (request: FastifyRequest, reply: FastifyReply) => {
+    reply.hijack();
+    handOver(request.raw, reply.raw, { id: request.id, ip: request.ip, log: () => request.log });
+  };
+}
+
+/**
+ * The provider's back-channel endpoints that clients call at a high rate (tokens, introspection,
+ * revocation) as direct routes: answered by the provider without Fastify's per-request work
+ * (src/http/direct.ts). Requests that are not plain POSTs to these paths still reach the provider
+ * through Fastify.
+ */
+export function directProviderRoutes(holder: ProviderHolder, config: Config): DirectRoute[] {
+  const handOver = providerCallback(holder, config);
+  return [ROUTES.token, ROUTES.introspection, ROUTES.revocation].map((path) => ({
+    method: 'POST',
+    path,
+    handle: handOver,
+  }));
 }
 
 export function oauthPlugin(holder: ProviderHolder, config: Config) {

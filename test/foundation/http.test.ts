@@ -236,7 +236,7 @@ describe('request logs', () => {
 describe('client IP behind proxies', () => {
   it('a client cannot choose its IP with X-Forwarded-For', async () => {
     const { default: Fastify } = await import('fastify');
-    const { trustProxyOption } = await import('../../src/app.ts');
+    const { trustProxy } = await import('../../src/http/client-address.ts');
     const { loadConfig } = await import('../../src/config.ts');
     const cases: [string, string][] = [
       ['false', '10.0.0.2'],
@@ -246,7 +246,7 @@ describe('client IP behind proxies', () => {
       ['10.0.0.0/8', '6.6.6.6'],
     ];
     for (const [setting, expected] of cases) {
-      const app = Fastify({ trustProxy: trustProxyOption(loadConfig({ TRUST_PROXY: setting }).trustProxy) });
+      const app = Fastify({ trustProxy: trustProxy(loadConfig({ TRUST_PROXY: setting }).trustProxy) });
       app.get('/ip', async (request) => ({ ip: request.ip }));
       const res = await app.inject({
         method: 'GET',
