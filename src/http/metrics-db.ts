@@ -1,13 +1,14 @@
 // Database metrics: query latency by statement kind, and the PostgreSQL pool's state at scrape time.
 import type { FastifyInstance } from 'fastify';
-import { Counter, Gauge, Histogram } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
+import { FastHistogram } from './metric-series.ts';
 import type { PoolState, Store } from '../store/index.ts';
 import { metrics } from './metrics.ts';
 
 /** Stores whose pools are reported: normally one per process (tests run several apps in one). */
 const observed = new Set<Store>();
 
-const queryDurations = new Histogram({
+const queryDurations = new FastHistogram({
   name: 'idp_db_query_duration_seconds',
   help: 'Database query time on its connection, by statement kind (select, insert, update, delete, other)',
   labelNames: ['kind'],
@@ -82,7 +83,7 @@ export function observeStore(app: FastifyInstance, store: Store): void {
   observed.add(store);
   if (store.pool?.()) registerPoolGauges();
   const stop = store.onQuery?.(({ kind, seconds, failed }) => {
-    queryDurations.observe({ kind }, seconds);
+    queryDurations.observe([kind], seconds);
     if (failed) queryErrors.inc({ kind });
   });
   app.addHook('onClose', async () => {

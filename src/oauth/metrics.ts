@@ -3,10 +3,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { Counter } from 'prom-client';
 import { metrics } from '../http/metrics.ts';
+import { FastCounter } from '../http/metric-series.ts';
 
-const issued = new Counter({
+const issued = new FastCounter({
   name: 'idp_tokens_issued_total',
   help: 'Successful token endpoint answers (each carries one access token), by grant type and client id',
   labelNames: ['grant_type', 'client'],
@@ -25,7 +25,7 @@ export function countIssuedTokens(provider: Provider, log?: FastifyBaseLogger): 
   provider.on('grant.success', (ctx: KoaContextWithOIDC) => {
     const grantType = String(ctx.oidc.params?.grant_type);
     const clientId = ctx.oidc.client?.clientId ?? 'unknown';
-    issued.inc({ grant_type: grantType, client: clientId });
+    issued.inc([grantType, clientId]);
     const requestId = ctx.res.getHeader('x-request-id');
     log?.info(
       { reqId: typeof requestId === 'string' ? requestId : undefined, grant_type: grantType, client_id: clientId },
