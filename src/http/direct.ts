@@ -3,8 +3,8 @@
 // clean, goes through Fastify as usual.
 //
 // Fastify's per-request work (the router, the request and reply objects, the request's child
-// logger, every application hook, the content-type parser and its async resource) cost a sixth of
-// the CPU of a client_credentials token, which oidc-provider answers on its own anyway
+// logger, every application hook, the content-type parser and its async resource) cost about a
+// tenth of the CPU of a client_credentials token, which oidc-provider answers on its own anyway
 // (docs/passkey-api.md has the figures). A direct route keeps what the service adds to every
 // answer: the request id (and its header), the request metrics, the request log lines at info level
 // and the client address under TRUST_PROXY, computed by the same functions as on Fastify's path.
