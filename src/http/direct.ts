@@ -18,6 +18,7 @@ import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
 import { clientAddress, type TrustProxy } from './client-address.ts';
 import { requestId } from './request-id.ts';
 import { recordRequest } from './metrics-http.ts';
+import { errorBody } from './errors.ts';
 
 /** What a direct route's handler gets besides the raw request and response. */
 export interface DirectRequest {
@@ -92,14 +93,12 @@ export function directRoutes(trust: TrustProxy, log: () => FastifyBaseLogger): D
       try {
         serve(route, req, res);
       } catch (err) {
-        // a defect, not an outcome: logged, answered like Fastify's own 500s
+        // a defect, not an outcome: logged, answered with the service's bare 500 (src/http/errors.ts)
         log().error({ err }, 'direct route failed');
         if (!res.headersSent) {
           res.statusCode = 500;
           res.setHeader('content-type', 'application/json; charset=utf-8');
-          res.end(
-            JSON.stringify({ error: 'Internal Server Error', message: 'Internal Server Error', statusCode: 500 }),
-          );
+          res.end(JSON.stringify(errorBody(500, 'Internal Server Error')));
         } else res.destroy();
       }
     };
