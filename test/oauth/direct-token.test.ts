@@ -87,6 +87,8 @@ for (const dialect of dialects()) {
       for (const name of ['content-type', 'cache-control', 'x-content-type-options'])
         assert.equal(http.headers.get(name), injected.headers[name], name);
       assert.match(http.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+      // the server the direct routes make carries Fastify's own server options (its 72 s keep-alive)
+      assert.equal(built.app.server.keepAliveTimeout, 72_000);
       // the token is the service's: its own verifier accepts it
       const claims = await built.verifier.verify(a.access_token as string, `${config.publicUrl}/2/passkey`);
       assert.equal(claims.clientId, client.clientId);
