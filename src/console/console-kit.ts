@@ -94,7 +94,8 @@ export async function signedIn(
     return undefined;
   }
   const user = await findUserBySub(deps.store.db, state.session.sub);
-  if (!user || user.disabled_at !== null) {
+  // signed out (here or elsewhere), disabled, or their sessions ended since: sign in again
+  if (!user || user.disabled_at !== null || user.console_generation !== state.session.gen) {
     clearSession(deps, reply);
     startSignIn(deps, reply, '/console');
     return undefined;

@@ -19,7 +19,7 @@ import {
   signedIn,
   type ConsoleDeps,
 } from './console-kit.ts';
-import { clearSession, finishSignIn, forgetAuthState, writeSession } from './console-session.ts';
+import { endSessions, finishSignIn, forgetAuthState, writeSession } from './console-session.ts';
 import { organizationsView } from './console-views.ts';
 import { userPages } from './console-user-pages.ts';
 import { organizationPages } from './console-org-pages.ts';
@@ -65,7 +65,7 @@ async function callback(deps: ConsoleDeps, request: FastifyRequest, reply: Fasti
 async function signOut(deps: ConsoleDeps, request: FastifyRequest, reply: FastifyReply) {
   const staff = await signedIn(deps, request, reply);
   if (!staff || !checkCsrf(deps, request, reply, staff)) return reply;
-  clearSession(deps, reply);
+  await endSessions(deps, reply, staff.user.sub);
   const params = new URLSearchParams({
     client_id: CONSOLE_CLIENT_ID,
     post_logout_redirect_uri: `${deps.config.publicUrl}${CONSOLE_SIGNED_OUT}`,

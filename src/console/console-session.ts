@@ -4,7 +4,10 @@
 // as an essential acr claim), redeems the code at the token endpoint, verifies the ID token with
 // the provider's published keys, and keeps who signed in in a sealed cookie that lapses after the
 // idle timeout (and after 12 hours whatever happens). Roles are read from the database on every
-// request, so a revoked role or a disabled user is locked out at the next click.
+// request, so a revoked role or a disabled user is locked out at the next click. The cookie also
+// carries the user's console generation at sign-in, compared with the user's row on every request:
+// signing out and everything that ends the user's sessions count it up (findUserBySub's row, so no
+// extra query), which ends every console session of theirs at once, copies of the cookie included.
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
@@ -14,6 +17,7 @@ import { ACR_PHISHING_RESISTANT, acrSatisfies } from '../oauth/authentication-co
 import { CONSOLE_CALLBACK, CONSOLE_CLIENT_ID } from '../clients/console-client.ts';
 import { isLocalPath } from '../ui/frame.ts';
 import type { ConsoleDeps } from './access.ts';
+import { endConsoleSessions, findUserBySub } from '../store/directory.ts';
 
 const AUTH_COOKIE = 'idp_console_auth';
 const AUTH_TTL_MS = 10 * 60 * 1000;
@@ -26,6 +30,8 @@ export interface StaffSession {
   /** when the console was last used, ms */
   seen: number;
   acr: string;
+  /** the user's console generation at sign-in: a session of an older generation has ended */
+  gen: number;
 }
 
 interface AuthState {
@@ -60,7 +66,13 @@ export type SessionState = { session: StaffSession } | { expired: boolean };
 /** The staff session this browser holds, unless it is missing, altered, idle too long or too old. */
 export function readSession(deps: ConsoleDeps, request: FastifyRequest): SessionState {
   const s = openJson<StaffSession>(deps, request.cookies[cookieName(deps)], 'console-session');
-  if (!s || typeof s.sub !== 'string' || typeof s.seen !== 'number' || typeof s.authAt !== 'number')
+  if (
+    !s ||
+    typeof s.sub !== 'string' ||
+    typeof s.seen !== 'number' ||
+    typeof s.authAt !== 'number' ||
+    typeof s.gen !== 'number'
+  )
     return { expired: false };
   const now = deps.now();
   const idle = now - s.seen > deps.config.consoleIdleTimeoutSeconds * 1000;
@@ -76,6 +88,12 @@ export function writeSession(deps: ConsoleDeps, reply: FastifyReply, s: StaffSes
     sameSite: 'lax',
     secure: secure(deps),
   });
+}
+
+/** Signing out: every console session of the user ends (this browser's cookie is cleared too). */
+export async function endSessions(deps: ConsoleDeps, reply: FastifyReply, sub: string): Promise<void> {
+  await endConsoleSessions(deps.store.db, sub);
+  clearSession(deps, reply);
 }
 
 export function clearSession(deps: ConsoleDeps, reply: FastifyReply): void {
@@ -135,8 +153,16 @@ export async function finishSignIn(deps: ConsoleDeps, request: FastifyRequest): 
   if (!claims) return { ok: false, reason: 'failed' };
   if (deps.config.consoleRequirePasskey && !acrSatisfies(claims.acr, [ACR_PHISHING_RESISTANT]))
     return { ok: false, reason: 'passkey' };
-  const now = deps.now();
-  return { ok: true, back: auth.back, session: { sub: claims.sub, authAt: claims.authAt, seen: now, acr: claims.acr } };
+  const user = await findUserBySub(deps.store.db, claims.sub);
+  if (!user) return { ok: false, reason: 'failed' };
+  const session = {
+    sub: claims.sub,
+    authAt: claims.authAt,
+    seen: deps.now(),
+    acr: claims.acr,
+    gen: user.console_generation,
+  };
+  return { ok: true, back: auth.back, session };
 }
 
 export function forgetAuthState(deps: ConsoleDeps, reply: FastifyReply): void {

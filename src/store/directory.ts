@@ -164,3 +164,12 @@ export function findUserByEmailIn(db: Q, orgIds: number[], email: string): Promi
     .orderBy('id')
     .executeTakeFirst();
 }
+
+/** Ends every console session of the user: counts their console generation up (migration 013). */
+export async function endConsoleSessions(db: Q, sub: string): Promise<void> {
+  await db
+    .updateTable('users')
+    .set((eb) => ({ console_generation: eb('console_generation', '+', 1) }))
+    .where('sub', '=', sub)
+    .execute();
+}

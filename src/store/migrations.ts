@@ -170,6 +170,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '010_console': migration010(dialect),
     '011_provisioning': migration011(dialect),
     '012_passkey_list_index': migration012(dialect),
+    '013_console_sessions': migration013(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({
@@ -580,6 +581,19 @@ function migration012(dialect: Dialect): Migration {
     async up(db: Kysely<any>) {
       await sql.raw('drop index if exists passkeys_user').execute(db);
       await sql.raw(index).execute(db);
+    },
+  };
+}
+
+// Console sessions live in a sealed cookie; each carries the user's console generation as it was at
+// sign-in. Signing out of the console, and everything that ends a user's sessions (disabling,
+// removal, deleting all their passkeys, offboarding), counts the generation up, so every console
+// session issued before ends at its next request. The console reads the user's row on every
+// request anyway: the check costs no query.
+function migration013(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await sql.raw('alter table users add column console_generation integer not null default 0').execute(db);
     },
   };
 }

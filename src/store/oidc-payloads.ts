@@ -3,6 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { DB } from './schema.ts';
 import { publish, type Topic } from './invalidation.ts';
 import { prepare } from './prepared.ts';
+import { endConsoleSessions } from './directory.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 
@@ -153,7 +154,11 @@ export async function findSessionsByAccount(db: Q, accountId: string, now: numbe
  * all that was issued under them (codes, access and refresh tokens), in one statement.
  */
 export async function deleteAccountArtifacts(db: Q, accountId: string): Promise<number> {
-  const remove = (q: Q) => deleteArtifactsOfAccount(q, accountId);
+  const remove = async (q: Q) => {
+    // the account's console sessions end with its other sessions
+    await endConsoleSessions(q, accountId);
+    return deleteArtifactsOfAccount(q, accountId);
+  };
   return withInvalidations(db, remove, ['user', accountId]);
 }
 

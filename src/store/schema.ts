@@ -45,6 +45,8 @@ export interface UsersTable {
   student_number: Later<string | null>;
   /** eduPersonEntitlement URIs, space-separated */
   entitlement: Later<string | null>;
+  /** counted up to end every console session of the user (migration 013) */
+  console_generation: Later<number>;
   /** the user's passkeys, kept by triggers on passkeys (migration 010): never written directly */
   passkey_count: ColumnType<number, never, never>;
 }
