@@ -59,6 +59,7 @@ export const AUDIT_ACTIONS = [
   'recovery_link.revoke',
   'role.grant',
   'role.revoke',
+  'access.refused',
   'keys.rotate',
   'webhook.add',
   'webhook.remove',

@@ -305,7 +305,16 @@ async function offboard(deps: ConsoleDeps, request: OrgRequest, reply: FastifyRe
     return sendHtml(reply, 400, offboardPreviewView(ctx.staff.view, view));
   }
   const who = staffActor(ctx.staff, request);
-  const done = await offboardUsers(deps, ctx.org.id, eppns, { who, requestId: request.id, ip: request.ip, reason });
+  let done;
+  try {
+    done = await offboardUsers(deps, ctx.org.id, eppns, { who, requestId: request.id, ip: request.ip, reason });
+  } catch (err) {
+    // someone listed has a role as strong as the staff member's: nothing was done
+    if (!(err instanceof AppError) || err.status !== 403) throw err;
+    const preview = await previewOffboarding(deps, ctx.org.id, eppns);
+    const view = { org: ctx.org, eppns, ...preview, error: err.message, reason };
+    return sendHtml(reply, 403, offboardPreviewView(ctx.staff.view, view));
+  }
   request.log.info({ staff: ctx.staff.user.eppn, org_id: ctx.org.id, users: done.found.length }, 'bulk offboarding');
   return sendHtml(reply, 200, offboardDoneView(ctx.staff.view, { org: ctx.org, ...done }));
 }

@@ -131,6 +131,12 @@ async function showUser(deps: ConsoleDeps, request: FastifyRequest<{ Params: Use
   return renderUser(deps, reply, ctx, { notice: done && ctx.staff.view.t(done, { count }) });
 }
 
+/** A change the staff member may not make (a user with a role as strong as theirs): the user's page, 403, saying why. */
+function refused(deps: ConsoleDeps, reply: FastifyReply, ctx: Context & { user: User }, err: unknown) {
+  if (err instanceof AppError && err.status === 403) return renderUser(deps, reply, ctx, { error: err.message }, 403);
+  throw err;
+}
+
 // ---- deleting passkeys -----------------------------------------------------------------------
 
 async function targetPasskey(deps: ConsoleDeps, user: User, rawId: string) {
@@ -166,7 +172,11 @@ async function deleteOne(deps: ConsoleDeps, request: FastifyRequest<{ Params: Pa
     return sendHtml(reply, 400, confirmView(ctx.staff.view, view));
   }
   const actor = { who: staffActor(ctx.staff, request), requestId: request.id, ip: request.ip, reason, at: deps.now() };
-  await removeOrganizationPasskey(deps.store, actor, ctx.org.id, passkey.id);
+  try {
+    await removeOrganizationPasskey(deps.store, actor, ctx.org.id, passkey.id);
+  } catch (err) {
+    return refused(deps, reply, ctx, err);
+  }
   return redirect(reply, `${userPath(ctx.org.id, ctx.user.eppn)}?done=deleted_one`);
 }
 
@@ -189,7 +199,13 @@ async function deleteAll(deps: ConsoleDeps, request: FastifyRequest<{ Params: Us
     return sendHtml(reply, 400, confirmView(ctx.staff.view, view));
   }
   const actor = { who: staffActor(ctx.staff, request), requestId: request.id, ip: request.ip, reason, at: deps.now() };
-  const { ids, sub } = await removeUserPasskeys(deps.store, actor, ctx.org.id, ctx.user.eppn);
+  let removed;
+  try {
+    removed = await removeUserPasskeys(deps.store, actor, ctx.org.id, ctx.user.eppn);
+  } catch (err) {
+    return refused(deps, reply, ctx, err);
+  }
+  const { ids, sub } = removed;
   if (sub !== undefined) await endUserSessions(deps.store, deps.provider.current(), sub, deps.now);
   return redirect(reply, `${userPath(ctx.org.id, ctx.user.eppn)}?done=deleted_all&n=${ids.length}`);
 }
@@ -218,7 +234,7 @@ async function createLink(deps: ConsoleDeps, request: FastifyRequest<{ Params: U
   } catch (err) {
     // A disabled user gets no link: the form is not offered, but a page may be stale.
     if (err instanceof AppError && err.status === 400) return renderUser(deps, reply, ctx, { error: err.message }, 400);
-    throw err;
+    return refused(deps, reply, ctx, err);
   }
 }
 

@@ -7,7 +7,8 @@ import type { Store } from '../store/index.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { findUserByEppn } from '../store/directory.ts';
 import { listUserCredentials } from '../store/passkeys.ts';
-import { removeUserPasskeys, type Actor } from '../webauthn/passkey-removal.ts';
+import { auditActor, removeUserPasskeys, type Actor } from '../webauthn/passkey-removal.ts';
+import { requireWeakerAll } from '../directory/roles.ts';
 import { endUserSessions } from '../oauth/end-user-sessions.ts';
 import { eppnProblem, normalizeEppn } from '../directory/index.ts';
 
@@ -57,7 +58,10 @@ export async function previewOffboarding(deps: OffboardDeps, orgId: number, eppn
   return { found, notFound, passkeys: total(found) };
 }
 
-/** Deletes the passkeys of every listed user the organization has, and ends their sessions. */
+/**
+ * Deletes the passkeys of every listed user the organization has, and ends their sessions. A list
+ * with anyone the actor may not act on (directory/roles.ts) is refused whole, before anything goes.
+ */
 export async function offboardUsers(
   deps: OffboardDeps,
   orgId: number,
@@ -65,6 +69,18 @@ export async function offboardUsers(
   actor: Omit<Actor, 'at'>,
 ): Promise<Offboarded> {
   const { found, notFound } = await previewOffboarding(deps, orgId, eppns);
+  const targets = [];
+  for (const { eppn } of found) {
+    const user = await findUserByEppn(deps.store.db, eppn);
+    if (user) targets.push(user);
+  }
+  await requireWeakerAll(
+    deps.store,
+    auditActor({ ...actor, at: deps.now() }),
+    targets,
+    'passkey.delete_user',
+    deps.now(),
+  );
   const done: { eppn: string; passkeys: number }[] = [];
   for (const { eppn } of found) {
     const { ids, sub } = await removeUserPasskeys(deps.store, { ...actor, at: deps.now() }, orgId, eppn);

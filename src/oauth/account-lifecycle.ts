@@ -14,8 +14,10 @@ import { deleteAccountArtifacts, findSessionsByAccount } from '../store/oidc-pay
 import { insertLogoutDelivery } from '../store/logout-deliveries.ts';
 import { publish } from '../store/invalidation.ts';
 import { deleteMembershipsOfUser, deleteProvisioningOfOrganization } from '../store/provisioning.ts';
-import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
+import { recordAudit, SYSTEM, type Actor, type AuditAction, type Change } from '../audit/index.ts';
 import { normalizeEppn } from '../directory/index.ts';
+import { recordingRefusals, requireWeaker } from '../directory/roles.ts';
+import { revokeUserRecoveryLinks } from '../store/recovery-links.ts';
 import { AUDIT_DELETE_USER } from '../webauthn/passkey-removal.ts';
 import { conflict, notFound } from '../errors.ts';
 
@@ -44,10 +46,12 @@ export async function endSessionsInTransaction(trx: Trx, sub: string, now: numbe
   return sessions.length;
 }
 
-async function userOrFail(trx: Trx, eppnInput: string): Promise<dir.User> {
+/** The user, when the actor may act on them (directory/roles.ts: only on users with weaker roles). */
+async function userOrFail(trx: Trx, eppnInput: string, action: AuditAction, actor: Actor, now: number) {
   const eppn = normalizeEppn(eppnInput);
   const user = await dir.findUserByEppn(trx, eppn);
   if (!user) throw notFound(`user '${eppn}' does not exist`);
+  await requireWeaker(trx, actor, user, action, now);
   return user;
 }
 
@@ -60,27 +64,31 @@ export interface LifecycleResult {
 }
 
 /**
- * Disables a user: sign-in is refused, their sessions end, their grants, refresh and access tokens
- * are deleted (so every endpoint refuses them at once), and the relying parties are told.
- * Passkeys, password and photo are kept, so enabling gives the same account back.
+ * Disables a user: sign-in is refused, their sessions (the console's too) end, their grants,
+ * refresh and access tokens are deleted (so every endpoint refuses them at once), the recovery
+ * links not yet used are revoked (enabling the user does not bring them back), and the relying
+ * parties are told. Passkeys, password and photo are kept, so enabling gives the same account back.
  */
 export function disableUser(store: Store, eppn: string, { actor = SYSTEM, now = Date.now() }: Change = {}) {
-  return store.db.transaction().execute(async (trx): Promise<LifecycleResult> => {
-    const user = await userOrFail(trx, eppn);
+  const change = async (trx: Trx): Promise<LifecycleResult> => {
+    const user = await userOrFail(trx, eppn, 'user.disable', actor, now);
     if (user.disabled_at !== null) return { eppn: user.eppn, changed: false, sessions: 0 };
     await dir.updateUser(trx, user.id, { disabled_at: now, updated_at: now });
     await publish(trx, 'user', user.sub);
     const sessions = await endSessionsInTransaction(trx, user.sub, now);
-    const entry = { actor, at: now, orgId: user.org_id, eppn: user.eppn, sub: user.sub, details: { sessions } };
+    const links = await revokeUserRecoveryLinks(trx, user.id, now);
+    const details = links > 0 ? { sessions, recovery_links: links } : { sessions };
+    const entry = { actor, at: now, orgId: user.org_id, eppn: user.eppn, sub: user.sub, details };
     await recordAudit(trx, { action: 'user.disable', ...entry });
     return { eppn: user.eppn, changed: true, sessions };
-  });
+  };
+  return recordingRefusals(store, () => store.db.transaction().execute(change));
 }
 
 /** Enables a disabled user: they can sign in again (with what they had: passkeys, password). */
 export function enableUser(store: Store, eppn: string, { actor = SYSTEM, now = Date.now() }: Change = {}) {
-  return store.db.transaction().execute(async (trx): Promise<LifecycleResult> => {
-    const user = await userOrFail(trx, eppn);
+  const change = async (trx: Trx): Promise<LifecycleResult> => {
+    const user = await userOrFail(trx, eppn, 'user.enable', actor, now);
     if (user.disabled_at === null) return { eppn: user.eppn, changed: false, sessions: 0 };
     await dir.updateUser(trx, user.id, { disabled_at: null, updated_at: now });
     await publish(trx, 'user', user.sub);
@@ -93,7 +101,8 @@ export function enableUser(store: Store, eppn: string, { actor = SYSTEM, now = D
       sub: user.sub,
     });
     return { eppn: user.eppn, changed: true, sessions: 0 };
-  });
+  };
+  return recordingRefusals(store, () => store.db.transaction().execute(change));
 }
 
 /** Removes one user inside a transaction: passkeys (audited like the passkey API's deletions), sessions, then the user. */
@@ -117,11 +126,12 @@ async function removeUserInTransaction(trx: Trx, user: dir.User, actor: Actor, n
  * grants and tokens, in one transaction. The audit trail keeps the records about them.
  */
 export function removeUser(store: Store, eppn: string, { actor = SYSTEM, now = Date.now() }: Change = {}) {
-  return store.db.transaction().execute(async (trx) => {
-    const user = await userOrFail(trx, eppn);
+  const change = async (trx: Trx) => {
+    const user = await userOrFail(trx, eppn, 'user.remove', actor, now);
     const passkeys = await removeUserInTransaction(trx, user, actor, now);
     return { eppn: user.eppn, sub: user.sub, passkeys };
-  });
+  };
+  return recordingRefusals(store, () => store.db.transaction().execute(change));
 }
 
 export interface OrganizationFootprint {

@@ -11,6 +11,7 @@ import { loadPolicy } from '../webauthn/policy.ts';
 import { findUserBySub } from '../store/directory.ts';
 import { findUserInOrganization, findUsers, listGroupsOfUsers } from '../store/provisioning.ts';
 import { forbidden } from '../errors.ts';
+import { recordingRefusals, requireWeaker } from '../directory/roles.ts';
 import { scimAccess, type Caller, type ScimDeps } from './access.ts';
 import { scimError, SCIM_JSON } from './errors.ts';
 import { applyPatch } from './patch.ts';
@@ -27,6 +28,12 @@ export function checkUserName(caller: Caller, userName: string): string {
   if (problem) throw scimError(400, 'invalidValue', `userName '${userName.slice(0, 80)}' ${problem}`);
   if (realmOf(eppn) !== caller.realm) throw forbidden(`eppn realm '${realmOf(eppn)}' does not match organization`);
   return eppn;
+}
+
+/** The organization's directory changes its people, never an operator's account (directory/roles.ts). */
+async function checkMayChange(deps: ScimDeps, caller: Caller, user: User, action: 'user.update' | 'user.remove') {
+  const check = () => requireWeaker(deps.store.db, caller.actor, user, action, deps.now());
+  await recordingRefusals(deps.store, check);
 }
 
 /** Only what differs from the stored user is written (and audited). */
@@ -145,6 +152,7 @@ export function userRoutes(deps: ScimDeps, base: string) {
     const caller = await callerOf(request);
     const user = await loadUser(caller, request.params.id);
     checkIfMatch(request, versionOf(user.updated_at));
+    await checkMayChange(deps, caller, user, 'user.update');
     return respond(reply, await save(deps, caller, user, readUser(request.body)));
   }
 
@@ -152,6 +160,7 @@ export function userRoutes(deps: ScimDeps, base: string) {
     const caller = await callerOf(request);
     const user = await loadUser(caller, request.params.id);
     checkIfMatch(request, versionOf(user.updated_at));
+    await checkMayChange(deps, caller, user, 'user.update');
     const operations = patchOperations(request.body, PATCH_OP);
     const patched = applyPatch(await resourceOf(user), USER_KIND, operations);
     return respond(reply, await save(deps, caller, user, readUser(patched)));
@@ -161,6 +170,7 @@ export function userRoutes(deps: ScimDeps, base: string) {
     const caller = await callerOf(request);
     const user = await loadUser(caller, request.params.id);
     checkIfMatch(request, versionOf(user.updated_at));
+    await checkMayChange(deps, caller, user, 'user.remove');
     await lifecycle.removeUser(store, user.eppn, { actor: caller.actor, now: deps.now() });
     return reply.code(204).send();
   }

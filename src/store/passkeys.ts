@@ -197,17 +197,17 @@ export async function deleteOrganizationPasskey(
   db: Q,
   orgId: number,
   id: number,
-): Promise<{ eppn: string; sub: string } | undefined> {
+): Promise<{ userId: number; eppn: string; sub: string } | undefined> {
   const row = await db
     .selectFrom('passkeys')
     .innerJoin('users', 'users.id', 'passkeys.user_id')
-    .select(['passkeys.id', 'users.eppn', 'users.sub'])
+    .select(['passkeys.id', 'passkeys.user_id', 'users.eppn', 'users.sub'])
     .where('passkeys.id', '=', id)
     .where('passkeys.org_id', '=', orgId)
     .executeTakeFirst();
   if (!row) return undefined;
   const r = await db.deleteFrom('passkeys').where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
-  return Number(r.numDeletedRows) === 1 ? { eppn: row.eppn, sub: row.sub } : undefined;
+  return Number(r.numDeletedRows) === 1 ? { userId: row.user_id, eppn: row.eppn, sub: row.sub } : undefined;
 }
 
 export async function deleteUserPasskey(db: Q, userId: number, id: number): Promise<boolean> {

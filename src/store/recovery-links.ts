@@ -67,3 +67,15 @@ export async function revokeRecoveryLink(db: Q, id: number, now: number): Promis
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
+
+/** Revokes every link of the user not yet used or revoked; how many. */
+export async function revokeUserRecoveryLinks(db: Q, userId: number, now: number): Promise<number> {
+  const r = await db
+    .updateTable('recovery_links')
+    .set({ revoked_at: now })
+    .where('user_id', '=', userId)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}

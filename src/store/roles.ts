@@ -41,3 +41,13 @@ export function listRoles(db: Q, orgId?: number) {
 export function rolesOfUser(db: Q, userId: number) {
   return db.selectFrom('roles').select(['role', 'org_id']).where('user_id', '=', userId).execute();
 }
+
+/** The roles of the user with that eppn: [role, org_id] pairs (none for an unknown eppn). */
+export function rolesOfEppn(db: Q, eppn: string) {
+  return db
+    .selectFrom('roles')
+    .innerJoin('users', 'users.id', 'roles.user_id')
+    .select(['roles.role', 'roles.org_id'])
+    .where('users.eppn', '=', eppn)
+    .execute();
+}

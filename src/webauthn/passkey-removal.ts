@@ -9,6 +9,7 @@ import {
   renameUserPasskey,
 } from '../store/passkeys.ts';
 import { recordAudit, type Actor as AuditActor } from '../audit/index.ts';
+import { recordingRefusals, requireWeaker } from '../directory/roles.ts';
 
 export const AUDIT_DELETE_USER = 'passkey.delete_user';
 export const AUDIT_DELETE_ONE = 'passkey.delete';
@@ -27,7 +28,8 @@ export interface Actor {
   reason?: string;
 }
 
-const auditActor = (a: Actor): AuditActor =>
+/** The actor as the audit trail names it. */
+export const auditActor = (a: Actor): AuditActor =>
   a.who ?? { type: 'client', id: a.clientId ?? null, requestId: a.requestId, ip: a.ip };
 const reasonOf = (a: Actor) => (a.reason ? { details: { reason: a.reason } } : {});
 
@@ -39,23 +41,26 @@ export function removeUserPasskeys(
   orgId: number,
   eppn: string,
 ): Promise<{ ids: number[]; sub: string | undefined }> {
-  return store.db.transaction().execute(async (trx) => {
-    const user = await findUserByEppn(trx, eppn);
-    const member = user && user.org_id === orgId ? user : undefined;
-    const deleted = member ? await deleteUserPasskeys(trx, member.id) : [];
-    await recordAudit(trx, {
-      action: AUDIT_DELETE_USER,
-      actor: auditActor(actor),
-      at: actor.at,
-      clientId: actor.clientId ?? null,
-      ...reasonOf(actor),
-      orgId,
-      eppn,
-      passkeyIds: deleted,
-      sub: member?.sub,
-    });
-    return { ids: deleted, sub: member?.sub };
-  });
+  return recordingRefusals(store, () =>
+    store.db.transaction().execute(async (trx) => {
+      const user = await findUserByEppn(trx, eppn);
+      const member = user && user.org_id === orgId ? user : undefined;
+      if (member) await requireWeaker(trx, auditActor(actor), member, AUDIT_DELETE_USER, actor.at);
+      const deleted = member ? await deleteUserPasskeys(trx, member.id) : [];
+      await recordAudit(trx, {
+        action: AUDIT_DELETE_USER,
+        actor: auditActor(actor),
+        at: actor.at,
+        clientId: actor.clientId ?? null,
+        ...reasonOf(actor),
+        orgId,
+        eppn,
+        passkeyIds: deleted,
+        sub: member?.sub,
+      });
+      return { ids: deleted, sub: member?.sub };
+    }),
+  );
 }
 
 /** Deletes one passkey of the organization; undefined (and nothing written) when it has none of that id. */
@@ -65,22 +70,27 @@ export function removeOrganizationPasskey(
   orgId: number,
   id: number,
 ): Promise<{ eppn: string } | undefined> {
-  return store.db.transaction().execute(async (trx) => {
-    const deleted = await deleteOrganizationPasskey(trx, orgId, id);
-    if (!deleted) return undefined;
-    await recordAudit(trx, {
-      action: AUDIT_DELETE_ONE,
-      actor: auditActor(actor),
-      at: actor.at,
-      clientId: actor.clientId ?? null,
-      ...reasonOf(actor),
-      orgId,
-      eppn: deleted.eppn,
-      passkeyIds: [id],
-      sub: deleted.sub,
-    });
-    return { eppn: deleted.eppn };
-  });
+  return recordingRefusals(store, () =>
+    store.db.transaction().execute(async (trx) => {
+      const deleted = await deleteOrganizationPasskey(trx, orgId, id);
+      if (!deleted) return undefined;
+      // a refusal rolls the deletion back
+      const owner = { id: deleted.userId, eppn: deleted.eppn, org_id: orgId };
+      await requireWeaker(trx, auditActor(actor), owner, AUDIT_DELETE_ONE, actor.at);
+      await recordAudit(trx, {
+        action: AUDIT_DELETE_ONE,
+        actor: auditActor(actor),
+        at: actor.at,
+        clientId: actor.clientId ?? null,
+        ...reasonOf(actor),
+        orgId,
+        eppn: deleted.eppn,
+        passkeyIds: [id],
+        sub: deleted.sub,
+      });
+      return { eppn: deleted.eppn };
+    }),
+  );
 }
 
 /** Deletes one of the user's own passkeys; false (and nothing written) when they have none of that id.

@@ -18,6 +18,7 @@ import {
 } from '../store/recovery-links.ts';
 import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
 import { badRequest, notFound } from '../errors.ts';
+import { recordingRefusals, requireWeaker } from '../directory/roles.ts';
 import { iso } from '../time.ts';
 
 export const RECOVERY_PATH = '/recover/';
@@ -51,33 +52,41 @@ export async function createRecoveryLink(
     throw badRequest('a recovery link lives between 1 minute and 30 days');
   const eppn = input.eppn.trim().toLowerCase();
   const token = randomBytes(32).toString('base64url');
-  return store.db.transaction().execute(async (trx) => {
-    const user = await findUserByEppn(trx, eppn);
-    if (!user || (input.orgId !== undefined && user.org_id !== input.orgId))
-      throw notFound(`user '${eppn}' does not exist`);
-    if (user.disabled_at !== null) throw badRequest(`user '${eppn}' is disabled: enable them first`);
-    const row = {
-      token_hash: hashOf(token),
-      user_id: user.id,
-      org_id: user.org_id,
-      created_at: now,
-      expires_at: now + ttl,
-      used_at: null,
-      revoked_at: null,
-      created_by: who(actor),
-      delete_others: input.deleteOthers ? 1 : 0,
-    };
-    const id = await insertRecoveryLink(trx, row);
-    const details = { recovery_link: id, expires_at: iso(row.expires_at), delete_others: input.deleteOthers === true };
-    await recordAudit(trx, { action: 'recovery_link.create', actor, at: now, orgId: user.org_id, eppn, details });
-    return {
-      id,
-      eppn,
-      url: `${publicUrl}${RECOVERY_PATH}${token}`,
-      expires_at: iso(row.expires_at),
-      delete_others: input.deleteOthers === true,
-    };
-  });
+  return recordingRefusals(store, () =>
+    store.db.transaction().execute(async (trx) => {
+      const user = await findUserByEppn(trx, eppn);
+      if (!user || (input.orgId !== undefined && user.org_id !== input.orgId))
+        throw notFound(`user '${eppn}' does not exist`);
+      // whoever may register a passkey through the link signs in as the user
+      await requireWeaker(trx, actor, user, 'recovery_link.create', now);
+      if (user.disabled_at !== null) throw badRequest(`user '${eppn}' is disabled: enable them first`);
+      const row = {
+        token_hash: hashOf(token),
+        user_id: user.id,
+        org_id: user.org_id,
+        created_at: now,
+        expires_at: now + ttl,
+        used_at: null,
+        revoked_at: null,
+        created_by: who(actor),
+        delete_others: input.deleteOthers ? 1 : 0,
+      };
+      const id = await insertRecoveryLink(trx, row);
+      const details = {
+        recovery_link: id,
+        expires_at: iso(row.expires_at),
+        delete_others: input.deleteOthers === true,
+      };
+      await recordAudit(trx, { action: 'recovery_link.create', actor, at: now, orgId: user.org_id, eppn, details });
+      return {
+        id,
+        eppn,
+        url: `${publicUrl}${RECOVERY_PATH}${token}`,
+        expires_at: iso(row.expires_at),
+        delete_others: input.deleteOthers === true,
+      };
+    }),
+  );
 }
 
 /** The link and its user while it can still be used; undefined for a wrong, used, revoked or expired one. */
