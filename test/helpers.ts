@@ -289,6 +289,15 @@ export function cookieBrowser(app: FastifyInstance) {
   };
   const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
   return {
+    /** the cookies kept, as a Cookie header (a copy of them, say, taken from the browser) */
+    cookies: cookie,
+    /** keeps these cookies (a Cookie header) as if they had been set */
+    adopt: (header: string) => {
+      for (const pair of header.split('; ').filter(Boolean)) {
+        const at = pair.indexOf('=');
+        jar.set(pair.slice(0, at), pair.slice(at + 1));
+      }
+    },
     get: async (url: string) => remember(await app.inject({ method: 'GET', url, headers: { cookie: cookie() } })),
     post: async (url: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
       remember(
