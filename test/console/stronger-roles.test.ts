@@ -57,10 +57,13 @@ for (const dialect of dialects()) {
     before(async () => {
       ctx = await startTestApp(dialect);
       await seedOrg(ctx, 1, 'example.org', 'Example University');
-      const seed = (eppn: string) => seedUser(ctx, 1, eppn);
-      [helen, hugo, olga, oscar, opal, ada] = await Promise.all(
-        ['helen', 'hugo', 'olga', 'oscar', 'opal', 'ada'].map((n) => seed(`${n}@example.org`)),
-      );
+      const seed = (name: string) => seedUser(ctx, 1, `${name}@example.org`);
+      helen = await seed('helen');
+      hugo = await seed('hugo');
+      olga = await seed('olga');
+      oscar = await seed('oscar');
+      opal = await seed('opal');
+      ada = await seed('ada');
       for (const [user, role] of [
         [helen, 'helpdesk'],
         [hugo, 'helpdesk'],
