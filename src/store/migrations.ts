@@ -170,6 +170,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '010_console': migration010(dialect),
     '011_provisioning': migration011(dialect),
     '012_passkey_list_index': migration012(dialect),
+    '013_client_introspection': migration013(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({
@@ -580,6 +581,16 @@ function migration012(dialect: Dialect): Migration {
     async up(db: Kysely<any>) {
       await sql.raw('drop index if exists passkeys_user').execute(db);
       await sql.raw(index).execute(db);
+    },
+  };
+}
+
+// Resource servers: confidential clients an operator allows to introspect the access tokens of the
+// users of their organizations and the service's JWT access tokens (docs/tokens.md).
+function migration013(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await sql.raw('alter table clients add column introspection integer not null default 0').execute(db);
     },
   };
 }
