@@ -12,6 +12,7 @@ import Provider, {
   type RefreshToken,
 } from 'oidc-provider';
 import { INTROSPECTION_METADATA, introspectionEndpoint, introspectionPolicy } from './introspection.ts';
+import { userinfoDpopChallenge } from './userinfo-dpop.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
@@ -257,6 +258,7 @@ export function createProvider(
       audiences: resourceServers(config.publicUrl).map((server) => server.id),
     }),
   );
+  provider.use(userinfoDpopChallenge());
   if (accounts.frontchannelLogoutSource) provider.use(frontchannelLogout(store, accounts.frontchannelLogoutSource));
   provider.use(devicePollPace(store, config.deviceCodeTtl));
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client
