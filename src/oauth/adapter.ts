@@ -7,6 +7,7 @@ import * as payloads from '../store/oidc-payloads.ts';
 import { findClient } from '../store/clients.ts';
 import { recordProof } from '../store/dpop-proofs.ts';
 import { INTROSPECTION_METADATA } from './introspection.ts';
+import { FRONTCHANNEL_METADATA } from './frontchannel-logout.ts';
 import { allowedScopes, clientSecretHashes, type ClientRow } from '../clients/index.ts';
 
 /** The client's oidc-provider metadata; undefined for an unknown or disabled client. */
@@ -49,6 +50,8 @@ function registration(row: ClientRow): AdapterPayload {
     ...(row.backchannel_logout_uri
       ? { backchannel_logout_uri: row.backchannel_logout_uri, backchannel_logout_session_required: true }
       : {}),
+    // sid in ID tokens for front-channel logout too (frontchannel-logout.ts)
+    ...(row.frontchannel_logout_uri ? { [FRONTCHANNEL_METADATA]: row.frontchannel_logout_uri } : {}),
   } as AdapterPayload;
 }
 

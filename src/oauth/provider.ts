@@ -26,7 +26,12 @@ import { EXTERNAL_SIGNING_ACK, NodeSigningKey, signInline } from './signing-key.
 import { deviceFlowFeature, devicePollPace, type DeviceFlowSources } from './device-flow.ts';
 import { DPOP_ALGS } from '../http/dpop.ts';
 import { outgoingFetch, recordBackchannelLogouts } from './backchannel-logout.ts';
-import { frontchannelLogout, type FrontchannelLogoutSource } from './frontchannel-logout.ts';
+import {
+  FRONTCHANNEL_METADATA,
+  frontchannelLogout,
+  includeSidForFrontchannelClients,
+  type FrontchannelLogoutSource,
+} from './frontchannel-logout.ts';
 import type { KeySet } from './keys.ts';
 
 export const ROUTES = {
@@ -227,7 +232,7 @@ export function createProvider(
     rotateRefreshToken: true,
     ttl: lifetimes(config),
     features: features(config, keySet, accounts, keys, store),
-    extraClientMetadata: { properties: [INTROSPECTION_METADATA] },
+    extraClientMetadata: { properties: [INTROSPECTION_METADATA, FRONTCHANNEL_METADATA] },
     fetch: outgoingFetch(config.publicUrl),
     // Front-channel logout is this service's own (frontchannel-logout.ts): iss and sid are always sent.
     discovery: {
@@ -248,6 +253,7 @@ export function createProvider(
   };
   const provider = new Provider(config.publicUrl, configuration);
   keepClientInstances(provider, store);
+  includeSidForFrontchannelClients(provider);
   recordBackchannelLogouts(provider, store, log);
   auditClientAuthFailures(provider, store, log);
   countIssuedTokens(provider, log);
