@@ -29,6 +29,9 @@ export interface Client {
   userinfoSignedResponseAlg: string | null;
   /** authorization requests must be pushed first (RFC 9126) */
   requirePar: boolean;
+  /** a resource server: may introspect its organizations' users' access tokens and the service's
+   * JWT access tokens (docs/tokens.md) */
+  introspection: boolean;
   adminOrgs: number[];
   checkuserOrgs: number[];
   createdAt: number;
@@ -52,6 +55,8 @@ export interface NewClient {
   userinfoSignedResponseAlg?: string;
   /** refuse authorization requests that were not pushed to /oauth/par first */
   requirePar?: boolean;
+  /** a resource server allowed to introspect tokens it was not issued (docs/tokens.md) */
+  introspection?: boolean;
   /** grant types the operator asked for; empty or absent: the defaults of defaultGrantTypes() */
   grantTypes?: string[];
 }
@@ -245,6 +250,7 @@ function toClient(row: repo.ClientRow, adminOrgs: number[], checkuserOrgs: numbe
     firstParty: row.first_party === 1,
     userinfoSignedResponseAlg: row.userinfo_signed_response_alg,
     requirePar: row.require_par === 1,
+    introspection: row.introspection === 1,
     adminOrgs,
     checkuserOrgs,
     createdAt: row.created_at,
@@ -295,6 +301,7 @@ export async function createClient(
   const grantTypes = checkGrantTypes(input, redirectUris, scopes);
   if (input.requirePar && !grantTypes.includes('authorization_code'))
     throw badRequest('--require-par concerns authorization requests; the client needs the authorization_code grant');
+  if (input.introspection && input.public) throw badRequest(PUBLIC_INTROSPECTION);
   const clientId = randomUUID();
   const secret = input.public ? null : newSecret();
   await store.db.transaction().execute(async (trx) => {
@@ -312,13 +319,21 @@ export async function createClient(
       first_party: input.firstParty ? 1 : 0,
       userinfo_signed_response_alg: input.userinfoSignedResponseAlg ?? null,
       require_par: input.requirePar ? 1 : 0,
+      introspection: input.introspection ? 1 : 0,
       created_at: now,
       updated_at: now,
     });
     await repo.grantOrganizations(trx, clientId, orgs, 'admin');
     // a lookup of the new id that raced the insert may have found nothing
     await publish(trx, 'client', clientId);
-    const details = { name, grant_types: grantTypes, scopes, groups, orgs };
+    const details = {
+      name,
+      grant_types: grantTypes,
+      scopes,
+      groups,
+      orgs,
+      introspection: Boolean(input.introspection),
+    };
     await recordAudit(trx, { action: 'client.add', actor, at: now, subject: clientId, clientId, details });
   });
   return { client: await getClient(store, clientId), secret };
@@ -363,7 +378,12 @@ export interface ClientUpdate {
   groups?: string[];
   scopes?: string[];
   grantTypes?: string[];
+  /** allow (true) or stop (false) introspecting tokens issued to other clients */
+  introspection?: boolean;
 }
+
+const PUBLIC_INTROSPECTION =
+  '--introspection is for resource servers, which authenticate with a secret; a public client cannot';
 
 /** The columns an update changes, each checked with the rules of createClient(). */
 function clientChanges(row: repo.ClientRow, input: ClientUpdate): Partial<repo.ClientRow> {
@@ -390,9 +410,13 @@ function clientChanges(row: repo.ClientRow, input: ClientUpdate): Partial<repo.C
     changes.redirect_uris = JSON.stringify(redirectUris);
     changes.grant_types = JSON.stringify(grantTypes);
   }
+  if (input.introspection !== undefined) {
+    if (input.introspection && row.secret_hash === null) throw badRequest(PUBLIC_INTROSPECTION);
+    changes.introspection = input.introspection ? 1 : 0;
+  }
   if (Object.keys(changes).length === 0)
     throw badRequest(
-      'nothing to change: give --name, --redirect-uri, --post-logout-redirect-uri, --groups, --scopes or --grant',
+      'nothing to change: give --name, --redirect-uri, --post-logout-redirect-uri, --groups, --scopes, --grant or --introspection',
     );
   return changes;
 }
@@ -411,7 +435,10 @@ export async function updateClient(
     const changes = clientChanges(row, input);
     await repo.updateClient(trx, clientId, { ...changes, updated_at: now });
     await publish(trx, 'client', clientId);
-    const details = { fields: Object.keys(changes) };
+    const details = {
+      fields: Object.keys(changes),
+      ...(changes.introspection === undefined ? {} : { introspection: changes.introspection === 1 }),
+    };
     await recordAudit(trx, { action: 'client.update', actor, at: now, subject: clientId, clientId, details });
   });
   return getClient(store, clientId);

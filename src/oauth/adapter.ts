@@ -6,6 +6,8 @@ import type { Store } from '../store/index.ts';
 import * as payloads from '../store/oidc-payloads.ts';
 import { findClient } from '../store/clients.ts';
 import { recordProof } from '../store/dpop-proofs.ts';
+import { INTROSPECTION_METADATA } from './introspection.ts';
+import { FRONTCHANNEL_METADATA } from './frontchannel-logout.ts';
 import { allowedScopes, clientSecretHashes, type ClientRow } from '../clients/index.ts';
 
 /** The client's oidc-provider metadata; undefined for an unknown or disabled client. */
@@ -43,10 +45,13 @@ function registration(row: ClientRow): AdapterPayload {
     scope: [...allowedScopes(row)].join(' '),
     ...(row.userinfo_signed_response_alg ? { userinfo_signed_response_alg: row.userinfo_signed_response_alg } : {}),
     require_pushed_authorization_requests: row.require_par === 1,
+    [INTROSPECTION_METADATA]: row.introspection === 1,
     // sid in ID tokens and logout tokens, so a relying party can end exactly the session it holds
     ...(row.backchannel_logout_uri
       ? { backchannel_logout_uri: row.backchannel_logout_uri, backchannel_logout_session_required: true }
       : {}),
+    // sid in ID tokens for front-channel logout too (frontchannel-logout.ts)
+    ...(row.frontchannel_logout_uri ? { [FRONTCHANNEL_METADATA]: row.frontchannel_logout_uri } : {}),
   } as AdapterPayload;
 }
 

@@ -12,6 +12,23 @@ export type FrontchannelLogoutSource = (ctx: KoaContextWithOIDC, frames: string[
 
 type Middleware = Parameters<Provider['use']>[0];
 
+/** The client metadata property naming a front-channel logout URI (src/oauth/adapter.ts). */
+export const FRONTCHANNEL_METADATA = 'frontchannel_logout_uri';
+
+/**
+ * OIDC Front-Channel Logout 1.0 section 3: a client that receives `sid` in its logout request finds
+ * the session it names in its ID token's `sid`. oidc-provider puts sid in ID tokens for clients with a
+ * back-channel logout URI only (Client#includeSid); clients with a front-channel one get it as well.
+ */
+export function includeSidForFrontchannelClients(provider: Provider): void {
+  type ClientThis = { metadata(): Record<string, unknown> };
+  const prototype = provider.Client.prototype as unknown as { includeSid: (this: ClientThis) => boolean };
+  const backchannelRule = prototype.includeSid;
+  prototype.includeSid = function includeSid(this: ClientThis) {
+    return Boolean(backchannelRule.call(this)) || typeof this.metadata()[FRONTCHANNEL_METADATA] === 'string';
+  };
+}
+
 /** `uri` with iss and sid added to its query (OIDC Front-Channel Logout 1.0, section 3). */
 export function frontchannelUri(uri: string, issuer: string, sid: string | undefined): string {
   const url = new URL(uri);

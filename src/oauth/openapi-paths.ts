@@ -138,8 +138,11 @@ function introspection(): Json {
     operationId: 'introspectToken',
     summary: 'Introspect a token (RFC 7662)',
     description:
-      'A confidential client learns about its own tokens, a resource server about tokens naming it as audience; ' +
-      'anyone else gets {"active": false}. With Accept: application/token-introspection+jwt the answer is a signed JWT (RFC 9701).',
+      'A confidential client learns about its own tokens and tokens naming it as audience; a resource server ' +
+      "registered with --introspection also about the access tokens of its organizations' users and the service's " +
+      'JWT access tokens (client_credentials, RFC 9068); anyone else gets {"active": false}. A caller that does not ' +
+      'authenticate (no credentials, or a public client) gets 401 invalid_client with a Basic challenge. ' +
+      'With Accept: application/token-introspection+jwt the answer is a signed JWT (RFC 9701).',
     tags: ['oauth'],
     ...CLIENT_AUTH,
     requestBody: formBody(

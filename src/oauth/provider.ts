@@ -11,6 +11,8 @@ import Provider, {
   type KoaContextWithOIDC,
   type RefreshToken,
 } from 'oidc-provider';
+import { INTROSPECTION_METADATA, introspectionEndpoint, introspectionPolicy } from './introspection.ts';
+import { userinfoDpopChallenge } from './userinfo-dpop.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
@@ -24,7 +26,12 @@ import { EXTERNAL_SIGNING_ACK, NodeSigningKey, signInline } from './signing-key.
 import { deviceFlowFeature, devicePollPace, type DeviceFlowSources } from './device-flow.ts';
 import { DPOP_ALGS } from '../http/dpop.ts';
 import { outgoingFetch, recordBackchannelLogouts } from './backchannel-logout.ts';
-import { frontchannelLogout, type FrontchannelLogoutSource } from './frontchannel-logout.ts';
+import {
+  FRONTCHANNEL_METADATA,
+  frontchannelLogout,
+  includeSidForFrontchannelClients,
+  type FrontchannelLogoutSource,
+} from './frontchannel-logout.ts';
 import type { KeySet } from './keys.ts';
 
 export const ROUTES = {
@@ -135,26 +142,6 @@ function resourceIndicators(config: Config, keySet: KeySet) {
   } as NonNullable<Configuration['features']>['resourceIndicators'];
 }
 
-/** The audiences a token names (oidc-provider keeps one as a string, several as an array). */
-function audiences(aud: unknown): string[] {
-  if (typeof aud === 'string') return [aud];
-  return Array.isArray(aud) ? aud.filter((a): a is string => typeof a === 'string') : [];
-}
-
-/**
- * Who may see an introspection answer: only authenticated (confidential) clients, about tokens
- * issued to themselves, or, as a resource server, about tokens whose audience names them.
- * Anyone else gets `{ active: false }`, the same as for an unknown token.
- */
-const introspectionAllowed = async (
-  _ctx: KoaContextWithOIDC,
-  client: Client,
-  token: AccessToken | ClientCredentials | RefreshToken,
-): Promise<boolean> => {
-  if (client.clientAuthMethod === 'none') return false;
-  return token.clientId === client.clientId || ('aud' in token && audiences(token.aud).includes(client.clientId));
-};
-
 /** A client revokes only tokens issued to itself (RFC 7009 2.1); a confidential client is told
  * when it tries another's, a public one (which proved nothing) is not. */
 const revocationAllowed = async (
@@ -167,7 +154,13 @@ const revocationAllowed = async (
   throw new errors.InvalidRequest('client is not authorized to revoke the presented token');
 };
 
-function features(config: Config, keySet: KeySet, accounts: AccountSource, keys: Keyring): Configuration['features'] {
+function features(
+  config: Config,
+  keySet: KeySet,
+  accounts: AccountSource,
+  keys: Keyring,
+  store: Store,
+): Configuration['features'] {
   return {
     devInteractions: { enabled: false },
     // RFC 9449: DPoP-bound tokens (token_type DPoP, cnf.jkt) for clients that send proofs, with
@@ -178,7 +171,8 @@ function features(config: Config, keySet: KeySet, accounts: AccountSource, keys:
     pushedAuthorizationRequests: { enabled: true, requirePushedAuthorizationRequests: false },
     clientCredentials: { enabled: true },
     revocation: { enabled: true, allowedPolicy: revocationAllowed },
-    introspection: { enabled: true, allowedPolicy: introspectionAllowed },
+    // who sees which token: src/oauth/introspection.ts, docs/tokens.md
+    introspection: { enabled: true, allowedPolicy: introspectionPolicy(store) },
     // Accept: application/token-introspection+jwt gets the answer as a signed JWT (RFC 9701)
     jwtIntrospection: { enabled: true },
     userinfo: { enabled: true },
@@ -237,7 +231,8 @@ export function createProvider(
     // (stolen) one is always detected and revokes its grant.
     rotateRefreshToken: true,
     ttl: lifetimes(config),
-    features: features(config, keySet, accounts, keys),
+    features: features(config, keySet, accounts, keys, store),
+    extraClientMetadata: { properties: [INTROSPECTION_METADATA, FRONTCHANNEL_METADATA] },
     fetch: outgoingFetch(config.publicUrl),
     // Front-channel logout is this service's own (frontchannel-logout.ts): iss and sid are always sent.
     discovery: {
@@ -258,9 +253,18 @@ export function createProvider(
   };
   const provider = new Provider(config.publicUrl, configuration);
   keepClientInstances(provider, store);
+  includeSidForFrontchannelClients(provider);
   recordBackchannelLogouts(provider, store, log);
   auditClientAuthFailures(provider, store, log);
   countIssuedTokens(provider, log);
+  provider.use(
+    introspectionEndpoint({
+      issuer: config.publicUrl,
+      publicJwks: keySet.publicJwks,
+      audiences: resourceServers(config.publicUrl).map((server) => server.id),
+    }),
+  );
+  provider.use(userinfoDpopChallenge());
   if (accounts.frontchannelLogoutSource) provider.use(frontchannelLogout(store, accounts.frontchannelLogoutSource));
   provider.use(devicePollPace(store, config.deviceCodeTtl));
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client

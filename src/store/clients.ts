@@ -130,3 +130,18 @@ export async function deleteClient(db: Q, clientId: string): Promise<boolean> {
   const r = await db.deleteFrom('clients').where('client_id', '=', clientId).executeTakeFirst();
   return Number(r.numDeletedRows) === 1;
 }
+
+const userOfGrantedOrganization = prepare<{ clientId: string; sub: string }, { sub: string }>((db, p) =>
+  db
+    .selectFrom('users')
+    .innerJoin('client_orgs', 'client_orgs.org_id', 'users.org_id')
+    .select('users.sub')
+    .where('users.sub', '=', p.sub)
+    .where('client_orgs.client_id', '=', p.clientId)
+    .where('client_orgs.kind', '=', 'admin'),
+);
+
+/** Whether the user `sub` belongs to one of the organizations the client is granted (`--orgs`). */
+export async function isUserOfGrantedOrganization(db: Q, clientId: string, sub: string): Promise<boolean> {
+  return (await userOfGrantedOrganization(db, { clientId, sub })).length > 0;
+}

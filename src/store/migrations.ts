@@ -171,6 +171,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '011_provisioning': migration011(dialect),
     '012_passkey_list_index': migration012(dialect),
     '013_console_sessions': migration013(),
+    '014_client_introspection': migration014(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({
@@ -594,6 +595,16 @@ function migration013(): Migration {
   return {
     async up(db: Kysely<any>) {
       await sql.raw('alter table users add column console_generation integer not null default 0').execute(db);
+    },
+  };
+}
+
+// Resource servers: confidential clients an operator allows to introspect the access tokens of the
+// users of their organizations and the service's JWT access tokens (docs/tokens.md).
+function migration014(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await sql.raw('alter table clients add column introspection integer not null default 0').execute(db);
     },
   };
 }

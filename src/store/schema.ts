@@ -79,6 +79,8 @@ export interface ClientsTable {
   /** the secret before the last rotation, accepted until previous_secret_expires_at */
   previous_secret_hash: Later<string | null>;
   previous_secret_expires_at: Later<number | null>;
+  /** 1: a resource server that may introspect the tokens of its organizations' users (docs/tokens.md) */
+  introspection: Later<number>;
 }
 
 export interface ClientOrgsTable {

@@ -11,6 +11,7 @@ import { passkeyRow } from '../passkey-admin/fixtures.ts';
 import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts';
 import { listLogoutDeliveries } from '../../src/store/logout-deliveries.ts';
 import { retryLogoutDeliveries } from '../../src/oauth/backchannel-logout.ts';
+import { disableUser, enableUser } from '../../src/oauth/account-lifecycle.ts';
 import type { User } from '../../src/store/directory.ts';
 import {
   launchBrowser,
@@ -49,6 +50,8 @@ for (const dialect of dialects()) {
     let browser: Browser;
     let page: Page;
     let rp: RelyingParty;
+    let frontOnly: RelyingParty;
+    let consenting: RelyingParty;
     let ada: User;
 
     before(async () => {
@@ -61,11 +64,16 @@ for (const dialect of dialects()) {
         { firstParty: true, scopes: ['offline_access'] },
         { backchannel: true, frontchannel: true },
       );
+      frontOnly = await startRelyingParty(server, { firstParty: true }, { frontchannel: true });
+      // an application of another party: the user agrees on the consent page to offline access
+      consenting = await startRelyingParty(server, { scopes: ['offline_access'] }, { backchannel: true });
       browser = await launchBrowser();
     });
     after(async () => {
       await browser?.close();
       await rp?.close();
+      await frontOnly?.close();
+      await consenting?.close();
       await server?.close();
     });
 
@@ -75,16 +83,29 @@ for (const dialect of dialects()) {
     }
 
     /** RP-initiated logout with the ID token as hint, confirmed on the "Sign out?" page. */
-    async function signOut(idToken: string) {
-      const url = oidc.buildEndSessionUrl(rp.config, {
+    async function signOut(idToken: string, by: RelyingParty = rp) {
+      const url = oidc.buildEndSessionUrl(by.config, {
         id_token_hint: idToken,
-        post_logout_redirect_uri: rp.postLogoutRedirectUri,
+        post_logout_redirect_uri: by.postLogoutRedirectUri,
       });
       await page.goto(url.href);
       await Promise.all([
-        page.waitForURL((u) => u.href.startsWith(rp.postLogoutRedirectUri)),
+        page.waitForURL((u) => u.href.startsWith(by.postLogoutRedirectUri)),
         page.click('#logout-yes'),
       ]);
+    }
+
+    /** The refresh token grant at the token endpoint, as the relying party makes it. */
+    async function refresh(refreshToken: string, by: RelyingParty = rp) {
+      const res = await fetch(`${server.url}/oauth/token`, {
+        method: 'POST',
+        headers: {
+          authorization: basicAuth(by.clientId, by.secret),
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }),
+      });
+      return { status: res.status, body: (await res.json()) as { error?: string; refresh_token?: string } };
     }
 
     it('discovery advertises back- and front-channel logout with sessions', async () => {
@@ -216,6 +237,58 @@ for (const dialect of dialects()) {
       assert.equal(await page.locator('h1').textContent(), 'Signed out');
       assert.equal(await page.locator('iframe.frontchannel-logout').count(), 1);
     });
+
+    it('a client with only a front-channel logout URI gets sid in the ID token, the sid its logout request names', async () => {
+      await freshBrowser();
+      const tokens = await passwordSignInThroughRelyingParty(page, frontOnly, 'ada@example.org', PASSWORD);
+      const sid = tokens.claims()!.sid;
+      assert.equal(typeof sid, 'string', 'OIDC Front-Channel Logout 1.0 section 3: sid in the ID token');
+      const loadsBefore = frontOnly.frontchannelLoads.length;
+      await signOut(tokens.id_token!, frontOnly);
+      const load = await until('the front-channel logout URI', () => frontOnly.frontchannelLoads[loadsBefore]);
+      assert.equal(load.searchParams.get('sid'), sid);
+      // a refreshed ID token names the same session
+      await freshBrowser();
+      const again = await passwordSignInThroughRelyingParty(page, frontOnly, 'ada@example.org', PASSWORD);
+      assert.notEqual(again.claims()!.sid, sid, 'a new session, a new sid');
+    });
+
+    for (const kind of ['first-party', 'consenting'] as const) {
+      it(`an offline_access refresh token survives the user's sign-out; disabling the user ends it (${kind})`, async () => {
+        const client = kind === 'first-party' ? rp : consenting;
+        await freshBrowser();
+        // as relying parties ask for it: without prompt=consent (docs/sign-in.md)
+        const tokens = await passwordSignInThroughRelyingParty(page, client, 'ada@example.org', PASSWORD, {
+          scope: 'openid offline_access',
+        });
+        assert.ok(tokens.refresh_token, 'offline_access gives a refresh token');
+        // a later authorization in the same session that does not ask for offline access
+        const silent = await client.begin({ prompt: 'none' });
+        await page.goto(silent.url);
+        await page.waitForURL((u) => u.href.startsWith(client.redirectUri));
+        const again = await client.finish(page.url(), silent);
+        await signOut(again.id_token!, client);
+
+        // the session is over, but offline access is for when the user is not there (OIDC Core 11)
+        const refreshed = await refresh(tokens.refresh_token, client);
+        assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
+        assert.ok(refreshed.body.refresh_token);
+        // ... and the browser is signed out all the same
+        const begun = await client.begin();
+        await page.goto(begun.url);
+        assert.match(new URL(page.url()).pathname, /^\/interaction\//);
+
+        // disabling the user ends it
+        await disableUser(server.store, 'ada@example.org');
+        try {
+          const refused = await refresh(refreshed.body.refresh_token!, client);
+          assert.equal(refused.status, 400);
+          assert.equal(refused.body.error, 'invalid_grant');
+        } finally {
+          await enableUser(server.store, 'ada@example.org');
+        }
+      });
+    }
 
     it("an administrator deleting all of a user's passkeys signs the user out everywhere", async () => {
       await freshBrowser();

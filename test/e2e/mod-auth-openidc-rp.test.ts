@@ -6,34 +6,19 @@
 // visits the protected page and signs in with a password.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { dialects, seedClient, seedOrg, seedUser } from '../helpers.ts';
 import { freePort, launchBrowser, startServer, submitPassword, type E2EServer } from './helpers.ts';
+import { apacheMissing, startApache, type Apache } from './apache.ts';
 
-const APACHE = process.env.APACHE_PATH || '/usr/sbin/apache2';
-const MODULES = '/usr/lib/apache2/modules';
 const PASSWORD = 'correct horse battery staple';
 const GUIDE = join(import.meta.dirname, '..', '..', 'docs', 'connecting-applications.md');
 
-const missing = [APACHE, join(MODULES, 'mod_auth_openidc.so'), join(MODULES, 'mod_proxy_http.so')].filter(
-  (file) => !existsSync(file),
-);
-const skip = missing.length
-  ? `apache2 and libapache2-mod-auth-openidc are needed (.ci/run installs them); missing ${missing.join(', ')}`
-  : false;
-if (skip && process.env.CI === 'true') throw new Error(skip);
-
-interface Apache {
-  url: string;
-  log(): string;
-  stop(): Promise<void>;
-}
+const skip = apacheMissing(['mod_auth_openidc.so', 'mod_proxy_http.so'], 'apache2 and libapache2-mod-auth-openidc');
 
 /** The guide's mod_auth_openidc configuration (its one `apache` block), with the values a deployment fills in. */
 function guideSite(values: { idp: string; site: string; app: string; clientId: string; secret: string }): string {
@@ -46,68 +31,6 @@ function guideSite(values: { idp: string; site: string; app: string; clientId: s
     .replace('<client_id>', values.clientId)
     .replace('<client_secret>', values.secret)
     .replace(/^OIDCCryptoPassphrase <[^>]*>$/m, 'OIDCCryptoPassphrase a-throwaway-passphrase-for-this-test-only');
-}
-
-function apacheConfig(dir: string, port: number, site: string): string {
-  const modules = ['mpm_event', 'authn_core', 'authz_core', 'authz_user', 'proxy', 'proxy_http', 'auth_openidc'];
-  return [
-    `ServerRoot ${dir}`,
-    `ServerName 127.0.0.1`,
-    `Listen 127.0.0.1:${port}`,
-    `PidFile ${dir}/httpd.pid`,
-    `DefaultRuntimeDir ${dir}`,
-    `ErrorLog ${dir}/error.log`,
-    'LogLevel warn auth_openidc:info',
-    ...modules.map((m) => `LoadModule ${m}_module ${MODULES}/mod_${m}.so`),
-    // Started as root, Apache's workers must run as someone else.
-    ...(process.getuid?.() === 0 ? ['User www-data', 'Group www-data'] : []),
-    site,
-    '',
-  ].join('\n');
-}
-
-/** Apache in the foreground on 127.0.0.1:<port> serving the given site configuration. */
-async function startApache(port: number, site: string): Promise<Apache> {
-  const dir = mkdtempSync(join(tmpdir(), 'idp-apache-'));
-  const url = `http://127.0.0.1:${port}`;
-  writeFileSync(join(dir, 'httpd.conf'), apacheConfig(dir, port, site));
-  const child: ChildProcess = spawn(APACHE, ['-d', dir, '-f', join(dir, 'httpd.conf'), '-DFOREGROUND'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const log = () => {
-    const file = join(dir, 'error.log');
-    return `${output}${existsSync(file) ? readFileSync(file, 'utf8') : ''}`;
-  };
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      await exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) {
-      const text = log();
-      await stop();
-      assert.fail(`apache exited (${child.exitCode}):\n${text}`);
-    }
-    if (i === 100) {
-      const text = log();
-      await stop();
-      assert.fail(`apache did not answer on ${url}:\n${text}`);
-    }
-    const up = await fetch(`${url}/`).then(
-      () => true,
-      () => false,
-    );
-    if (up) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { url, log, stop };
 }
 
 for (const dialect of dialects()) {
@@ -157,6 +80,10 @@ for (const dialect of dialects()) {
       apache = await startApache(
         port,
         guideSite({ idp: server.url, site, app: `http://127.0.0.1:${appPort}`, clientId, secret }),
+        {
+          modules: ['mpm_event', 'authn_core', 'authz_core', 'authz_user', 'proxy', 'proxy_http', 'auth_openidc'],
+          logLevel: 'warn auth_openidc:info',
+        },
       );
       browser = await launchBrowser();
       page = await browser.newPage();

@@ -223,6 +223,27 @@ for (const dialect of dialects()) {
       await assert.rejects(oidc.fetchUserInfo(rp, tokens.access_token, sub, { DPoP: otherKey }));
     });
 
+    it('userinfo under the DPoP scheme without a proof is 401 with a DPoP challenge (RFC 9449 7.1), not 400', async () => {
+      const key = await newKey();
+      const bound = await signIn(rp, rp.clientMetadata().client_id, key);
+      for (const method of ['GET', 'POST']) {
+        const res = await fetch(`${server.url}/openid/userinfo`, {
+          method,
+          headers: { authorization: `DPoP ${bound.access_token}` },
+        });
+        const body = (await res.json()) as { error?: string };
+        assert.equal(res.status, 401, `${method}: ${JSON.stringify(body)}`);
+        assert.equal(body.error, 'invalid_dpop_proof');
+        assert.match(
+          res.headers.get('www-authenticate') ?? '',
+          new RegExp(`^DPoP realm="${server.url}", error="invalid_dpop_proof"`),
+        );
+      }
+      // with the proof the same token is answered (the refusal is only about the missing proof)
+      const info = await oidc.fetchUserInfo(rp, bound.access_token, sub, { DPoP: oidc.getDPoPHandle(rp, key.pair) });
+      assert.equal(info.sub, sub);
+    });
+
     it("a public client's refresh token is bound to its DPoP key", async () => {
       const key = await newKey();
       const tokens = await signIn(publicRp, publicClientId, key, 'openid offline_access');

@@ -1,12 +1,15 @@
 // Token introspection (RFC 7662, JWT answers per RFC 9701), revocation (RFC 7009) and the RFC 8414
 // metadata, over real HTTP with openid-client as the client library. A client sees only what it may
-// see: its own tokens, or, as a resource server, tokens whose audience names it; everything else,
-// and every token that is not live, is `{ "active": false }`.
+// see: its own tokens, tokens whose audience names it, or, as a resource server registered with
+// --introspection, the access tokens of its organizations' users and the service's JWT access
+// tokens; everything else, and every token that is not live, is `{ "active": false }`.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
-import { dialects, seedOrg, seedUser, seedClient, basicAuth } from '../helpers.ts';
+import { dialects, seedOrg, seedUser, seedClient, basicAuth, cli } from '../helpers.ts';
+import { listAuditEvents } from '../../src/store/audit.ts';
+import { setClientEnabled, updateClient } from '../../src/clients/index.ts';
 import { startServer, type E2EServer } from '../e2e/helpers.ts';
 
 const REDIRECT = 'https://rp.example.test/callback';
@@ -26,7 +29,9 @@ for (const dialect of dialects()) {
   describe(`token introspection and revocation (${dialect})`, () => {
     let server: E2EServer;
     let sub: string;
+    let otherOrgSub: string;
     let rp: Registered;
+    let resourceServer: Registered;
     let otherRp: Registered;
     let gateway: Registered;
     let publicRp: { clientId: string };
@@ -34,11 +39,30 @@ for (const dialect of dialects()) {
     before(async () => {
       server = await startServer(dialect);
       await seedOrg(server);
+      await seedOrg(server, 2, 'other.example.org', 'Other University');
       sub = (await seedUser(server, 1, 'ada@example.org')).sub;
+      otherOrgSub = (await seedUser(server, 2, 'bob@other.example.org')).sub;
       rp = await seedClient(server, { name: 'Course portal', redirectUris: [REDIRECT], scopes: ['offline_access'] });
       otherRp = await seedClient(server, { name: 'Library', redirectUris: [REDIRECT], scopes: ['offline_access'] });
       gateway = await seedClient(server, { name: 'API gateway', scopes: ['passkey.read'] });
       publicRp = await seedClient(server, { name: 'App', redirectUris: [REDIRECT], public: true });
+      // registered the way an operator does: the admin CLI
+      const added = await cli(server.config.databaseUrl, [
+        'client',
+        'add',
+        '--name',
+        'Course API',
+        '--scopes',
+        'passkey.read',
+        '--orgs',
+        '1',
+        '--introspection',
+        '--json',
+      ]);
+      assert.equal(added.code, 0, added.err);
+      const view = JSON.parse(added.out) as { client_id: string; client_secret: string; introspection: boolean };
+      assert.equal(view.introspection, true);
+      resourceServer = { clientId: view.client_id, secret: view.client_secret };
     });
     after(() => server?.close());
 
@@ -79,13 +103,17 @@ for (const dialect of dialects()) {
     }
 
     /** An opaque access token issued to `clientId` for a user, with the given audience and lifetime. */
-    async function accessToken(clientId: string, options: { aud?: string; expiresIn?: number } = {}): Promise<string> {
+    async function accessToken(
+      clientId: string,
+      options: { aud?: string; expiresIn?: number; accountId?: string } = {},
+    ): Promise<string> {
       const provider = server.provider.current();
-      const grant = new provider.Grant({ accountId: sub, clientId });
+      const accountId = options.accountId ?? sub;
+      const grant = new provider.Grant({ accountId, clientId });
       grant.addOIDCScope('openid');
       const grantId = await grant.save();
       const token = new provider.AccessToken({
-        accountId: sub,
+        accountId,
         client: (await provider.Client.find(clientId))!,
         grantId,
         scope: 'openid',
@@ -223,11 +251,15 @@ for (const dialect of dialects()) {
       );
     });
 
-    it('a public client cannot authenticate, so it sees nothing, not even its own tokens', async () => {
+    it('a public client cannot authenticate: 401, and nothing about the token, not even its own', async () => {
       const own = await accessToken(publicRp.clientId);
-      const res = await post('/oauth/introspect', { token: own, client_id: publicRp.clientId });
-      assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.json(), { active: false });
+      for (const token of [own, 'no-such-token']) {
+        const res = await post('/oauth/introspect', { token, client_id: publicRp.clientId });
+        assert.equal(res.status, 401, res.text);
+        assert.equal(res.json().error, 'invalid_client');
+        assert.equal(res.json().active, undefined);
+        assert.match(res.headers.get('www-authenticate') ?? '', /^Basic realm="/);
+      }
     });
 
     it('unknown, expired and revoked tokens are inactive; hints never make a live token inactive', async () => {
@@ -251,10 +283,14 @@ for (const dialect of dialects()) {
 
     it('the endpoint requires client authentication and a token', async () => {
       const tokens = await signIn(rp);
+      // RFC 7662 2.1: no client authentication at all is a 401 with a challenge, like a wrong secret
       const anonymous = await post('/oauth/introspect', { token: tokens.access_token });
-      assert.equal(anonymous.status, 400, anonymous.text);
-      assert.equal(anonymous.json().error, 'invalid_request');
+      assert.equal(anonymous.status, 401, anonymous.text);
+      assert.equal(anonymous.json().error, 'invalid_client');
       assert.equal(anonymous.json().active, undefined);
+      assert.equal(anonymous.headers.get('www-authenticate'), `Basic realm="${server.url}"`);
+      const anonymousJwt = await post('/oauth/introspect', { token: tokens.access_token }, { accept: JWT_TYPE });
+      assert.equal(anonymousJwt.status, 401, 'nor does asking for a JWT answer change that');
 
       const wrongSecret = await post(
         '/oauth/introspect',
@@ -280,16 +316,140 @@ for (const dialect of dialects()) {
       await get.arrayBuffer();
     });
 
-    it('a JWT access token (client_credentials) is not introspected: resource servers verify it with the JWKS', async () => {
+    /** A client_credentials JWT access token (RFC 9068) from the token endpoint. */
+    async function jwtAccessToken(client: Registered, scope = 'passkey.read'): Promise<string> {
       const issued = await post(
         '/oauth/token',
-        { grant_type: 'client_credentials', scope: 'passkey.read' },
-        { authorization: basicAuth(gateway.clientId, gateway.secret) },
+        { grant_type: 'client_credentials', scope },
+        { authorization: basicAuth(client.clientId, client.secret) },
       );
       assert.equal(issued.status, 200, issued.text);
-      const res = await introspect(gateway, { token: issued.json().access_token as string });
-      assert.equal(res.status, 400, res.text);
-      assert.equal(res.json().error, 'unsupported_token_type');
+      const token = issued.json().access_token as string;
+      assert.equal(decodeProtectedHeader(token).typ, 'at+jwt');
+      return token;
+    }
+
+    it('a JWT access token (client_credentials) is introspected by its client, as JSON and as a JWT', async () => {
+      const token = await jwtAccessToken(gateway);
+      const seen = await oidc.tokenIntrospection(await rpConfig(gateway), token);
+      assert.equal(seen.active, true);
+      assert.equal(seen.client_id, gateway.clientId);
+      assert.equal(seen.sub, gateway.clientId);
+      assert.equal(seen.scope, 'passkey.read');
+      assert.equal(seen.aud, `${server.url}/2/passkey`);
+      assert.equal(seen.iss, server.url);
+      assert.equal(seen.token_type, 'Bearer');
+      assert.ok(seen.exp! > Math.floor(Date.now() / 1000));
+      assert.equal(typeof seen.jti, 'string');
+
+      // RFC 9701: the same answer signed, through openid-client
+      const signed = await oidc.tokenIntrospection(
+        await rpConfig(gateway, { introspection_signed_response_alg: 'RS256' }),
+        token,
+      );
+      assert.equal(signed.active, true);
+      assert.equal(signed.client_id, gateway.clientId);
+      const raw = await introspect(gateway, { token }, { accept: JWT_TYPE });
+      assert.match(raw.headers.get('content-type') ?? '', /^application\/token-introspection\+jwt/);
+      const { payload } = await jwtVerify(raw.text, createRemoteJWKSet(new URL(`${server.url}/openid/jwks`)), {
+        issuer: server.url,
+        audience: gateway.clientId,
+        typ: 'token-introspection+jwt',
+      });
+      assert.equal((payload.token_introspection as Record<string, unknown>).active, true);
+    });
+
+    it('a JWT access token is seen by a resource server granted introspection, by no other client', async () => {
+      const token = await jwtAccessToken(gateway);
+      const seen = await introspect(resourceServer, { token, token_type_hint: 'access_token' });
+      assert.equal(seen.status, 200, seen.text);
+      assert.equal(seen.json().active, true);
+      assert.equal(seen.json().client_id, gateway.clientId);
+      await assertInactive(otherRp, { token }, 'a client that is neither its own nor a resource server');
+      const asJwt = await introspect(otherRp, { token }, { accept: JWT_TYPE });
+      const { payload } = await jwtVerify(asJwt.text, createRemoteJWKSet(new URL(`${server.url}/openid/jwks`)), {
+        issuer: server.url,
+        audience: otherRp.clientId,
+      });
+      assert.deepEqual(payload.token_introspection, { active: false });
+    });
+
+    it('a forged, altered or foreign JWT is inactive, and so are the tokens of a disabled client', async () => {
+      const token = await jwtAccessToken(gateway);
+      const [header, body, signature] = token.split('.');
+      const claims = JSON.parse(Buffer.from(body!, 'base64url').toString()) as Record<string, unknown>;
+      const altered = Buffer.from(JSON.stringify({ ...claims, scope: 'passkey.delete' })).toString('base64url');
+      await assertInactive(gateway, { token: `${header}.${altered}.${signature}` }, 'an altered JWT');
+      const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt' })).toString('base64url')}.${body}.`;
+      await assertInactive(gateway, { token: unsigned }, 'an unsigned JWT');
+      // an ID token is signed by the service but is not an access token
+      const idToken = await new (server.provider.current().IdToken)(
+        { sub },
+        { client: (await server.provider.current().Client.find(rp.clientId))! },
+      ).issue({ use: 'idtoken' });
+      await assertInactive(rp, { token: idToken }, 'an ID token');
+
+      const doomed = await seedClient(server, { name: 'Batch job', scopes: ['passkey.read'] });
+      const doomedToken = await jwtAccessToken(doomed);
+      assert.equal((await introspect(resourceServer, { token: doomedToken })).json().active, true);
+      await setClientEnabled(server.store, doomed.clientId, false);
+      await assertInactive(resourceServer, { token: doomedToken }, 'a token of a disabled client');
+    });
+
+    it("a resource server granted introspection sees its organizations' users' access tokens, nothing else", async () => {
+      // issued to another client, naming no audience: what a relying party sends to an API
+      const tokens = await signIn(rp);
+      const seen = await oidc.tokenIntrospection(await rpConfig(resourceServer), tokens.access_token);
+      assert.equal(seen.active, true);
+      assert.equal(seen.client_id, rp.clientId);
+      assert.equal(seen.sub, sub);
+      assert.equal(seen.token_type, 'Bearer');
+      assert.deepEqual(new Set(seen.scope!.split(' ')), new Set(['openid', 'offline_access']));
+
+      await assertInactive(resourceServer, { token: tokens.refresh_token }, "another client's refresh token");
+      const otherOrg = await accessToken(rp.clientId, { accountId: otherOrgSub });
+      await assertInactive(resourceServer, { token: otherOrg }, 'a user of an organization it is not granted');
+      assert.equal((await introspect(rp, { token: otherOrg })).json().active, true, 'its own client still sees it');
+      // a client without --introspection (the gateway has organizations too) does not see it
+      const gatewayWithOrg = await seedClient(server, { name: 'Old gateway', scopes: ['passkey.read'], orgs: [1] });
+      await assertInactive(gatewayWithOrg, { token: tokens.access_token }, 'a client not granted introspection');
+
+      // the grant is withdrawn (client update --no-introspection): at once, and audited
+      const withdrawn = await cli(server.config.databaseUrl, [
+        'client',
+        'update',
+        resourceServer.clientId,
+        '--no-introspection',
+      ]);
+      assert.equal(withdrawn.code, 0, withdrawn.err);
+      // the CLI is another process: the service hears of the change within a fraction of a second
+      for (let i = 0; i < 40 && (await introspect(resourceServer, { token: tokens.access_token })).json().active; i++)
+        await new Promise((r) => setTimeout(r, 100));
+      await assertInactive(resourceServer, { token: tokens.access_token }, 'after --no-introspection');
+      await updateClient(server.store, resourceServer.clientId, { introspection: true });
+      assert.equal((await introspect(resourceServer, { token: tokens.access_token })).json().active, true);
+      const audit = await listAuditEvents(server.store.db, { subject: resourceServer.clientId });
+      const actions = audit.map((a) => [a.kind, JSON.parse(a.details) as Record<string, unknown>] as const);
+      assert.ok(actions.some(([action, d]) => action === 'client.add' && d.introspection === true));
+      assert.ok(actions.some(([action, d]) => action === 'client.update' && d.introspection === false));
+      assert.ok(actions.some(([action, d]) => action === 'client.update' && d.introspection === true));
+    });
+
+    it('client add --help lists --introspection; a public client cannot have it', async () => {
+      const help = await cli(server.config.databaseUrl, ['client', 'add', '--help']);
+      assert.match(help.out, /--introspection/);
+      const refused = await cli(server.config.databaseUrl, [
+        'client',
+        'add',
+        '--name',
+        'SPA',
+        '--public',
+        '--redirect-uri',
+        REDIRECT,
+        '--introspection',
+      ]);
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.err, /--introspection/);
     });
 
     it('a client revokes only its own tokens; introspection then says inactive', async () => {

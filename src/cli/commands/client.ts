@@ -1,6 +1,7 @@
 // `client` commands: relying parties and API clients, their grants, scopes and organizations.
 import * as clients from '../../clients/index.ts';
 import { iso } from '../../time.ts';
+import { badRequest } from '../../errors.ts';
 import { API_SCOPES, ATTRIBUTE_GROUPS } from '../../vocabulary.ts';
 import {
   by,
@@ -34,6 +35,7 @@ function clientView(c: clients.Client) {
     first_party: c.firstParty,
     userinfo_signed_response_alg: c.userinfoSignedResponseAlg,
     require_pushed_authorization_requests: c.requirePar,
+    introspection: c.introspection,
     created_at: iso(c.createdAt),
     status: c.disabledAt === null ? 'active' : 'disabled',
     previous_secret_valid_until: c.previousSecretExpiresAt === null ? null : iso(c.previousSecretExpiresAt),
@@ -51,6 +53,19 @@ function showClient(ctx: Ctx, c: clients.Client, secret?: string | null) {
 }
 
 const CLIENT_ID = [{ name: 'client_id', description: 'the client' }];
+const INTROSPECTION: OptionDef = {
+  type: 'boolean',
+  description:
+    "a resource server: may introspect the access tokens of its organizations' users (--orgs) and the service's JWT access tokens (docs/tokens.md)",
+};
+
+/** --introspection sets, --no-introspection clears, neither leaves it. */
+function introspectionChange(v: Values): boolean | undefined {
+  if (v.introspection === true && v['no-introspection'] === true)
+    throw badRequest('give --introspection or --no-introspection, not both');
+  if (v.introspection === true) return true;
+  return v['no-introspection'] === true ? false : undefined;
+}
 const ORGS: OptionDef = {
   type: 'string',
   value: '<id,...>',
@@ -173,6 +188,7 @@ const add: CommandDef = {
       type: 'boolean',
       description: 'accept only authorization requests pushed to /oauth/par first (RFC 9126)',
     },
+    introspection: INTROSPECTION,
   },
   async run(ctx, v) {
     const { client, secret } = await clients.createClient(
@@ -192,6 +208,7 @@ const add: CommandDef = {
         public: v.public === true,
         userinfoSignedResponseAlg: optional(v, 'userinfo-signed-alg'),
         requirePar: v['require-par'] === true,
+        introspection: v.introspection === true,
       },
       by(ctx),
     );
@@ -232,7 +249,7 @@ export const clientCommands: CommandDef[] = [
   rotate('rotate-secret', 'same as client secret rotate'),
   change(
     'update',
-    'change redirect URIs, groups, scopes, grant types or name; every option replaces the list it names',
+    'change redirect URIs, groups, scopes, grant types, name or introspection; every option replaces the list it names',
     {
       name: { type: 'string', value: '<name>', description: 'display name' },
       'redirect-uri': {
@@ -250,6 +267,8 @@ export const clientCommands: CommandDef[] = [
       groups: { type: 'string', value: '"..."', description: 'attribute groups; "" removes all' },
       scopes: { type: 'string', value: '"..."', description: 'allowed scopes; "" removes all' },
       grant: { type: 'string', multiple: true, value: '<grant>', description: 'grant types (replaces all)' },
+      introspection: INTROSPECTION,
+      'no-introspection': { type: 'boolean', description: 'stop introspecting tokens issued to other clients' },
     },
     (ctx, id, v) =>
       clients.updateClient(
@@ -262,6 +281,7 @@ export const clientCommands: CommandDef[] = [
           groups: v.groups === undefined ? undefined : clients.parseList(optional(v, 'groups')),
           scopes: v.scopes === undefined ? undefined : clients.parseList(optional(v, 'scopes')),
           grantTypes: repeated(v, 'grant')?.flatMap((g) => clients.parseList(g)),
+          introspection: introspectionChange(v),
         },
         by(ctx),
       ),
