@@ -3,6 +3,7 @@
 // transaction with its audit record; users are created through addUser and their lifecycle goes
 // through src/oauth/account-lifecycle.ts, as from every other surface.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Store } from '../store/index.ts';
 import { isUniqueViolation } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
@@ -257,8 +258,10 @@ type Q = Parameters<typeof prov.addMembers>[0];
 async function memberIds(q: Q, orgId: number, subs: string[], strict = true) {
   const unique = [...new Set(subs)];
   const found = new Map<string, number>();
-  for (let i = 0; i < unique.length; i += 500)
+  for (let i = 0; i < unique.length; i += 500) {
     for (const u of await prov.findUsersBySubs(q, orgId, unique.slice(i, i + 500))) found.set(u.sub, u.id);
+    if (i > 0) await yieldToEventLoop();
+  }
   const missing = strict ? unique.find((s) => !found.has(s)) : undefined;
   if (missing !== undefined) throw badRequest(`member '${missing.slice(0, 80)}' is not a user of this organization`);
   return found;
@@ -274,11 +277,18 @@ async function writeMembers(trx: Q, groupId: number, wanted: Map<number, string>
     current.filter((m) => !wanted.has(m.user_id)).map((m) => m.user_id),
   );
   const byRole = new Map<string, number[]>();
-  for (const [userId, role] of wanted)
-    if (!had.has(userId)) byRole.set(role, [...(byRole.get(role) ?? []), userId]);
-    else if (had.get(userId) !== role) await prov.setMemberRole(trx, groupId, userId, role);
+  for (const [userId, role] of wanted) {
+    if (had.get(userId) === role) continue;
+    if (had.has(userId)) await prov.setMemberRole(trx, groupId, userId, role);
+    else if (byRole.has(role)) byRole.get(role)!.push(userId);
+    else byRole.set(role, [userId]);
+  }
   let added = 0;
-  for (const [role, userIds] of byRole) added += await prov.addMembers(trx, groupId, userIds, role);
+  for (const [role, userIds] of byRole)
+    for (let i = 0; i < userIds.length; i += 1000) {
+      added += await prov.addMembers(trx, groupId, userIds.slice(i, i + 1000), role);
+      await yieldToEventLoop();
+    }
   return { added, removed };
 }
 
@@ -441,10 +451,13 @@ export async function patchGroup(
       let current = await claimGroup(trx, group, expected, now);
       if (edit.attributes) current = await writeAttributes(trx, current, edit.attributes(current));
       const counts = { added: 0, removed: 0 };
-      for (const c of edit.members) {
+      for (const [i, c] of edit.members.entries()) {
         const done = await applyMemberChange(trx, current, c);
         counts.added += done?.added ?? 0;
         counts.removed += done?.removed ?? 0;
+        // SQLite's driver answers synchronously: without a turn of the event loop now and then, a
+        // PATCH of a thousand operations would hold every other request until it is done
+        if (i % 20 === 19) await yieldToEventLoop();
       }
       if (counts.added > 0 && (await prov.countMembers(trx, group.id)) > MAX_GROUP_MEMBERS)
         throw badRequest(`a group has at most ${MAX_GROUP_MEMBERS} members`);

@@ -74,6 +74,18 @@ const size = (c: MemberChange) =>
           ? c.roles.length
           : 0;
 
+/** Adjacent additions (and adjacent removals) as one change: a thousand one-member operations, one write. */
+function coalesce(changes: MemberChange[]): MemberChange[] {
+  const out: MemberChange[] = [];
+  for (const c of changes) {
+    const last = out.at(-1);
+    if (last && 'add' in last && 'add' in c) last.add.push(...c.add);
+    else if (last && 'remove' in last && 'remove' in c) last.remove.push(...c.remove);
+    else out.push(c);
+  }
+  return out;
+}
+
 /** The group's own attributes as a resource without members (what the attribute operations apply to). */
 function attributeResource(group: Group) {
   return {
@@ -105,9 +117,9 @@ export function groupEdit(group: Group, operations: Operation[]): GroupEdit {
   const named = members.reduce((n, c) => n + size(c), 0);
   if (named > MAX_MEMBERS_PER_PATCH)
     throw scimError(400, 'tooMany', `A PATCH names at most ${MAX_MEMBERS_PER_PATCH} members (this one ${named})`);
-  if (others.length === 0) return { members };
+  if (others.length === 0) return { members: coalesce(members) };
   // checked now, applied again to the group as it is when the change is written
   const apply = (g: Group) => readGroup(applyPatch(attributeResource(g), GROUP_KIND, others));
   apply(group);
-  return { members, attributes: apply };
+  return { members: coalesce(members), attributes: apply };
 }
