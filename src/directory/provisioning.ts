@@ -3,13 +3,14 @@
 // transaction with its audit record; users are created through addUser and their lifecycle goes
 // through src/oauth/account-lifecycle.ts, as from every other surface.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Store } from '../store/index.ts';
 import { isUniqueViolation } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
 import * as prov from '../store/provisioning.ts';
 import { publish } from '../store/invalidation.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
-import { badRequest, conflict, notFound } from '../errors.ts';
+import { AppError, badRequest, conflict, notFound } from '../errors.ts';
 import { iso } from '../time.ts';
 import { addUser } from './index.ts';
 import { changedFields, type DirectoryColumns } from './directory-attributes.ts';
@@ -110,28 +111,89 @@ async function externalIdFree(store: Store, orgId: number, externalId: string | 
   if (other && other.id !== userId) throw conflict(`externalId '${externalId.slice(0, 80)}' already belongs to a user`);
 }
 
+/**
+ * The one writer of directory attributes: the changed columns, a new eppn (a rename: sub and
+ * everything else stay, as when an import renames a user), the invalidation and the audit record.
+ * A changed e-mail address is unverified, as every other writer of it has it (setUserAttributes,
+ * the import). In the caller's transaction.
+ */
+async function writeDirectoryColumns(
+  trx: Q,
+  user: dir.User,
+  columns: DirectoryColumns,
+  { eppn = user.eppn, actor = SYSTEM, now = Date.now() }: Change & { eppn?: string },
+): Promise<dir.User> {
+  const renamed = eppn !== user.eppn;
+  if (Object.keys(columns).length === 0 && !renamed) return user;
+  if (columns.external_id) {
+    const other = await prov.findUserByExternalId(trx, user.org_id, columns.external_id);
+    if (other && other.id !== user.id)
+      throw conflict(`externalId '${columns.external_id.slice(0, 80)}' already belongs to a user`);
+  }
+  if (renamed && (await dir.findUserByEppn(trx, eppn))) throw conflict(`userName '${eppn}' already belongs to a user`);
+  const changes: dir.UserChanges = { ...columns, updated_at: Math.max(now, user.updated_at + 1) };
+  if ('email' in columns && columns.email !== user.email) changes.email_verified = 0;
+  if (renamed) changes.eppn = eppn;
+  await dir.updateUser(trx, user.id, changes);
+  await publish(trx, 'user', user.sub);
+  const fields = [...changedFields(columns), ...(renamed ? ['eppn'] : [])];
+  const details = { fields, ...(renamed ? { renamed_from: user.eppn } : {}) };
+  await recordAudit(trx, { action: 'user.update', actor, at: now, orgId: user.org_id, eppn, details });
+  return { ...user, ...changes };
+}
+
+async function userConflict<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict('userName or externalId already belongs to a user');
+    throw err;
+  }
+}
+
 /** Writes directory attributes the caller checked with directoryColumns(); audited with the fields' names. */
 export async function setDirectoryColumns(
   store: Store,
   user: dir.User,
   columns: DirectoryColumns,
-  { actor = SYSTEM, now = Date.now() }: Change = {},
+  change: Change = {},
 ): Promise<dir.User> {
   if (Object.keys(columns).length === 0) return user;
-  await externalIdFree(store, user.org_id, columns.external_id, user.id);
-  try {
-    return await store.db.transaction().execute(async (trx) => {
-      const changes = { ...columns, updated_at: Math.max(now, user.updated_at + 1) };
-      await dir.updateUser(trx, user.id, changes);
-      await publish(trx, 'user', user.sub);
-      const details = { fields: changedFields(columns) };
-      await recordAudit(trx, { action: 'user.update', actor, at: now, orgId: user.org_id, eppn: user.eppn, details });
-      return { ...user, ...changes };
-    });
-  } catch (err) {
-    if (isUniqueViolation(err)) throw conflict(`externalId already belongs to a user`);
-    throw err;
-  }
+  return userConflict(() => store.db.transaction().execute((trx) => writeDirectoryColumns(trx, user, columns, change)));
+}
+
+/** What a provisioning write makes of a user: their eppn (a new one renames them) and the changed columns. */
+export interface UserEdit {
+  eppn: string;
+  columns: DirectoryColumns;
+}
+
+/**
+ * Changes a user as a provisioning write says, from the user as they are when it is written: the
+ * user's next version is taken first in the transaction, if it is one of `expected` (the versions
+ * of If-Match; undefined: any), so the check is the write and concurrent writers take turns.
+ * 412 when the user has another version, 404 when they are gone.
+ */
+export async function changeProvisionedUser(
+  store: Store,
+  user: dir.User,
+  expected: number[] | undefined,
+  edit: (current: dir.User) => UserEdit,
+  change: Change = {},
+): Promise<dir.User> {
+  const now = change.now ?? Date.now();
+  return userConflict(() =>
+    store.db.transaction().execute(async (trx) => {
+      const claimed = await prov.claimVersion(trx, 'users', user.id, expected, now);
+      if (!claimed) {
+        if (await dir.findUserById(trx, user.id))
+          throw new AppError(412, 'The resource changed since it was read (If-Match does not match its version)');
+        throw notFound(`User ${user.sub} not found`);
+      }
+      const { eppn, columns } = edit(claimed);
+      return writeDirectoryColumns(trx, claimed, columns, { ...change, now, eppn });
+    }),
+  );
 }
 
 /** Creates a user with their directory attributes (addUser, one transaction). */
@@ -150,56 +212,84 @@ export async function provisionUser(
 // ---- groups ------------------------------------------------------------------------------------
 
 export const GROUP_TYPES = ['org-unit', 'class', 'teaching-group', 'other'] as const;
+/** The most members a group has. */
+export const MAX_GROUP_MEMBERS = 100_000;
 
-export interface GroupInput {
+/** What a group is, besides its members. */
+export interface GroupAttributes {
   displayName: string;
   externalId: string | null;
   type: string;
+}
+
+export interface GroupInput extends GroupAttributes {
   /** user subs and each one's role */
   members: { sub: string; role: string }[];
 }
 
 const ROLE = /^[a-z][a-z0-9-]{0,39}$/;
 
-function checkGroup(input: GroupInput): void {
+function checkRole(role: string): void {
+  if (!ROLE.test(role))
+    throw badRequest(`role '${role.slice(0, 40)}' must be a lower-case word (member, student, teacher, ...)`);
+}
+
+function checkAttributes(input: GroupAttributes): void {
   const name = input.displayName.trim();
   if (!name || name.length > 200) throw badRequest('displayName must be 1-200 characters');
   if (!(GROUP_TYPES as readonly string[]).includes(input.type))
     throw badRequest(`type must be one of ${GROUP_TYPES.join(', ')}`);
   if (input.externalId !== null && input.externalId.length > 200) throw badRequest('externalId is too long');
-  const bad = input.members.find((m) => !ROLE.test(m.role));
-  if (bad)
-    throw badRequest(`role '${bad.role.slice(0, 40)}' must be a lower-case word (member, student, teacher, ...)`);
-  if (input.members.length > 100_000) throw badRequest('a group has at most 100000 members');
 }
 
-/** The organization's users for the members; a member of another organization (or none) is refused. */
-async function memberIds(store: Store, orgId: number, members: GroupInput['members']) {
-  const subs = [...new Set(members.map((m) => m.sub))];
+function checkGroup(input: GroupInput): void {
+  checkAttributes(input);
+  for (const m of input.members) checkRole(m.role);
+  if (input.members.length > MAX_GROUP_MEMBERS) throw badRequest(`a group has at most ${MAX_GROUP_MEMBERS} members`);
+}
+
+type Q = Parameters<typeof prov.addMembers>[0];
+
+/**
+ * The organization's users among these subs, by sub. `strict`: a sub that is not a user of the
+ * organization is refused. A user removed between this read and the write fails the membership's
+ * foreign key, which groupConflict() answers as the same refusal.
+ */
+async function memberIds(q: Q, orgId: number, subs: string[], strict = true) {
+  const unique = [...new Set(subs)];
   const found = new Map<string, number>();
-  for (let i = 0; i < subs.length; i += 500)
-    for (const u of await prov.findUsersBySubs(store.db, orgId, subs.slice(i, i + 500))) found.set(u.sub, u.id);
-  const missing = subs.find((s) => !found.has(s));
+  for (let i = 0; i < unique.length; i += 500) {
+    for (const u of await prov.findUsersBySubs(q, orgId, unique.slice(i, i + 500))) found.set(u.sub, u.id);
+    if (i > 0) await yieldToEventLoop();
+  }
+  const missing = strict ? unique.find((s) => !found.has(s)) : undefined;
   if (missing !== undefined) throw badRequest(`member '${missing.slice(0, 80)}' is not a user of this organization`);
   return found;
 }
 
-async function writeMembers(
-  trx: Parameters<typeof prov.insertMember>[0],
-  group: prov.Group,
-  input: GroupInput,
-  ids: Map<string, number>,
-) {
-  const current = await prov.listMembers(trx, [group.id]);
-  const wanted = new Map(input.members.map((m) => [ids.get(m.sub)!, m.role]));
-  for (const m of current) if (!wanted.has(m.user_id)) await prov.deleteMember(trx, group.id, m.user_id);
+/** The members become exactly `wanted` (user id to role): only the rows that differ are written. */
+async function writeMembers(trx: Q, groupId: number, wanted: Map<number, string>) {
+  const current = await prov.listMembers(trx, [groupId]);
   const had = new Map(current.map((m) => [m.user_id, m.role]));
-  for (const [userId, role] of wanted)
-    if (had.get(userId) !== role) await prov.insertMember(trx, group.id, userId, role);
-  return {
-    added: [...wanted.keys()].filter((id) => !had.has(id)).length,
-    removed: current.filter((m) => !wanted.has(m.user_id)).length,
-  };
+  const removed = await prov.removeMembers(
+    trx,
+    groupId,
+    current.filter((m) => !wanted.has(m.user_id)).map((m) => m.user_id),
+  );
+  const byRole = new Map<string, number[]>();
+  for (const [userId, role] of wanted) {
+    if (had.get(userId) === role) continue;
+    if (had.has(userId)) await prov.setMemberRole(trx, groupId, userId, role);
+    else if (byRole.has(role)) byRole.get(role)!.push(userId);
+    else byRole.set(role, [userId]);
+  }
+  let added = 0;
+  for (const [role, userIds] of byRole)
+    for (let i = 0; i < userIds.length; i += 1000) {
+      added += await prov.addMembers(trx, groupId, userIds.slice(i, i + 1000), role);
+      await yieldToEventLoop();
+    }
+  return { added, removed };
 }
 
 async function groupConflict<T>(work: () => Promise<T>): Promise<T> {
@@ -207,6 +297,7 @@ async function groupConflict<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict('externalId already belongs to a group');
+    if (prov.isMissingReference(err)) throw badRequest('a member is no longer a user of this organization');
     throw err;
   }
 }
@@ -218,7 +309,6 @@ export async function addGroup(
   { actor = SYSTEM, now = Date.now() }: Change = {},
 ) {
   checkGroup(input);
-  const ids = await memberIds(store, orgId, input.members);
   if (input.externalId && (await prov.findGroupByExternalId(store.db, orgId, input.externalId)))
     throw conflict(`externalId '${input.externalId.slice(0, 80)}' already belongs to a group`);
   return groupConflict(() =>
@@ -232,7 +322,12 @@ export async function addGroup(
         created_at: now,
         updated_at: now,
       });
-      const { added } = await writeMembers(trx, group, input, ids);
+      const ids = await memberIds(
+        trx,
+        orgId,
+        input.members.map((m) => m.sub),
+      );
+      const { added } = await writeMembers(trx, group.id, new Map(input.members.map((m) => [ids.get(m.sub)!, m.role])));
       const details = { id: group.uid, type: input.type, members_added: added };
       await recordAudit(trx, { action: 'group.add', actor, at: now, subject: group.uid, orgId, details });
       return group;
@@ -240,42 +335,147 @@ export async function addGroup(
   );
 }
 
-/** Replaces what a group is and who its members are (PUT, and PATCH once applied). */
+/**
+ * The group's next version, taken first in the writing transaction: the If-Match check (`expected`,
+ * the versions the client holds; undefined: none) is the write itself, and concurrent writers of the
+ * group wait for each other. 412 when the group has another version, 404 when it is gone.
+ */
+async function claimGroup(trx: Q, group: prov.Group, expected: number[] | undefined, now: number) {
+  const current = await prov.claimVersion(trx, 'groups', group.id, expected, now);
+  if (current) return current;
+  if (await prov.findGroup(trx, group.org_id, group.uid))
+    throw new AppError(412, 'The resource changed since it was read (If-Match does not match its version)');
+  throw notFound(`Group ${group.uid} not found`);
+}
+
+async function writeAttributes(trx: Q, group: prov.Group, input: GroupAttributes) {
+  checkAttributes(input);
+  const changes = { display_name: input.displayName.trim(), external_id: input.externalId, type: input.type };
+  await prov.updateGroup(trx, group.id, changes);
+  return { ...group, ...changes };
+}
+
+async function auditGroupUpdate(trx: Q, group: prov.Group, counts: { added: number; removed: number }, change: Change) {
+  const details = { id: group.uid, members_added: counts.added, members_removed: counts.removed };
+  const { actor = SYSTEM, now = Date.now() } = change;
+  await recordAudit(trx, { action: 'group.update', actor, at: now, subject: group.uid, orgId: group.org_id, details });
+}
+
+/** Replaces what a group is and who its members are (PUT), if its version is one of `expected`. */
 export async function replaceGroup(
   store: Store,
   group: prov.Group,
+  expected: number[] | undefined,
   input: GroupInput,
-  { actor = SYSTEM, now = Date.now() }: Change = {},
+  change: Change = {},
 ) {
   checkGroup(input);
-  const ids = await memberIds(store, group.org_id, input.members);
+  const now = change.now ?? Date.now();
   return groupConflict(() =>
     store.db.transaction().execute(async (trx) => {
-      const changes = {
-        display_name: input.displayName.trim(),
-        external_id: input.externalId,
-        type: input.type,
-        updated_at: Math.max(now, group.updated_at + 1),
-      };
-      await prov.updateGroup(trx, group.id, changes);
-      const { added, removed } = await writeMembers(trx, group, input, ids);
-      const details = { id: group.uid, members_added: added, members_removed: removed };
-      await recordAudit(trx, {
-        action: 'group.update',
-        actor,
-        at: now,
-        subject: group.uid,
-        orgId: group.org_id,
-        details,
-      });
-      return { ...group, ...changes };
+      const updated = await writeAttributes(trx, await claimGroup(trx, group, expected, now), input);
+      const ids = await memberIds(
+        trx,
+        group.org_id,
+        input.members.map((m) => m.sub),
+      );
+      const wanted = new Map(input.members.map((m) => [ids.get(m.sub)!, m.role]));
+      await auditGroupUpdate(trx, updated, await writeMembers(trx, group.id, wanted), { ...change, now });
+      return updated;
     }),
   );
 }
 
-export async function removeGroup(store: Store, group: prov.Group, { actor = SYSTEM, now = Date.now() }: Change = {}) {
+/** One change to a group's members, as PATCH operations say them (users by sub). */
+export type MemberChange =
+  | { add: string[] }
+  | { remove: string[] }
+  | { removeAll: true }
+  /** the members are these: who stays keeps their role, who comes is a member */
+  | { replace: string[] }
+  /** these members' roles (who is not a member is left alone) */
+  | { roles: { sub: string; role: string }[] }
+  /** every member is a plain member */
+  | { resetRoles: true };
+
+export interface GroupEdit {
+  /** the group's own attributes after the change, from the current ones; undefined: unchanged */
+  attributes?: (current: prov.Group) => GroupAttributes;
+  /** member changes in the order they are made, each written row by row */
+  members: MemberChange[];
+}
+
+async function applyMemberChange(trx: Q, group: prov.Group, c: MemberChange) {
+  if ('removeAll' in c) return { added: 0, removed: await prov.removeAllMembers(trx, group.id) };
+  if ('resetRoles' in c) return void (await prov.resetMemberRoles(trx, group.id));
+  if ('roles' in c) {
+    c.roles.forEach((r) => checkRole(r.role));
+    const ids = await memberIds(
+      trx,
+      group.org_id,
+      c.roles.map((r) => r.sub),
+      false,
+    );
+    for (const r of c.roles) if (ids.has(r.sub)) await prov.setMemberRole(trx, group.id, ids.get(r.sub)!, r.role);
+    return;
+  }
+  if ('remove' in c) {
+    const ids = await memberIds(trx, group.org_id, c.remove, false);
+    return { added: 0, removed: await prov.removeMembers(trx, group.id, [...ids.values()]) };
+  }
+  const subs = 'add' in c ? c.add : c.replace;
+  const ids = await memberIds(trx, group.org_id, subs);
+  let removed = 0;
+  if ('replace' in c) {
+    const keep = new Set(ids.values());
+    const leaving = (await prov.listMemberIds(trx, group.id)).filter((id) => !keep.has(id));
+    removed = await prov.removeMembers(trx, group.id, leaving);
+  }
+  return { added: await prov.addMembers(trx, group.id, [...ids.values()]), removed };
+}
+
+/**
+ * Changes a group as a PATCH says (if its version is one of `expected`): its attributes from the
+ * current ones, its members row by row, so concurrent changes of different members all hold.
+ */
+export async function patchGroup(
+  store: Store,
+  group: prov.Group,
+  expected: number[] | undefined,
+  edit: GroupEdit,
+  change: Change = {},
+) {
+  const now = change.now ?? Date.now();
+  return groupConflict(() =>
+    store.db.transaction().execute(async (trx) => {
+      let current = await claimGroup(trx, group, expected, now);
+      if (edit.attributes) current = await writeAttributes(trx, current, edit.attributes(current));
+      const counts = { added: 0, removed: 0 };
+      for (const [i, c] of edit.members.entries()) {
+        const done = await applyMemberChange(trx, current, c);
+        counts.added += done?.added ?? 0;
+        counts.removed += done?.removed ?? 0;
+        // SQLite's driver answers synchronously: without a turn of the event loop now and then, a
+        // PATCH of a thousand operations would hold every other request until it is done
+        if (i % 20 === 19) await yieldToEventLoop();
+      }
+      if (counts.added > 0 && (await prov.countMembers(trx, group.id)) > MAX_GROUP_MEMBERS)
+        throw badRequest(`a group has at most ${MAX_GROUP_MEMBERS} members`);
+      await auditGroupUpdate(trx, current, counts, { ...change, now });
+      return current;
+    }),
+  );
+}
+
+/** Removes a group, if its version is one of `expected` (412 otherwise). */
+export async function removeGroup(
+  store: Store,
+  group: prov.Group,
+  expected: number[] | undefined,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+) {
   await store.db.transaction().execute(async (trx) => {
-    await prov.deleteGroup(trx, group.id);
+    if (!(await prov.deleteGroup(trx, group.id, expected))) await claimGroup(trx, group, expected, now);
     const details = { id: group.uid, name: group.display_name };
     await recordAudit(trx, {
       action: 'group.remove',

@@ -30,6 +30,9 @@ function readString(input: string, start: number): [string, number] {
   }
 }
 
+/** A word from where the tokenizer is (sticky: no copy of the rest of the input per word). */
+const WORD = /[^\s()[\]"]+/y;
+
 function tokenize(input: string): Token[] {
   const tokens: Token[] = [];
   let i = 0;
@@ -44,7 +47,8 @@ function tokenize(input: string): Token[] {
       tokens.push({ t: 'str', v });
       i = next;
     } else {
-      const m = /^[^\s()[\]"]+/.exec(input.slice(i));
+      WORD.lastIndex = i;
+      const m = WORD.exec(input);
       if (!m) throw invalid(`Unexpected character '${c}' in filter`);
       tokens.push({ t: 'word', v: m[0] });
       i += m[0].length;

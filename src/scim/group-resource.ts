@@ -38,7 +38,7 @@ export function groupResource(group: Group, members: Member[] | undefined, base:
   };
 }
 
-function get(o: unknown, name: string): unknown {
+export function get(o: unknown, name: string): unknown {
   if (!o || typeof o !== 'object') return undefined;
   const key = Object.keys(o).find((k) => k.toLowerCase() === name.toLowerCase());
   return key === undefined ? undefined : (o as Json)[key];
@@ -50,7 +50,8 @@ function list(value: unknown, name: string): unknown[] {
   return value;
 }
 
-function memberOf(m: unknown): string {
+/** A member value's user id (sub); only users are members. */
+export function memberOf(m: unknown): string {
   const value = get(m, 'value');
   const type = get(m, 'type');
   if (typeof value !== 'string' || !value)

@@ -1,15 +1,15 @@
 // /Groups (RFC 7644 3.3-3.6): groups of the organization with their kind and members, members
 // added and removed by PATCH value paths (members[value eq "..."]) as Entra ID and Okta send them.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { addGroup, removeGroup, replaceGroup } from '../directory/provisioning.ts';
+import { addGroup, patchGroup, removeGroup, replaceGroup } from '../directory/provisioning.ts';
 import { findGroup, findGroups, listMembers, type Group } from '../store/provisioning.ts';
 import { scimAccess, type Caller, type ScimDeps } from './access.ts';
 import { scimError, SCIM_JSON } from './errors.ts';
 import { groupColumns, groupResource, readGroup } from './group-resource.ts';
-import { applyPatch } from './patch.ts';
+import { groupEdit } from './group-patch.ts';
 import { listQuery, listResponse, project, projectionQuery, wants } from './query.ts';
 import { GROUP_KIND, PATCH_OP } from './schemas.ts';
-import { checkIfMatch, notModified, patchOperations, type IdRequest } from './steps.ts';
+import { expectedVersions, notModified, patchOperations, type IdRequest } from './steps.ts';
 import { versionOf } from './user-resource.ts';
 
 /** Loading a group of the caller's organization, and answering with it (ETag, Location, projection). */
@@ -41,7 +41,7 @@ export function groupRoutes(deps: ScimDeps, base: string) {
   const callerOf = scimAccess(deps);
   const change = (caller: Caller) => ({ actor: caller.actor, now: deps.now() });
 
-  const { loadGroup, resourceOf, respond } = groupSteps(deps, base);
+  const { loadGroup, respond } = groupSteps(deps, base);
 
   async function list(request: FastifyRequest, reply: FastifyReply) {
     const caller = await callerOf(request);
@@ -54,16 +54,9 @@ export function groupRoutes(deps: ScimDeps, base: string) {
           rows.map((g) => g.id),
         )
       : undefined;
+    const byGroup = Map.groupBy(members ?? [], (m) => m.group_id);
     const resources = rows.map((g) =>
-      project(
-        groupResource(
-          g,
-          members?.filter((m) => m.group_id === g.id),
-          base,
-        ),
-        GROUP_KIND,
-        query,
-      ),
+      project(groupResource(g, members ? (byGroup.get(g.id) ?? []) : undefined, base), GROUP_KIND, query),
     );
     return listResponse(reply, resources, total, query.startIndex);
   }
@@ -85,25 +78,22 @@ export function groupRoutes(deps: ScimDeps, base: string) {
   async function replace(request: IdRequest, reply: FastifyReply) {
     const caller = await callerOf(request);
     const group = await loadGroup(caller, request.params.id);
-    checkIfMatch(request, versionOf(group.updated_at));
-    return respond(reply, await replaceGroup(store, group, readGroup(request.body), change(caller)));
+    const input = readGroup(request.body);
+    return respond(reply, await replaceGroup(store, group, expectedVersions(request), input, change(caller)));
   }
 
   async function patch(request: IdRequest, reply: FastifyReply) {
     const caller = await callerOf(request);
     const group = await loadGroup(caller, request.params.id);
-    checkIfMatch(request, versionOf(group.updated_at));
-    const operations = patchOperations(request.body, PATCH_OP);
-    const patched = applyPatch(await resourceOf(group), GROUP_KIND, operations);
-    const updated = await replaceGroup(store, group, readGroup(patched), change(caller));
+    const edit = groupEdit(group, patchOperations(request.body, PATCH_OP));
+    const updated = await patchGroup(store, group, expectedVersions(request), edit, change(caller));
     return respond(reply, updated, 200, request);
   }
 
   async function remove(request: IdRequest, reply: FastifyReply) {
     const caller = await callerOf(request);
     const group = await loadGroup(caller, request.params.id);
-    checkIfMatch(request, versionOf(group.updated_at));
-    await removeGroup(store, group, change(caller));
+    await removeGroup(store, group, expectedVersions(request), change(caller));
     return reply.code(204).send();
   }
 

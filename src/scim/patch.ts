@@ -1,10 +1,45 @@
 // Attribute paths and PATCH (RFC 7644 3.5.2) applied to a resource's JSON, before the resource is
 // read back into what the service stores. Accepts what Entra ID and Okta send: operations in any
 // case (Replace, Add), replace without a path whose value is an object of paths, value paths
-// (members[value eq "..."], emails[type eq "work"].value), members removed by a value list.
+// (members[value eq "..."], emails[type eq "work"].value), members removed by a value list, a
+// whole extension set by its URN with an object or removed by it, and the core attributes of
+// RFC 7643 the service does not keep (Entra ID's default mapping sends nickName), which are ignored.
+// Linear in the request: duplicates are found through sets, never by comparing every pair.
 import { matches, parseFilter, type Filter } from './filter.ts';
 import { scimError } from './errors.ts';
-import { COMMON_ATTRIBUTES, schemaById, type Attribute, type ResourceKind } from './schemas.ts';
+import { COMMON_ATTRIBUTES, ENTERPRISE, USER, schemaById, type Attribute, type ResourceKind } from './schemas.ts';
+
+/** The most values one operation, or one attribute of a resource, may carry (group members excepted). */
+export const MAX_VALUES = 100;
+
+/** Attributes of RFC 7643's User and enterprise User the service does not keep: accepted and ignored. */
+const IGNORED: Record<string, Set<string>> = {
+  [USER]: new Set(
+    [
+      'nickName',
+      'profileUrl',
+      'userType',
+      'preferredLanguage',
+      'locale',
+      'timezone',
+      'phoneNumbers',
+      'ims',
+      'photos',
+      'addresses',
+      'entitlements',
+      'roles',
+      'x509Certificates',
+    ].map((n) => n.toLowerCase()),
+  ),
+  [ENTERPRISE]: new Set(['costcenter', 'organization', 'division', 'manager']),
+};
+/** Sub-attributes of RFC 7643 the service does not keep, by attribute. */
+const IGNORED_SUB: Record<string, Set<string>> = {
+  name: new Set(['middlename', 'honorificprefix', 'honorificsuffix']),
+  emails: new Set(['display']),
+};
+const ignoredAttribute = (schema: string, name: string) => IGNORED[schema]?.has(name.toLowerCase()) === true;
+const ignoredSub = (attr: Attribute, name: string) => IGNORED_SUB[attr.name]?.has(name.toLowerCase()) === true;
 
 export interface Target {
   /** the schema URN whose attribute this is (core: the resource's own) */
@@ -17,6 +52,7 @@ export interface Target {
 type Json = Record<string, unknown>;
 
 const invalidPath = (message: string) => scimError(400, 'invalidPath', message);
+const tooManyValues = (name: string) => scimError(400, 'invalidValue', `'${name}' has at most ${MAX_VALUES} values`);
 const findAttr = (list: Attribute[] | undefined, name: string) =>
   list?.find((a) => a.name.toLowerCase() === name.toLowerCase());
 
@@ -31,18 +67,23 @@ function splitUrn(kind: ResourceKind, raw: string): { schema: string; rest: stri
   return { schema: kind.core, rest: raw };
 }
 
-/** Resolves a path against the resource's schemas; undefined attr: the path names a whole extension. */
-export function resolvePath(kind: ResourceKind, raw: string): Target | { schema: string; attr?: undefined } {
+/** What a path names: an attribute, a whole extension (no attr), or an attribute the service ignores. */
+export type Resolved = Target | { schema: string; attr?: undefined; ignored?: boolean };
+
+/** Resolves a path against the resource's schemas; undefined attr: a whole extension, or an ignored attribute. */
+export function resolvePath(kind: ResourceKind, raw: string): Resolved {
   const { schema, rest } = splitUrn(kind, raw.trim());
   if (rest === '') return { schema };
   const m = /^([A-Za-z$][\w$-]*)(?:\[(.*)\])?(?:\.([A-Za-z$][\w$-]*))?$/s.exec(rest);
   if (!m) throw invalidPath(`Invalid path '${raw.slice(0, 120)}'`);
   const attributes = [...(schema === kind.core ? COMMON_ATTRIBUTES : []), ...schemaById(schema)!.attributes];
   const attr = findAttr(attributes, m[1]!);
+  if (!attr && ignoredAttribute(schema, m[1]!)) return { schema, ignored: true };
   if (!attr) throw invalidPath(`Unknown attribute '${m[1]!.slice(0, 80)}'`);
   const filter = m[2] === undefined ? undefined : parseFilter(m[2]);
   if (filter && !attr.multiValued) throw invalidPath(`'${attr.name}' is not multi-valued`);
   const sub = m[3] === undefined ? undefined : findAttr(attr.subAttributes, m[3]);
+  if (m[3] !== undefined && !sub && ignoredSub(attr, m[3])) return { schema, ignored: true };
   if (m[3] !== undefined && !sub) throw invalidPath(`Unknown attribute '${attr.name}.${m[3].slice(0, 60)}'`);
   return { schema, attr, ...(filter ? { filter } : {}), ...(sub ? { sub } : {}) };
 }
@@ -54,6 +95,7 @@ function canonical(attr: Attribute, value: unknown): unknown {
   const out: Json = {};
   for (const [k, v] of Object.entries(value as Json)) {
     const sub = findAttr(attr.subAttributes, k);
+    if (!sub && ignoredSub(attr, k)) continue;
     if (!sub) throw invalidPath(`Unknown attribute '${attr.name}.${k.slice(0, 60)}'`);
     out[sub.name] = v;
   }
@@ -79,8 +121,9 @@ function applyFiltered(container: Json, t: Target, op: Op, value: unknown): void
   const list = (Array.isArray(container[key]) ? container[key] : []) as Json[];
   const hit = list.filter((item) => matches(t.filter!, item));
   if (op === 'remove') {
+    const gone = new Set(hit);
     if (t.sub) for (const item of hit) delete item[t.sub.name];
-    else container[key] = list.filter((item) => !hit.includes(item));
+    else container[key] = list.filter((item) => !gone.has(item));
     return;
   }
   if (hit.length === 0) {
@@ -98,12 +141,19 @@ function applyFiltered(container: Json, t: Target, op: Op, value: unknown): void
   }
 }
 
-function sameValue(a: unknown, b: unknown): boolean {
-  const text = (x: unknown) => {
-    const v = x && typeof x === 'object' ? (x as Json).value : x;
-    return typeof v === 'string' || typeof v === 'number' ? String(v).toLowerCase() : undefined;
-  };
-  return text(a) !== undefined && text(a) === text(b);
+/** What identifies a value of a multi-valued attribute (its value, case-insensitively); undefined: nothing. */
+function valueKey(x: unknown): string | undefined {
+  const v = x && typeof x === 'object' ? (x as Json).value : x;
+  return typeof v === 'string' || typeof v === 'number' ? String(v).toLowerCase() : undefined;
+}
+
+/** The list without the values whose key is among `values`' keys: one pass over each. */
+function without(list: unknown[], values: unknown[]): unknown[] {
+  const keys = new Set(values.map(valueKey).filter((k) => k !== undefined));
+  return list.filter((item) => {
+    const key = valueKey(item);
+    return key === undefined || !keys.has(key);
+  });
 }
 
 function applyWhole(container: Json, t: Target, op: Op, raw: unknown): void {
@@ -124,14 +174,16 @@ function applyWhole(container: Json, t: Target, op: Op, raw: unknown): void {
   }
   if (op === 'remove') {
     if (t.attr.multiValued && Array.isArray(value) && Array.isArray(container[key]))
-      container[key] = (container[key] as unknown[]).filter((item) => !value.some((v) => sameValue(item, v)));
+      container[key] = without(container[key] as unknown[], value as unknown[]);
     else delete container[key];
     return;
   }
   if (t.attr.multiValued) {
     const values: unknown[] = Array.isArray(value) ? (value as unknown[]) : [value];
     const current = op === 'add' && Array.isArray(container[key]) ? (container[key] as unknown[]) : [];
-    container[key] = [...current.filter((c) => !values.some((v) => sameValue(c, v))), ...values];
+    const merged = [...without(current, values), ...values];
+    if (merged.length > MAX_VALUES) throw tooManyValues(t.attr.name);
+    container[key] = merged;
   } else if (t.attr.type === 'complex' && value && typeof value === 'object' && container[key]) {
     Object.assign(container[key] as Json, value);
   } else container[key] = value;
@@ -140,8 +192,11 @@ function applyWhole(container: Json, t: Target, op: Op, raw: unknown): void {
 function applyOne(resource: Json, kind: ResourceKind, op: Op, path: string, value: unknown): void {
   const target = resolvePath(kind, path);
   if (!target.attr) {
-    if (op === 'remove') throw scimError(400, 'noTarget', 'remove needs a path naming an attribute');
-    applyObject(resource, kind, op, value, target.schema);
+    if (target.ignored) return;
+    if (op !== 'remove') return applyObject(resource, kind, op, value, target.schema);
+    if (target.schema === kind.core) throw scimError(400, 'noTarget', 'remove needs a path naming an attribute');
+    // the whole extension goes: what the resource is read back from no longer has its attributes
+    delete resource[target.schema];
     return;
   }
   if (target.attr.mutability === 'readOnly' || target.sub?.mutability === 'readOnly')
@@ -153,14 +208,23 @@ function applyOne(resource: Json, kind: ResourceKind, op: Op, path: string, valu
 
 /** add or replace without a path: every key of the object is a path (or an extension's object). */
 function applyObject(resource: Json, kind: ResourceKind, op: Op, value: unknown, schema?: string): void {
+  for (const o of expandObject(kind, op, value, resource.id, schema)) applyOne(resource, kind, op, o.path, o.value);
+}
+
+function expandObject(kind: ResourceKind, op: Op, value: unknown, id: unknown, schema?: string): PathOperation[] {
   if (!value || typeof value !== 'object' || Array.isArray(value))
     throw scimError(400, 'invalidValue', `${op} without a path needs an object value`);
+  const out: PathOperation[] = [];
   for (const [key, v] of Object.entries(value as Json)) {
-    if (key.toLowerCase() === 'schemas' && !schema) continue;
+    if (key.toLowerCase() === 'schemas') continue;
     // Okta renames a group with {id, displayName}: the unchanged id is no change
-    if (key.toLowerCase() === 'id' && !schema && v === resource.id) continue;
-    applyOne(resource, kind, op, schema && schema !== kind.core ? `${schema}:${key}` : key, v);
+    if (key.toLowerCase() === 'id' && (!schema || schema === kind.core) && v === id) continue;
+    const path = schema && schema !== kind.core ? `${schema}:${key}` : key;
+    const extension = !schema && kind.extensions.find((urn) => urn.toLowerCase() === key.toLowerCase());
+    if (extension) out.push(...expandObject(kind, op, v, id, extension));
+    else out.push({ op, path, value: v });
   }
+  return out;
 }
 
 interface PatchOperation {
@@ -169,9 +233,19 @@ interface PatchOperation {
   value?: unknown;
 }
 
-/** Applies the operations, in order, to a copy of the resource; any failure leaves nothing applied. */
-export function applyPatch(resource: Json, kind: ResourceKind, operations: PatchOperation[]): Json {
-  const copy = structuredClone(resource);
+/** An operation with a path, its name in lower case. */
+export interface PathOperation {
+  op: Op;
+  path: string;
+  value: unknown;
+}
+
+/**
+ * The operations checked, each with a path: one without a path, or with a path naming a whole
+ * extension, and an object value becomes one per key of the object. `id`: the resource's id.
+ */
+export function expandOperations(kind: ResourceKind, operations: PatchOperation[], id: unknown): PathOperation[] {
+  const out: PathOperation[] = [];
   for (const operation of operations) {
     const op = typeof operation.op === 'string' ? operation.op.toLowerCase() : '';
     if (op !== 'add' && op !== 'replace' && op !== 'remove')
@@ -179,10 +253,26 @@ export function applyPatch(resource: Json, kind: ResourceKind, operations: Patch
     if (operation.path !== undefined && typeof operation.path !== 'string')
       throw scimError(400, 'invalidPath', 'path must be a string');
     if (op !== 'remove' && operation.value === undefined) throw scimError(400, 'invalidValue', `${op} needs a value`);
-    if (operation.path === undefined || operation.path === '') {
+    const path = operation.path?.trim() ?? '';
+    if (path === '') {
       if (op === 'remove') throw scimError(400, 'noTarget', 'remove needs a path');
-      applyObject(copy, kind, op, operation.value);
-    } else applyOne(copy, kind, op, operation.path, operation.value);
+      out.push(...expandObject(kind, op, operation.value, id));
+      continue;
+    }
+    const extension = op !== 'remove' && kind.extensions.find((urn) => urn.toLowerCase() === path.toLowerCase());
+    if (extension) out.push(...expandObject(kind, op, operation.value, id, extension));
+    else out.push({ op, path, value: operation.value });
+  }
+  return out;
+}
+
+/** Applies the operations, in order, to a copy of the resource; any failure leaves nothing applied. */
+export function applyPatch(resource: Json, kind: ResourceKind, operations: PatchOperation[]): Json {
+  const copy = structuredClone(resource);
+  for (const o of expandOperations(kind, operations, resource.id)) {
+    if (Array.isArray(o.value) && o.value.length > MAX_VALUES)
+      throw scimError(400, 'invalidValue', `An operation carries at most ${MAX_VALUES} values`);
+    applyOne(copy, kind, o.op, o.path, o.value);
   }
   return copy;
 }

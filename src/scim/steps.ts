@@ -32,14 +32,20 @@ export function parseScimBody(
   }
 }
 
-/** If-Match (RFC 7644 3.14): a change to a resource that changed since the client read it is refused. */
-export function checkIfMatch(request: FastifyRequest, version: string): void {
+/**
+ * If-Match (RFC 7644 3.14): the versions the client's change applies to, or undefined when any
+ * version does (no header, or `*`). The write checks them itself (a conditional update): a change to
+ * a resource that changed since the client read it is 412.
+ */
+export function expectedVersions(request: FastifyRequest): number[] | undefined {
   const header = request.headers['if-match'];
-  if (header === undefined) return;
-  const tags = header.split(',').map((t) => t.trim());
-  const bare = (t: string) => t.replace(/^W\//, '');
-  if (tags.includes('*') || tags.some((t) => bare(t) === bare(version))) return;
-  throw scimError(412, undefined, 'The resource changed since it was read (If-Match does not match its version)');
+  if (header === undefined) return undefined;
+  const tags = header.split(',', 20).map((t) => t.trim());
+  if (tags.includes('*')) return undefined;
+  return tags.flatMap((t) => {
+    const m = /^(?:W\/)?"([0-9]{1,15})"$/.exec(t);
+    return m ? [Number(m[1])] : [];
+  });
 }
 
 /** If-None-Match on a read (RFC 7644 3.14, RFC 9110 13.1.2): true when the client's copy is current. */

@@ -5,6 +5,7 @@ import type { DirectoryAttributes } from '../directory/directory-attributes.ts';
 import type { Condition } from '../store/provisioning.ts';
 import { iso } from '../time.ts';
 import { scimError } from './errors.ts';
+import { MAX_VALUES } from './patch.ts';
 import { stringValue, type ColumnMap } from './query.ts';
 import { EDU_USER, ENTERPRISE, USER } from './schemas.ts';
 
@@ -78,6 +79,7 @@ export function booleanOf(value: unknown, name: string): boolean | undefined {
 function stringList(value: unknown, name: string): string[] {
   if (value === undefined || value === null) return [];
   const list: unknown[] = Array.isArray(value) ? (value as unknown[]) : [value];
+  if (list.length > MAX_VALUES) throw scimError(400, 'invalidValue', `${name} has at most ${MAX_VALUES} values`);
   return list.map((v) => {
     const s = typeof v === 'object' && v !== null ? get(v, 'value') : v;
     if (typeof s !== 'string') throw scimError(400, 'invalidValue', `${name} values must be strings`);
@@ -89,6 +91,7 @@ function primaryEmail(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (!Array.isArray(value)) throw scimError(400, 'invalidValue', 'emails must be a list');
   const values = value as unknown[];
+  if (values.length > MAX_VALUES) throw scimError(400, 'invalidValue', `emails has at most ${MAX_VALUES} values`);
   const chosen = values.find((e) => booleanOf(get(e, 'primary'), 'primary') === true) ?? values[0];
   return chosen === undefined ? null : optionalText(chosen, 'value');
 }

@@ -1,11 +1,12 @@
 // /Users (RFC 7644 3.3-3.6): list with filter and pages, read, create, replace, patch, delete.
-// Each handler reads as its steps: callerOf -> loadUser -> checkIfMatch -> read the resource ->
-// checkUserName -> save (directory attributes, then the lifecycle) -> respond.
+// Each handler reads as its steps: callerOf -> loadUser -> checkMayChange -> read the resource ->
+// checkUserName -> save (the If-Match version claimed in the write's own transaction, directory
+// attributes, then the lifecycle) -> respond.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as lifecycle from '../oauth/account-lifecycle.ts';
 import { eppnProblem, normalizeEppn, realmOf, type User } from '../directory/index.ts';
 import { directoryColumns, type DirectoryColumns } from '../directory/directory-attributes.ts';
-import { provisionUser, setDirectoryColumns } from '../directory/provisioning.ts';
+import { changeProvisionedUser, provisionUser } from '../directory/provisioning.ts';
 import { removeUserPasskeys } from '../webauthn/passkey-removal.ts';
 import { loadPolicy } from '../webauthn/policy.ts';
 import { findUserBySub } from '../store/directory.ts';
@@ -18,7 +19,7 @@ import { applyPatch } from './patch.ts';
 import { listQuery, listResponse, project, projectionQuery, wants } from './query.ts';
 import { PATCH_OP, USER_KIND } from './schemas.ts';
 import { readUser, userColumns, userResource, versionOf, type UserInput } from './user-resource.ts';
-import { checkIfMatch, notModified, patchOperations, type IdRequest } from './steps.ts';
+import { expectedVersions, notModified, patchOperations, type IdRequest } from './steps.ts';
 
 // ---- steps -------------------------------------------------------------------------------------
 
@@ -58,13 +59,26 @@ export async function setActive(deps: ScimDeps, caller: Caller, user: User, acti
   }
 }
 
-async function save(deps: ScimDeps, caller: Caller, user: User, input: UserInput): Promise<User> {
+/**
+ * Writes what `read` makes of the user as they are at the write (a PUT's body, a PATCH applied to
+ * them), if their version is one of `expected`; a new userName renames them (sub and all else stay).
+ */
+async function save(
+  deps: ScimDeps,
+  caller: Caller,
+  user: User,
+  expected: number[] | undefined,
+  read: (current: User) => UserInput,
+): Promise<User> {
   const { store } = deps;
-  if (checkUserName(caller, input.userName) !== user.eppn)
-    throw scimError(400, 'mutability', 'userName cannot change: remove the user and create the new one');
-  const columns = changedColumns(user, input);
-  const updated = await setDirectoryColumns(store, user, columns, { actor: caller.actor, now: deps.now() });
-  await setActive(deps, caller, updated, input.active);
+  let active: boolean | undefined;
+  const edit = (current: User) => {
+    const input = read(current);
+    active = input.active;
+    return { eppn: checkUserName(caller, input.userName), columns: changedColumns(current, input) };
+  };
+  const updated = await changeProvisionedUser(store, user, expected, edit, { actor: caller.actor, now: deps.now() });
+  await setActive(deps, caller, updated, active);
   return (await findUserBySub(store.db, user.sub)) ?? updated;
 }
 
@@ -97,7 +111,7 @@ export function userRoutes(deps: ScimDeps, base: string) {
   const { store } = deps;
   const callerOf = scimAccess(deps);
 
-  const { loadUser, resourceOf, respond } = userSteps(deps, base);
+  const { loadUser, respond } = userSteps(deps, base);
 
   async function list(request: FastifyRequest, reply: FastifyReply) {
     const caller = await callerOf(request);
@@ -111,17 +125,8 @@ export function userRoutes(deps: ScimDeps, base: string) {
           rows.map((u) => u.id),
         )
       : [];
-    const resources = rows.map((u) =>
-      project(
-        userResource(
-          u,
-          groups.filter((g) => g.user_id === u.id),
-          base,
-        ),
-        USER_KIND,
-        query,
-      ),
-    );
+    const byUser = Map.groupBy(groups, (g) => g.user_id);
+    const resources = rows.map((u) => project(userResource(u, byUser.get(u.id) ?? [], base), USER_KIND, query));
     return listResponse(reply, resources, total, query.startIndex);
   }
 
@@ -151,26 +156,28 @@ export function userRoutes(deps: ScimDeps, base: string) {
   async function replace(request: IdRequest, reply: FastifyReply) {
     const caller = await callerOf(request);
     const user = await loadUser(caller, request.params.id);
-    checkIfMatch(request, versionOf(user.updated_at));
     await checkMayChange(deps, caller, user, 'user.update');
-    return respond(reply, await save(deps, caller, user, readUser(request.body)));
+    const input = readUser(request.body);
+    return respond(reply, await save(deps, caller, user, expectedVersions(request), () => input));
   }
 
   async function patch(request: IdRequest, reply: FastifyReply) {
     const caller = await callerOf(request);
     const user = await loadUser(caller, request.params.id);
-    checkIfMatch(request, versionOf(user.updated_at));
     await checkMayChange(deps, caller, user, 'user.update');
     const operations = patchOperations(request.body, PATCH_OP);
-    const patched = applyPatch(await resourceOf(user), USER_KIND, operations);
-    return respond(reply, await save(deps, caller, user, readUser(patched)));
+    const read = (current: User) => readUser(applyPatch(userResource(current, [], base), USER_KIND, operations));
+    read(user);
+    return respond(reply, await save(deps, caller, user, expectedVersions(request), read));
   }
 
   async function remove(request: IdRequest, reply: FastifyReply) {
     const caller = await callerOf(request);
     const user = await loadUser(caller, request.params.id);
-    checkIfMatch(request, versionOf(user.updated_at));
     await checkMayChange(deps, caller, user, 'user.remove');
+    const expected = expectedVersions(request);
+    if (expected && !expected.includes(user.updated_at))
+      throw scimError(412, undefined, 'The resource changed since it was read (If-Match does not match its version)');
     await lifecycle.removeUser(store, user.eppn, { actor: caller.actor, now: deps.now() });
     return reply.code(204).send();
   }

@@ -97,6 +97,7 @@ export async function deleteUserId(db: Q, userId: number, namespace: string, ide
 export type UserChanges = Partial<
   Pick<
     User,
+    | 'eppn'
     | 'name'
     | 'display_name'
     | 'email'

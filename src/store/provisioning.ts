@@ -118,15 +118,50 @@ export function findUserByExternalId(db: Q, orgId: number, externalId: string): 
     .executeTakeFirst();
 }
 
-/** The users of the organization among these subs (members to be). */
-export function findUsersBySubs(db: Q, orgId: number, subs: string[]) {
-  if (subs.length === 0) return Promise.resolve([]);
-  return db
-    .selectFrom('users')
-    .select(['id', 'sub', 'eppn'])
-    .where('org_id', '=', orgId)
-    .where('sub', 'in', subs)
-    .execute();
+/**
+ * The users of the organization among these subs (members to be). Found by sub alone, the
+ * organization checked on the rows: with `org_id = ?` in the query, SQLite without statistics
+ * reads the organization's users through its org_id index for every lookup instead.
+ */
+export async function findUsersBySubs(db: Q, orgId: number, subs: string[]) {
+  if (subs.length === 0) return [];
+  const rows = await db.selectFrom('users').select(['id', 'sub', 'eppn', 'org_id']).where('sub', 'in', subs).execute();
+  return rows.filter((u) => u.org_id === orgId);
+}
+
+/**
+ * True when a write referred to a row that is gone (a foreign-key violation in either dialect): a
+ * member added while the user was removed. The membership's own foreign-key check locks the user
+ * until the adding transaction ends, so a removal after it waits and then takes the membership along.
+ */
+export function isMissingReference(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === '23503' || /FOREIGN KEY constraint failed/.test(e?.message ?? '');
+}
+
+/** The next version of a row: its time of change, always later than the one before. */
+const nextVersion = (now: number) => sql<number>`case when updated_at >= ${now} then updated_at + 1 else ${now} end`;
+
+/**
+ * Takes the next version of a user or group row if its version is one of `expected` (any version
+ * when undefined): the If-Match check made by the write itself. The updated row, or undefined when
+ * none had that version (or none exists). On PostgreSQL the row stays locked until the transaction
+ * ends, so concurrent writers of one resource take turns.
+ */
+export async function claimVersion<T extends Tables>(
+  db: Q,
+  table: T,
+  id: number,
+  expected: number[] | undefined,
+  now: number,
+): Promise<(T extends 'users' ? User : Group) | undefined> {
+  if (expected?.length === 0) return undefined;
+  let query = db
+    .updateTable(table as 'groups')
+    .set({ updated_at: nextVersion(now) })
+    .where('id', '=', id);
+  if (expected) query = query.where('updated_at', 'in', expected);
+  return (await query.returningAll().executeTakeFirst()) as (T extends 'users' ? User : Group) | undefined;
 }
 
 // ---- groups ------------------------------------------------------------------------------------
@@ -156,9 +191,13 @@ export async function updateGroup(
   await db.updateTable('groups').set(changes).where('id', '=', id).execute();
 }
 
-export async function deleteGroup(db: Q, id: number): Promise<void> {
-  await db.deleteFrom('group_members').where('group_id', '=', id).execute();
-  await db.deleteFrom('groups').where('id', '=', id).execute();
+/** Removes a group (its members go with it) whose version is one of `expected` (any when undefined); false when none was. */
+export async function deleteGroup(db: Q, id: number, expected?: number[]): Promise<boolean> {
+  if (expected?.length === 0) return false;
+  let query = db.deleteFrom('groups').where('id', '=', id);
+  if (expected) query = query.where('updated_at', 'in', expected);
+  const r = await query.executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
 }
 
 export interface Member {
@@ -210,8 +249,77 @@ export async function insertMember(db: Q, groupId: number, userId: number, role:
     .execute();
 }
 
-export async function deleteMember(db: Q, groupId: number, userId: number): Promise<void> {
-  await db.deleteFrom('group_members').where('group_id', '=', groupId).where('user_id', '=', userId).execute();
+/** Rows per statement for member changes: well under both dialects' limits on parameters. */
+const MEMBERS_PER_STATEMENT = 1000;
+
+/** Adds these users to the group as `role`; who already is a member keeps their role. How many were added. */
+export async function addMembers(db: Q, groupId: number, userIds: number[], role = 'member'): Promise<number> {
+  let added = 0;
+  for (let i = 0; i < userIds.length; i += MEMBERS_PER_STATEMENT) {
+    const rows = userIds.slice(i, i + MEMBERS_PER_STATEMENT).map((user_id) => ({ group_id: groupId, user_id, role }));
+    const r = await db
+      .insertInto('group_members')
+      .values(rows)
+      .onConflict((oc) => oc.columns(['group_id', 'user_id']).doNothing())
+      .executeTakeFirst();
+    added += Number(r.numInsertedOrUpdatedRows ?? 0);
+  }
+  return added;
+}
+
+/** Removes these users from the group; how many were members. */
+export async function removeMembers(db: Q, groupId: number, userIds: number[]): Promise<number> {
+  let removed = 0;
+  for (let i = 0; i < userIds.length; i += MEMBERS_PER_STATEMENT) {
+    const r = await db
+      .deleteFrom('group_members')
+      .where('group_id', '=', groupId)
+      .where('user_id', 'in', userIds.slice(i, i + MEMBERS_PER_STATEMENT))
+      .executeTakeFirst();
+    removed += Number(r.numDeletedRows);
+  }
+  return removed;
+}
+
+/** Every member leaves the group; how many there were. */
+export async function removeAllMembers(db: Q, groupId: number): Promise<number> {
+  const r = await db.deleteFrom('group_members').where('group_id', '=', groupId).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** The member's role, if they are a member. */
+export async function setMemberRole(db: Q, groupId: number, userId: number, role: string): Promise<void> {
+  await db
+    .updateTable('group_members')
+    .set({ role })
+    .where('group_id', '=', groupId)
+    .where('user_id', '=', userId)
+    .execute();
+}
+
+/** Every member of the group is a plain member again. */
+export async function resetMemberRoles(db: Q, groupId: number): Promise<void> {
+  await db
+    .updateTable('group_members')
+    .set({ role: 'member' })
+    .where('group_id', '=', groupId)
+    .where('role', '<>', 'member')
+    .execute();
+}
+
+/** The user ids of the group's members. */
+export async function listMemberIds(db: Q, groupId: number): Promise<number[]> {
+  const rows = await db.selectFrom('group_members').select('user_id').where('group_id', '=', groupId).execute();
+  return rows.map((r) => Number(r.user_id));
+}
+
+export async function countMembers(db: Q, groupId: number): Promise<number> {
+  const r = await db
+    .selectFrom('group_members')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('group_id', '=', groupId)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
 }
 
 /** A removed user leaves their groups (the foreign key cascades too; SQLite's only with foreign keys on). */
