@@ -3,6 +3,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
 import { AppError } from '../errors.ts';
+import { isDatabaseUnavailable } from '../store/database-errors.ts';
 
 export function errorBody(status: number, message: string) {
   return { code: status, message };
@@ -33,6 +34,13 @@ export function handleError(err: FastifyError | AppError | Error, request: Fasti
       fe.statusCode,
       fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Unsupported Media Type' : fe.message.replace(/^FST_\w+:\s*/, ''),
     );
+  }
+  if (isDatabaseUnavailable(err)) {
+    // locked beyond the busy timeout (SQLite) or connections lost (PostgreSQL): worth trying again
+    request.log.warn({ err }, 'database unavailable');
+    return sendError(reply, 503, 'Service Unavailable: the database is busy or unreachable, try again', {
+      'retry-after': '1',
+    });
   }
   request.log.error({ err }, 'unhandled error');
   return sendError(reply, 500, 'Internal Server Error');

@@ -1,5 +1,6 @@
-// Schema migrations, run on every start. On PostgreSQL, Kysely's Migrator holds an advisory
-// lock for the run, so several instances starting at once migrate exactly once.
+// Schema migrations, run on every start, in one transaction. On PostgreSQL, Kysely's Migrator holds
+// an advisory lock for the run, so several instances starting at once migrate exactly once; on
+// SQLite the transaction's write lock (BEGIN IMMEDIATE) does the same.
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { migration011 } from './migrations-provisioning.ts';
 
@@ -174,6 +175,11 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '014_client_introspection': migration014(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
+  // Kysely runs the pending migrations and their records in schema_migrations in one transaction
+  // where the dialect's adapter declares transactional DDL: PostgreSQL's does, and so does ours for
+  // SQLite (src/store/sqlite.ts). A run that stops part-way leaves the schema as it was, and the next
+  // start runs it again. No migration may therefore start or end a transaction of its own, or use
+  // what cannot run in one (PRAGMA foreign_keys, VACUUM, CREATE INDEX CONCURRENTLY).
   const migrator = new Migrator({
     db,
     provider,
@@ -465,17 +471,9 @@ function migration010(dialect: Dialect): Migration {
   ];
   return {
     async up(db: Kysely<any>) {
-      for (const statement of indexes) await sql.raw(statement).execute(db);
-      // The counts and the triggers that keep them start together: Kysely runs a PostgreSQL
-      // migration in a transaction; SQLite's gets one here (another process may be writing).
-      if (!postgres) await sql.raw('begin immediate').execute(db);
-      try {
-        for (const statement of counted) await sql.raw(statement).execute(db);
-        if (!postgres) await sql.raw('commit').execute(db);
-      } catch (err) {
-        if (!postgres) await sql.raw('rollback').execute(db);
-        throw err;
-      }
+      // The counts and the triggers that keep them start together: like every migration, this one
+      // runs in the migrations' transaction (migrate, above).
+      for (const statement of [...indexes, ...counted]) await sql.raw(statement).execute(db);
     },
   };
 }

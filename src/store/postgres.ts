@@ -8,16 +8,22 @@ import { namePreparedStatements } from './prepared.ts';
 pg.types.setTypeParser(20, (value: string) => Number(value));
 
 /**
- * The server may close an idle pooled connection at any time (restart, failover, pg_terminate_backend,
- * DROP DATABASE ... WITH (FORCE)). pg.Pool then emits 'error', which without a listener is an uncaught
- * exception that ends the process; the pool has already discarded the connection and opens a new one
- * when needed, so there is nothing else to do. Each new connection runs the prepared queries as named
- * statements (src/store/prepared.ts).
+ * The server may close a connection at any time (restart, failover, pg_terminate_backend, a proxy that
+ * drops it, DROP DATABASE ... WITH (FORCE)). The pg client then emits 'error', which without a
+ * listener is an uncaught exception that ends the process. An idle pooled connection's error reaches
+ * the pool's 'error' event; a connection lent out (a query or transaction under way, or between two
+ * of a transaction's statements) has no listener of the pool's, so each connection gets its own. Its
+ * query, if any, fails with the error (answered as 503, src/store/database-errors.ts), and the pool
+ * discards a connection that has failed once it is given back, opening a new one when needed. Each
+ * new connection runs the prepared queries as named statements (src/store/prepared.ts).
  */
 export function connectionPool(databaseUrl: string, max: number): pg.Pool {
   const pool = new pg.Pool({ connectionString: databaseUrl, max });
   pool.on('error', () => {});
-  pool.on('connect', namePreparedStatements);
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    namePreparedStatements(client);
+  });
   return pool;
 }
 

@@ -1,18 +1,25 @@
 // Kysely's SqliteDialect over the built-in node:sqlite driver (no native addon to compile).
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import {
+  CompiledQuery,
   LimitNode,
   OffsetNode,
   OperationNodeTransformer,
+  SqliteAdapter,
   SqliteDialect,
+  SqliteDriver,
   ValueNode,
   type KyselyPlugin,
+  type DatabaseConnection,
+  type DialectAdapter,
+  type Driver,
   type OperationNode,
   type PluginTransformQueryArgs,
   type PluginTransformResultArgs,
   type QueryResult,
   type RootOperationNode,
   type SqliteDatabase,
+  type SqliteDialectConfig,
   type SqliteStatement,
   type UnknownRow,
 } from 'kysely';
@@ -94,8 +101,43 @@ function adapt(db: DatabaseSync): SqliteDatabase {
   };
 }
 
+/**
+ * Every transaction takes the write lock when it begins (BEGIN IMMEDIATE), waiting for it up to the
+ * busy timeout. A deferred transaction (SQLite's default) that reads and then writes cannot wait:
+ * when another process (the admin CLI, another instance) has committed since its read began, its
+ * first write fails at once with SQLITE_BUSY whatever the busy timeout. Within one process the
+ * transactions already take turns on the single connection, so this changes nothing there.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+/** SQLite's DDL is transactional: Kysely's Migrator then runs the migrations in a transaction, as on
+ * PostgreSQL, so a run that stops part-way (a crash, kill -9) leaves the schema as it was before. */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+class ServiceSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.#config);
+  }
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlSqliteAdapter();
+  }
+}
+
 export function sqliteDialect(path: string): SqliteDialect {
-  return new SqliteDialect({ database: adapt(openSqlite(path)) });
+  return new ServiceSqliteDialect({ database: adapt(openSqlite(path)) });
 }
 
 /** A LIMIT or OFFSET value written into the SQL text: a whole number, or a prepared query's marker
