@@ -8,6 +8,7 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DB, EventDeliveriesTable, EventsTable, SsfStreamsTable, WebhooksTable } from './schema.ts';
 import type { Dialect } from './index.ts';
+import { chunks } from './chunks.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type EventRow = Selectable<EventsTable>;
@@ -416,6 +417,22 @@ export async function updateStream(
   await db.updateTable('ssf_streams').set(changes).where('id', '=', id).execute();
 }
 
+/**
+ * Records a verification request on the stream unless it recorded one less than `intervalMs` before
+ * `at`; true when recorded. One conditional update, so of two requests at once only one passes.
+ */
+export async function recordVerificationRequest(db: Q, id: string, at: number, intervalMs: number): Promise<boolean> {
+  const r = await db
+    .updateTable('ssf_streams')
+    .set({ verification_requested_at: at })
+    .where('id', '=', id)
+    .where((eb) =>
+      eb.or([eb('verification_requested_at', 'is', null), eb('verification_requested_at', '<=', at - intervalMs)]),
+    )
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
 /** Removes a stream, its subjects and its undelivered events. */
 export async function deleteStream(db: Q, id: string): Promise<void> {
   await db
@@ -458,14 +475,14 @@ export async function settleStreamDeliveries(
   at: number,
   error: string | null = null,
 ): Promise<void> {
-  if (ids.length === 0) return;
-  await db
-    .updateTable('event_deliveries')
-    .set({ state, delivered_at: state === 'delivered' ? at : null, last_attempt_at: at, last_error: error })
-    .where('destination', '=', `stream:${streamId}`)
-    .where('state', '=', 'pending')
-    .where('id', 'in', ids)
-    .execute();
+  for (const chunk of chunks(ids))
+    await db
+      .updateTable('event_deliveries')
+      .set({ state, delivered_at: state === 'delivered' ? at : null, last_attempt_at: at, last_error: error })
+      .where('destination', '=', `stream:${streamId}`)
+      .where('state', '=', 'pending')
+      .where('id', 'in', chunk)
+      .execute();
 }
 
 /** Organizations whose users a client's streams hear about (its passkey API grants). */

@@ -155,6 +155,17 @@ function migration002(): Migration {
   };
 }
 
+// SSF's min_verification_interval: when the stream last accepted a verification request, so the next
+// one inside the interval is refused by the conditional update that records it (atomic on both
+// dialects, also between instances).
+function migration013(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await sql.raw('alter table ssf_streams add column verification_requested_at bigint').execute(db);
+    },
+  };
+}
+
 /** Runs the migrations not yet run, all of them or (tests of a migration's backfill) up to and including `upTo`. */
 export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string): Promise<string[]> {
   const migrations: Record<string, Migration> = {
@@ -170,6 +181,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '010_console': migration010(dialect),
     '011_provisioning': migration011(dialect),
     '012_passkey_list_index': migration012(dialect),
+    '013_stream_verification': migration013(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({

@@ -5,6 +5,7 @@ import type { Expression, ExpressionBuilder, Insertable, Kysely, Selectable, Sql
 import { sql } from 'kysely';
 import type { DB, GroupsTable, ScimTokensTable } from './schema.ts';
 import type { User } from './directory.ts';
+import { chunks } from './chunks.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 type Tables = 'users' | 'groups';
@@ -119,14 +120,18 @@ export function findUserByExternalId(db: Q, orgId: number, externalId: string): 
 }
 
 /** The users of the organization among these subs (members to be). */
-export function findUsersBySubs(db: Q, orgId: number, subs: string[]) {
-  if (subs.length === 0) return Promise.resolve([]);
-  return db
-    .selectFrom('users')
-    .select(['id', 'sub', 'eppn'])
-    .where('org_id', '=', orgId)
-    .where('sub', 'in', subs)
-    .execute();
+export async function findUsersBySubs(db: Q, orgId: number, subs: string[]) {
+  const found = [];
+  for (const chunk of chunks(subs))
+    found.push(
+      ...(await db
+        .selectFrom('users')
+        .select(['id', 'sub', 'eppn'])
+        .where('org_id', '=', orgId)
+        .where('sub', 'in', chunk)
+        .execute()),
+    );
+  return found;
 }
 
 // ---- groups ------------------------------------------------------------------------------------
