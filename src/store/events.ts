@@ -276,33 +276,56 @@ export function findDelivery(db: Q, id: number): Promise<DeliveryView | undefine
   return deliveriesWithEvents(db).where('d.id', '=', id).executeTakeFirst();
 }
 
-/** Makes a delivery pending and due again (a replay), whatever its state; false for an unknown id. */
-export async function replayDelivery(db: Q, id: number, now: number): Promise<boolean> {
-  const delivery = await db
-    .selectFrom('event_deliveries')
-    .select('destination')
-    .where('id', '=', id)
-    .executeTakeFirst();
-  if (!delivery) return false;
-  const poll = delivery.destination.startsWith('stream:')
-    ? await db
-        .selectFrom('ssf_streams')
-        .select('delivery_method')
-        .where('id', '=', delivery.destination.slice('stream:'.length))
-        .executeTakeFirst()
-    : undefined;
-  const r = await db
-    .updateTable('event_deliveries')
-    .set({
-      state: 'pending',
-      attempts: 0,
-      next_attempt_at: poll?.delivery_method === POLL ? null : now,
-      lease_until: null,
-      delivered_at: null,
-    })
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
+/**
+ * Makes a delivery pending and due again (a replay), whatever its state; undefined for an unknown id.
+ * Deliveries to one destination about one subject go out in order, so the earlier ones of its
+ * destination and subject still pending would hold it back until their next attempt (up to an hour
+ * away after failures): they are made due now too. Returns how many of those there were.
+ */
+export async function replayDelivery(
+  db: Kysely<DB>,
+  id: number,
+  now: number,
+): Promise<{ earlierMadeDue: number } | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const delivery = await trx
+      .selectFrom('event_deliveries')
+      .select(['destination', 'subject'])
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (!delivery) return undefined;
+    const stream = delivery.destination.startsWith('stream:')
+      ? await trx
+          .selectFrom('ssf_streams')
+          .select('delivery_method')
+          .where('id', '=', delivery.destination.slice('stream:'.length))
+          .executeTakeFirst()
+      : undefined;
+    const polled = stream?.delivery_method === POLL;
+    await trx
+      .updateTable('event_deliveries')
+      .set({
+        state: 'pending',
+        attempts: 0,
+        next_attempt_at: polled ? null : now,
+        lease_until: null,
+        delivered_at: null,
+      })
+      .where('id', '=', id)
+      .execute();
+    // a poll stream's receiver collects its deliveries in order itself; no subject, no order to keep
+    if (polled || delivery.subject === null) return { earlierMadeDue: 0 };
+    const earlier = await trx
+      .updateTable('event_deliveries')
+      .set({ next_attempt_at: now })
+      .where('destination', '=', delivery.destination)
+      .where('subject', '=', delivery.subject)
+      .where('state', '=', 'pending')
+      .where('id', '<', id)
+      .where((eb) => eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '>', now)]))
+      .executeTakeFirst();
+    return { earlierMadeDue: Number(earlier.numUpdatedRows) };
+  });
 }
 
 /** Pending deliveries and the age of the oldest, for /metrics. */
