@@ -5,6 +5,8 @@ const SECURITY = [{ oauth2: ['ssf.manage'] }];
 const PUSH = 'urn:ietf:rfc:8935';
 const CREDENTIAL_CHANGE = 'https://schemas.openid.net/secevent/caep/event-type/credential-change';
 const STREAM_ID = '0f8e3c1a-6a52-4d0b-9a55-7d8b8f2f1c3e';
+/** The SETs one poll may acknowledge (ack) and report as refused (setErrs): ten polls' worth. */
+export const MAX_SETTLED_PER_POLL = 1000;
 
 const errorBody = (code: number, message: string) => ({
   type: 'object',
@@ -216,7 +218,17 @@ export const verify = {
     properties: { stream_id: { type: 'string' }, state: { type: 'string' } },
     examples: [{ stream_id: STREAM_ID, state: 'VGhpcyBpcyBhbiBleGFtcGxl' }],
   },
-  response: { 204: empty, ...errors },
+  response: {
+    204: empty,
+    ...errors,
+    429: {
+      ...errorBody(429, 'A verification event was requested less than 60 seconds ago (min_verification_interval)'),
+      description: "A verification was requested within the stream's min_verification_interval",
+      headers: {
+        'retry-after': { type: 'string', description: 'Seconds until a verification may be requested again' },
+      },
+    },
+  },
 };
 
 export const poll = {
@@ -232,8 +244,17 @@ export const poll = {
   body: {
     type: 'object',
     properties: {
-      ack: { type: 'array', items: { type: 'string' } },
-      setErrs: { type: 'object' },
+      ack: {
+        type: 'array',
+        items: { type: 'string' },
+        maxItems: MAX_SETTLED_PER_POLL,
+        description: `jti values of the SETs received; at most ${MAX_SETTLED_PER_POLL} per poll`,
+      },
+      setErrs: {
+        type: 'object',
+        maxProperties: MAX_SETTLED_PER_POLL,
+        description: `SETs the receiver refused, by jti; at most ${MAX_SETTLED_PER_POLL} per poll`,
+      },
       maxEvents: { type: 'integer' },
       returnImmediately: { type: 'boolean' },
     },

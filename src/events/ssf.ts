@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
-import { badRequest, forbidden, notFound } from '../errors.ts';
+import { badRequest, forbidden, notFound, tooManyRequests } from '../errors.ts';
 import { authenticate, requireScopes, tokenNoLongerValid, type TokenVerifier } from '../http/bearer.ts';
 import { recordAudit, clientActor } from '../audit/index.ts';
 import { SSF_EVENT_TYPES } from '../audit/events.ts';
@@ -173,6 +173,7 @@ async function create(c: Ctx, request: FastifyRequest, reply: { code(n: number):
     all_subjects: 1,
     created_at: now,
     updated_at: now,
+    verification_requested_at: null,
   };
   await c.store.db.transaction().execute(async (trx) => {
     await repo.insertStream(trx, row);
@@ -291,7 +292,21 @@ async function verify(c: Ctx, request: FastifyRequest, reply: { code(n: number):
   if (body.state !== undefined && (typeof body.state !== 'string' || body.state.length > 256))
     throw badRequest('state must be a string of at most 256 characters');
   const data = body.state === undefined ? {} : { state: body.state };
-  await repo.insertStreamEvent(c.store.db, stream, { at: c.now(), type: 'ssf.verification', data });
+  const now = c.now();
+  const interval = MIN_VERIFICATION_INTERVAL * 1000;
+  const sent = await c.store.db.transaction().execute(async (trx) => {
+    if (!(await repo.recordVerificationRequest(trx, stream.id, now, interval))) return false;
+    await repo.insertStreamEvent(trx, stream, { at: now, type: 'ssf.verification', data });
+    return true;
+  });
+  if (!sent) {
+    // SSF 1.0 (Verification): a request inside min_verification_interval is refused with 429
+    const last = (await repo.findStreamById(c.store.db, stream.id))?.verification_requested_at ?? now;
+    throw tooManyRequests(
+      `A verification event was requested less than ${MIN_VERIFICATION_INTERVAL} seconds ago (min_verification_interval)`,
+      (Number(last) + interval - now) / 1000,
+    );
+  }
   reply.code(204);
   return null;
 }

@@ -158,9 +158,10 @@ const statusBody = (status: string): Json => ({
   examples: [{ status }],
 });
 
-/** Any request with a malformed URL or a NUL in its query is refused before routing. */
+/** Any request with a malformed URL, or a NUL in its query, a path parameter or its body, is refused first. */
 const malformed: Json = {
-  description: 'A malformed URL (bad percent-encoding) or input the service refuses (a NUL character)',
+  description:
+    'A malformed URL (bad percent-encoding) or input the service refuses (a NUL character in the query, the path or the body)',
   ...errorBody,
   examples: [{ code: 400, message: 'Malformed request URL' }],
 };

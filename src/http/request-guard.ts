@@ -1,7 +1,7 @@
 // Input no route can mean, refused before any route or the authorization server sees it: a NUL
-// byte in the query or in a parsed body. PostgreSQL refuses NUL in text, so a query built from it
-// would fail. Paths are left to the routes, which validate their parameters with their own
-// documented messages (a NUL in a path parameter is one of the cases they refuse).
+// byte in the query, in a path parameter or in a parsed body. PostgreSQL refuses NUL in text, so a
+// query built from it would fail with a 500. Checked here once for every route, rather than by each
+// route that happens to look a parameter up in the database.
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.ts';
 
@@ -35,13 +35,14 @@ export function containsNul(value: unknown, depth = 0): boolean {
   return false;
 }
 
-/** The query as a request arrives; the body once it is parsed (bodies oidc-provider reads itself
- * stay unparsed here: its storage adapter refuses such ids instead). */
+/** The query as a request arrives; the path parameters (decoded by the router) and the body once it
+ * is parsed (bodies oidc-provider reads itself stay unparsed here: its storage adapter refuses such
+ * ids instead). */
 export function registerRequestGuard(app: FastifyInstance): void {
   app.addHook('onRequest', (request, _reply, done) =>
     done(queryContainsNul(request.url) ? new MalformedInput() : undefined),
   );
   app.addHook('preValidation', (request, _reply, done) =>
-    done(containsNul(request.body) ? new MalformedInput() : undefined),
+    done(containsNul(request.params) || containsNul(request.body) ? new MalformedInput() : undefined),
   );
 }

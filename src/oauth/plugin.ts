@@ -50,9 +50,18 @@ const requestLog = (req: IncomingMessage) => (req as LoggedRequest)[REQUEST_LOG]
 const watched = new WeakSet<Provider>();
 
 /**
+ * A request the client broke, not the service: Node's HTTP parser refused what followed the headers
+ * (a body shorter than its Content-Length, a malformed chunk). Koa reports it as the response's
+ * failure, but there is nothing for an operator to mend.
+ */
+function malformedHttp(err: Error & { code?: unknown }): boolean {
+  return typeof err.code === 'string' && err.code.startsWith('HPE_');
+}
+
+/**
  * oidc-provider answers its own unexpected failures with `server_error` and emits them as events;
  * failures past its error handlers reach Koa's `error` event. Both are logged like every other
- * 5xx: at error level, with the request id.
+ * 5xx: at error level, with the request id. Malformed HTTP is the client's error: a warning.
  */
 function logFailures(provider: Provider): void {
   if (watched.has(provider)) return;
@@ -66,7 +75,8 @@ function logFailures(provider: Provider): void {
     (err: Error & { expose?: boolean; status?: number }, ctx?: KoaContextWithOIDC) => {
       if (err.expose && (err.status ?? 500) < 500) return;
       const log = ctx ? requestLog(ctx.req) : undefined;
-      log?.error({ err }, 'authorization server error');
+      if (malformedHttp(err)) log?.warn({ err }, 'malformed HTTP request');
+      else log?.error({ err }, 'authorization server error');
     },
   );
 }

@@ -23,11 +23,15 @@ function readString(input: string, start: number): [string, number] {
   let i = start + 1;
   while (i < input.length && input[i] !== '"') i += input[i] === '\\' ? 2 : 1;
   if (i >= input.length) throw invalid('Unterminated string in filter');
+  let value: string;
   try {
-    return [JSON.parse(input.slice(start, i + 1)) as string, i + 1];
+    value = JSON.parse(input.slice(start, i + 1)) as string;
   } catch {
     throw invalid('Invalid string in filter');
   }
+  // "\u0000" decodes to NUL, which no stored value holds and PostgreSQL refuses in a query
+  if (value.includes('\u0000')) throw invalid('A filter string must not contain a NUL character');
+  return [value, i + 1];
 }
 
 /** A word from where the tokenizer is (sticky: no copy of the rest of the input per word). */

@@ -2,6 +2,7 @@
 import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
 import type { ClientsTable, DB } from './schema.ts';
 import { prepare } from './prepared.ts';
+import { chunks } from './chunks.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type ClientRow = Selectable<ClientsTable>;
@@ -44,23 +45,26 @@ export async function updateClient(
 }
 
 export async function grantOrganizations(db: Q, clientId: string, orgIds: number[], kind: GrantKind): Promise<void> {
-  if (orgIds.length === 0) return;
-  await db
-    .insertInto('client_orgs')
-    .values(orgIds.map((org_id) => ({ client_id: clientId, org_id, kind })))
-    .onConflict((oc) => oc.doNothing())
-    .execute();
+  for (const chunk of chunks(orgIds))
+    await db
+      .insertInto('client_orgs')
+      .values(chunk.map((org_id) => ({ client_id: clientId, org_id, kind })))
+      .onConflict((oc) => oc.doNothing())
+      .execute();
 }
 
 export async function revokeOrganizations(db: Q, clientId: string, orgIds: number[], kind: GrantKind): Promise<number> {
-  if (orgIds.length === 0) return 0;
-  const r = await db
-    .deleteFrom('client_orgs')
-    .where('client_id', '=', clientId)
-    .where('kind', '=', kind)
-    .where('org_id', 'in', orgIds)
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
+  let revoked = 0;
+  for (const chunk of chunks(orgIds)) {
+    const r = await db
+      .deleteFrom('client_orgs')
+      .where('client_id', '=', clientId)
+      .where('kind', '=', kind)
+      .where('org_id', 'in', chunk)
+      .executeTakeFirst();
+    revoked += Number(r.numDeletedRows);
+  }
+  return revoked;
 }
 
 export async function listGrantedOrganizations(db: Q, clientId: string, kind: GrantKind): Promise<number[]> {

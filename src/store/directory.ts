@@ -1,6 +1,7 @@
 // Organizations, users and their namespaced ids.
 import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
 import type { DB, OrganizationsTable, UsersTable } from './schema.ts';
+import { chunks } from './chunks.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type Organization = Selectable<OrganizationsTable>;
@@ -154,16 +155,20 @@ export async function deleteOrganization(db: Q, id: number): Promise<boolean> {
   return Number(r.numDeletedRows) === 1;
 }
 
-/** A user of one of the organizations by e-mail address (stored in lower case). */
-export function findUserByEmailIn(db: Q, orgIds: number[], email: string): Promise<User | undefined> {
-  if (orgIds.length === 0) return Promise.resolve(undefined);
-  return db
-    .selectFrom('users')
-    .selectAll()
-    .where('org_id', 'in', orgIds)
-    .where('email', '=', email.trim().toLowerCase())
-    .orderBy('id')
-    .executeTakeFirst();
+/** A user of one of the organizations by e-mail address (stored in lower case); the first, if several. */
+export async function findUserByEmailIn(db: Q, orgIds: number[], email: string): Promise<User | undefined> {
+  let first: User | undefined;
+  for (const chunk of chunks(orgIds)) {
+    const user = await db
+      .selectFrom('users')
+      .selectAll()
+      .where('org_id', 'in', chunk)
+      .where('email', '=', email.trim().toLowerCase())
+      .orderBy('id')
+      .executeTakeFirst();
+    if (user && (!first || user.id < first.id)) first = user;
+  }
+  return first;
 }
 
 /** Ends every console session of the user: counts their console generation up (migration 013). */

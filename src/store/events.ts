@@ -8,6 +8,7 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DB, EventDeliveriesTable, EventsTable, SsfStreamsTable, WebhooksTable } from './schema.ts';
 import type { Dialect } from './index.ts';
+import { chunks } from './chunks.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type EventRow = Selectable<EventsTable>;
@@ -275,33 +276,56 @@ export function findDelivery(db: Q, id: number): Promise<DeliveryView | undefine
   return deliveriesWithEvents(db).where('d.id', '=', id).executeTakeFirst();
 }
 
-/** Makes a delivery pending and due again (a replay), whatever its state; false for an unknown id. */
-export async function replayDelivery(db: Q, id: number, now: number): Promise<boolean> {
-  const delivery = await db
-    .selectFrom('event_deliveries')
-    .select('destination')
-    .where('id', '=', id)
-    .executeTakeFirst();
-  if (!delivery) return false;
-  const poll = delivery.destination.startsWith('stream:')
-    ? await db
-        .selectFrom('ssf_streams')
-        .select('delivery_method')
-        .where('id', '=', delivery.destination.slice('stream:'.length))
-        .executeTakeFirst()
-    : undefined;
-  const r = await db
-    .updateTable('event_deliveries')
-    .set({
-      state: 'pending',
-      attempts: 0,
-      next_attempt_at: poll?.delivery_method === POLL ? null : now,
-      lease_until: null,
-      delivered_at: null,
-    })
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
+/**
+ * Makes a delivery pending and due again (a replay), whatever its state; undefined for an unknown id.
+ * Deliveries to one destination about one subject go out in order, so the earlier ones of its
+ * destination and subject still pending would hold it back until their next attempt (up to an hour
+ * away after failures): they are made due now too. Returns how many of those there were.
+ */
+export async function replayDelivery(
+  db: Kysely<DB>,
+  id: number,
+  now: number,
+): Promise<{ earlierMadeDue: number } | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const delivery = await trx
+      .selectFrom('event_deliveries')
+      .select(['destination', 'subject'])
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (!delivery) return undefined;
+    const stream = delivery.destination.startsWith('stream:')
+      ? await trx
+          .selectFrom('ssf_streams')
+          .select('delivery_method')
+          .where('id', '=', delivery.destination.slice('stream:'.length))
+          .executeTakeFirst()
+      : undefined;
+    const polled = stream?.delivery_method === POLL;
+    await trx
+      .updateTable('event_deliveries')
+      .set({
+        state: 'pending',
+        attempts: 0,
+        next_attempt_at: polled ? null : now,
+        lease_until: null,
+        delivered_at: null,
+      })
+      .where('id', '=', id)
+      .execute();
+    // a poll stream's receiver collects its deliveries in order itself; no subject, no order to keep
+    if (polled || delivery.subject === null) return { earlierMadeDue: 0 };
+    const earlier = await trx
+      .updateTable('event_deliveries')
+      .set({ next_attempt_at: now })
+      .where('destination', '=', delivery.destination)
+      .where('subject', '=', delivery.subject)
+      .where('state', '=', 'pending')
+      .where('id', '<', id)
+      .where((eb) => eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '>', now)]))
+      .executeTakeFirst();
+    return { earlierMadeDue: Number(earlier.numUpdatedRows) };
+  });
 }
 
 /** Pending deliveries and the age of the oldest, for /metrics. */
@@ -416,6 +440,22 @@ export async function updateStream(
   await db.updateTable('ssf_streams').set(changes).where('id', '=', id).execute();
 }
 
+/**
+ * Records a verification request on the stream unless it recorded one less than `intervalMs` before
+ * `at`; true when recorded. One conditional update, so of two requests at once only one passes.
+ */
+export async function recordVerificationRequest(db: Q, id: string, at: number, intervalMs: number): Promise<boolean> {
+  const r = await db
+    .updateTable('ssf_streams')
+    .set({ verification_requested_at: at })
+    .where('id', '=', id)
+    .where((eb) =>
+      eb.or([eb('verification_requested_at', 'is', null), eb('verification_requested_at', '<=', at - intervalMs)]),
+    )
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
 /** Removes a stream, its subjects and its undelivered events. */
 export async function deleteStream(db: Q, id: string): Promise<void> {
   await db
@@ -458,14 +498,14 @@ export async function settleStreamDeliveries(
   at: number,
   error: string | null = null,
 ): Promise<void> {
-  if (ids.length === 0) return;
-  await db
-    .updateTable('event_deliveries')
-    .set({ state, delivered_at: state === 'delivered' ? at : null, last_attempt_at: at, last_error: error })
-    .where('destination', '=', `stream:${streamId}`)
-    .where('state', '=', 'pending')
-    .where('id', 'in', ids)
-    .execute();
+  for (const chunk of chunks(ids))
+    await db
+      .updateTable('event_deliveries')
+      .set({ state, delivered_at: state === 'delivered' ? at : null, last_attempt_at: at, last_error: error })
+      .where('destination', '=', `stream:${streamId}`)
+      .where('state', '=', 'pending')
+      .where('id', 'in', chunk)
+      .execute();
 }
 
 /** Organizations whose users a client's streams hear about (its passkey API grants). */

@@ -173,6 +173,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '012_passkey_list_index': migration012(dialect),
     '013_console_sessions': migration013(),
     '014_client_introspection': migration014(),
+    '015_stream_verification': migration015(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   // Kysely runs the pending migrations and their records in schema_migrations in one transaction
@@ -603,6 +604,17 @@ function migration014(): Migration {
   return {
     async up(db: Kysely<any>) {
       await sql.raw('alter table clients add column introspection integer not null default 0').execute(db);
+    },
+  };
+}
+
+// SSF's min_verification_interval: when the stream last accepted a verification request, so the next
+// one inside the interval is refused by the conditional update that records it (atomic on both
+// dialects, also between instances).
+function migration015(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await sql.raw('alter table ssf_streams add column verification_requested_at bigint').execute(db);
     },
   };
 }

@@ -5,6 +5,7 @@ import type { Expression, ExpressionBuilder, Insertable, Kysely, Selectable, Sql
 import { sql } from 'kysely';
 import type { DB, GroupsTable, ScimTokensTable } from './schema.ts';
 import type { User } from './directory.ts';
+import { chunks } from './chunks.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 type Tables = 'users' | 'groups';
@@ -124,8 +125,11 @@ export function findUserByExternalId(db: Q, orgId: number, externalId: string): 
  * reads the organization's users through its org_id index for every lookup instead.
  */
 export async function findUsersBySubs(db: Q, orgId: number, subs: string[]) {
-  if (subs.length === 0) return [];
-  const rows = await db.selectFrom('users').select(['id', 'sub', 'eppn', 'org_id']).where('sub', 'in', subs).execute();
+  const rows = [];
+  for (const chunk of chunks(subs))
+    rows.push(
+      ...(await db.selectFrom('users').select(['id', 'sub', 'eppn', 'org_id']).where('sub', 'in', chunk).execute()),
+    );
   return rows.filter((u) => u.org_id === orgId);
 }
 

@@ -383,6 +383,8 @@ export interface SsfStreamsTable {
   all_subjects: number;
   created_at: number;
   updated_at: number;
+  /** when the receiver last asked for a verification event that was sent (min_verification_interval) */
+  verification_requested_at: number | null;
 }
 
 export interface SsfStreamSubjectsTable {

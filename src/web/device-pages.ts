@@ -5,7 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { providerHandler } from '../oauth/plugin.ts';
-import { ROUTES } from '../oauth/provider.ts';
+import { ROUTES, SESSION_COOKIE, SESSION_TTL } from '../oauth/provider.ts';
 import type { DeviceFlowSources } from '../oauth/device-flow.ts';
 import { clientKey, rateLimit, type RateLimit } from '../http/rate-limit.ts';
 import { pageHeaders } from '../ui/html.ts';
@@ -23,6 +23,24 @@ function respond(ctx: KoaContextWithOIDC, status: number, body: string) {
   for (const [name, value] of Object.entries(pageHeaders())) ctx.set(name, value);
   ctx.status = status;
   ctx.body = body;
+}
+
+/**
+ * oidc-provider's error handler of /device draws the user-code form again with a fresh anti-forgery
+ * secret in the session, after its session step has finished. A request that came without a session
+ * (a form sent after the cookie went, a resume link opened in another browser) has one that was never
+ * saved: oidc-provider then fails to save it (a 500), and the form would be refused again anyway. It
+ * is saved here, with its cookie, as the session step saves a new session, so the form works.
+ */
+async function saveNewSession(ctx: KoaContextWithOIDC): Promise<void> {
+  const session = ctx.oidc.session;
+  // `touched`: oidc-provider's mark of a session changed in this request
+  if (!session || typeof session.exp === 'number' || !(session as { touched?: boolean }).touched) return;
+  await session.save(SESSION_TTL);
+  ctx.cookies.set(ctx.oidc.provider.cookieName('session'), session.jti, {
+    ...SESSION_COOKIE,
+    expires: new Date(session.exp * 1000),
+  });
 }
 
 /** oidc-provider's anti-forgery token, from the form it built for the page. */
@@ -59,7 +77,8 @@ function outcomeOf(err: unknown): Outcome {
 export function deviceViews(): { deviceFlowSources: DeviceFlowSources } {
   return {
     deviceFlowSources: {
-      userCodeInputSource(ctx, form, _out, err) {
+      async userCodeInputSource(ctx, form, _out, err) {
+        await saveNewSession(ctx);
         const frame = frameOfContext(ctx);
         const outcome = outcomeOf(err);
         const userCode = (err as { userCode?: unknown } | undefined)?.userCode;
@@ -73,7 +92,6 @@ export function deviceViews(): { deviceFlowSources: DeviceFlowSources } {
           ...(reference ? { reference } : {}),
         });
         respond(ctx, outcome.status, page);
-        return Promise.resolve();
       },
       userCodeConfirmSource(ctx, form, client, _deviceInfo, userCode) {
         const frame = frameOfContext(ctx);

@@ -205,7 +205,28 @@ async function signInWithPassword(kit: Kit, request: Req, reply: FastifyReply) {
   // A browser that can make passkeys says so with the form; its user may be offered one.
   if (bodyField(request, 'webauthn') === '1' && (await offerApplies(kit, request, result.user)))
     return renderOffer(kit, request, reply, loaded, { returnTo });
-  return reply.code(303).header('location', returnTo).send();
+  return continueSignedIn(kit, request, reply, loaded, result.user, returnTo);
+}
+
+/**
+ * On to the client after a sign-in, password or passkey alike. A browser with the Signal API (the form
+ * says so) first gets a short page that tells its credential manager which of the user's passkeys
+ * still exist and the user's names, when the user has any passkey to tell about.
+ */
+async function continueSignedIn(
+  kit: Kit,
+  request: Req,
+  reply: FastifyReply,
+  loaded: Loaded,
+  user: User,
+  returnTo: string,
+) {
+  const redirect = () => reply.code(303).header('location', returnTo).send();
+  if (bodyField(request, 'signals') !== '1') return redirect();
+  const credentials = await listUserCredentials(kit.store.db, user.id);
+  if (credentials.length === 0) return redirect();
+  const signals = { ...userSignals(kit.webauthn.rpId, user, credentials), continueUrl: returnTo };
+  return sendPage(reply, 200, signedInPage(loaded.frame, signals), { formTargets: loaded.formTargets });
 }
 
 /**
@@ -239,11 +260,7 @@ async function signInWithPasskey(kit: Kit, request: Req, reply: FastifyReply) {
     return renderSignIn(kit, request, reply, loaded, { status: 403, error: 'error.passkey_not_enough' });
   }
   const returnTo = await signIn(kit, request, reply, loaded, result);
-  // A browser with the Signal API learns which of the user's passkeys still exist on the way.
-  if (bodyField(request, 'signals') !== '1') return reply.code(303).header('location', returnTo).send();
-  const credentials = await listUserCredentials(kit.store.db, result.user.id);
-  const signals = { ...userSignals(kit.webauthn.rpId, result.user, credentials), continueUrl: returnTo };
-  return sendPage(reply, 200, signedInPage(loaded.frame, signals), { formTargets: loaded.formTargets });
+  return continueSignedIn(kit, request, reply, loaded, result.user, returnTo);
 }
 
 async function decideConsent(kit: Kit, request: Req, reply: FastifyReply) {

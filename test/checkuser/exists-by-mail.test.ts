@@ -86,9 +86,11 @@ for (const dialect of dialects()) {
         ],
         [
           'mail with a control character',
-          byMail('example.org', 'alice\u0000@example.org'),
+          byMail('example.org', 'alice\u0001@example.org'),
           'Identifier must not contain control characters',
         ],
+        // as in every path parameter: the request guard's
+        ['mail with a NUL', byMail('example.org', 'alice\u0000@example.org'), 'Request contains a NUL character'],
         [
           'over-long mail',
           byMail('example.org', `${'a'.repeat(320)}@example.org`),

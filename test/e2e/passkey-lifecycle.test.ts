@@ -1,8 +1,9 @@
 // The passkey lifecycle in real Chromium with the virtual authenticator: the passkey offered after
 // a password sign-in (conditional create where the browser has it, else the buttons; "Not now"
-// remembered), the WebAuthn Signal API calls (spied on from an init script), an administrator's
-// deletion making the next sign-in call signalUnknownCredential, a denied AAGUID, a recovery link
-// used in a fresh browser, and axe-core on the new pages in English and Norwegian Bokmål.
+// remembered), the WebAuthn Signal API calls after passkey and password sign-ins (spied on from an
+// init script), an administrator's deletion making the next sign-in call signalUnknownCredential, a
+// denied AAGUID, a recovery link used in a fresh browser, and axe-core on the new pages in English
+// and Norwegian Bokmål.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -215,6 +216,31 @@ for (const dialect of dialects()) {
           displayName: 'Ada Lovelace',
         });
         assert.equal(recorded.filter((r) => r.name === 'signalUnknownCredential').length, 0);
+      } finally {
+        await context.close();
+      }
+    });
+
+    it('after a password sign-in of a user with passkeys the credential manager hears them too', async () => {
+      const { context, page, recorded } = await freshPage();
+      try {
+        const begun = await rp.begin();
+        await page.goto(begun.url);
+        await submitPassword(page, 'ada@example.org', PASSWORD);
+        await reachRelyingParty(page);
+        assert.equal((await rp.finish(page.url(), begun)).claims()!.sub, ada.sub);
+        const accepted = (await listUserCredentials(server.store.db, ada.id)).map((p) =>
+          Buffer.from(p.credential_id).toString('base64url'),
+        );
+        assert.ok(accepted.length > 0);
+        const all = await reported(recorded, 'signalAllAcceptedCredentials');
+        assert.deepEqual(all?.arg, {
+          rpId: 'localhost',
+          userId: Buffer.from(ada.sub).toString('base64url'),
+          allAcceptedCredentialIds: accepted,
+        });
+        const details = await reported(recorded, 'signalCurrentUserDetails');
+        assert.equal(details?.arg.displayName, 'Ada Lovelace');
       } finally {
         await context.close();
       }

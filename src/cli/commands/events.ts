@@ -203,8 +203,14 @@ export const eventsCommands: CommandDef[] = [
     async run(ctx, _v, [id]) {
       if (id === undefined) throw badRequest('delivery id is required');
       const delivery = intOption(id, 'id');
-      if (!(await replayDelivery(ctx.store.db, delivery, Date.now()))) throw notFound(`delivery ${id} does not exist`);
-      return ctx.json ? { id: delivery, state: 'pending' } : `delivery ${id} is pending again; the service sends it`;
+      const replayed = await replayDelivery(ctx.store.db, delivery, Date.now());
+      if (!replayed) throw notFound(`delivery ${id} does not exist`);
+      const { earlierMadeDue } = replayed;
+      if (ctx.json) return { id: delivery, state: 'pending', earlier_made_due: earlierMadeDue };
+      return earlierMadeDue === 0
+        ? `delivery ${id} is pending again; the service sends it`
+        : `delivery ${id} is pending again; the service sends it after the ${earlierMadeDue} earlier deliveries ` +
+            'to its destination about the same user that were waiting to be retried, which are due now too';
     },
   },
 ];

@@ -23,11 +23,15 @@
     input.value = '1';
     target.appendChild(input);
   }
-  // After a passkey sign-in, a browser with the Signal API gets a short page that brings its
-  // credential manager up to date; a password sign-in in a browser that can make passkeys may be
-  // offered one.
-  if (PKC && typeof PKC.signalAllAcceptedCredentials === 'function') flag(form, 'signals');
-  flag(document.getElementById('password-form'), 'webauthn');
+  // After every sign-in (passkey or password) of a user with passkeys, a browser with the Signal API
+  // gets a short page that brings its credential manager up to date; a password sign-in in a browser
+  // that can make passkeys may be offered one.
+  var passwordForm = document.getElementById('password-form');
+  if (PKC && typeof PKC.signalAllAcceptedCredentials === 'function') {
+    flag(form, 'signals');
+    flag(passwordForm, 'signals');
+  }
+  flag(passwordForm, 'webauthn');
 
   function options() {
     return fetch(form.dataset.options, {
