@@ -18,8 +18,8 @@ const root = new URL('..', import.meta.url).pathname;
 
 async function openApiDocument(dir: string): Promise<string> {
   const secret = 'openapi-document-only-secret-0123456789';
+  // as `npm start` serves it on a laptop: no PUBLIC_URL, so the issuer is http://localhost:<PORT>
   const config = loadConfig({
-    PUBLIC_URL: 'https://idp.example.org',
     IDP_SECRET: secret,
     LOG_LEVEL: 'silent',
     DATABASE_URL: join(dir, 'idp.sqlite'),

@@ -19,6 +19,19 @@ export interface OpenApiOptions {
   paths?: Record<string, PathItem>;
 }
 
+/**
+ * Hosts that name no deployment: loopback, and the names reserved for documentation and testing
+ * (RFC 2606, RFC 6761). A document served from one of them (a laptop's `npm start`, a test) gives
+ * its server as `/`, the origin it is served from, rather than a URL nobody else can reach.
+ */
+const PLACEHOLDER_HOST =
+  /^(localhost|.+\.localhost|127(\.\d+){3}|\[::1\]|(.+\.)?example\.(com|net|org)|example|.+\.(example|test|invalid))$/;
+
+/** The document's server: PUBLIC_URL, or `/` when PUBLIC_URL is a placeholder (see PLACEHOLDER_HOST). */
+export function documentServer(publicUrl: string): string {
+  return PLACEHOLDER_HOST.test(new URL(publicUrl).hostname) ? '/' : publicUrl;
+}
+
 /** Adds the documentation-only operations to the generated paths; a route's own operation wins. */
 function mergePaths(generated: Record<string, PathItem>, extra: Record<string, PathItem>) {
   const merged: Record<string, PathItem> = { ...generated };
@@ -44,7 +57,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, opti
           '{code, message}; the authorization server answers OAuth errors {error, error_description}.',
         license: { name: 'MIT', identifier: 'MIT' },
       },
-      servers: [{ url: config.publicUrl }],
+      servers: [{ url: documentServer(config.publicUrl) }],
       tags: TAGS,
       // plain JSON built in openapi-components.ts; the OpenAPI typings want their own object types
       components: { securitySchemes: securitySchemes(config.publicUrl), schemas: SCHEMAS } as OpenApiComponents,

@@ -12,6 +12,7 @@ import {
 } from '../helpers.ts';
 import { sql } from 'kysely';
 import { runCli } from '../../src/cli/index.ts';
+import { documentServer } from '../../src/http/openapi.ts';
 import { seedPasskeys } from './fixtures.ts';
 
 async function cli(ctx: TestContext, argv: string[]) {
@@ -173,13 +174,29 @@ for (const dialect of dialects()) {
     });
     after(() => ctx.close());
 
+    it('names PUBLIC_URL as its server, or / when PUBLIC_URL is loopback or a reserved example name', () => {
+      for (const url of ['https://idp.uni.example.no', 'https://login.kommune.no', 'https://idp.test.no'])
+        assert.equal(documentServer(url), url);
+      for (const url of [
+        'http://localhost:3000',
+        'http://127.0.0.1:8080',
+        'http://[::1]:3000',
+        'https://idp.example.com',
+        'https://example.org',
+        'https://idp.example.test',
+        'https://a.b.localhost',
+      ])
+        assert.equal(documentServer(url), '/', url);
+    });
+
     it('is OpenAPI 3.1 and describes the passkey endpoints with their parameters, bodies and errors', async () => {
       const res = await ctx.app.inject({ method: 'GET', url: '/openapi.json' });
       assert.equal(res.statusCode, 200);
       assert.match(String(res.headers['content-type']), /^application\/json/);
       const doc = res.json();
       assert.equal(doc.openapi, '3.1.0');
-      assert.deepEqual(doc.servers, [{ url: ctx.config.publicUrl }]);
+      // PUBLIC_URL here is a name reserved for testing: the server is the origin the document came from
+      assert.deepEqual(doc.servers, [{ url: '/' }]);
       assert.equal(doc.components.securitySchemes.bearer.scheme, 'bearer');
       assert.equal(
         doc.components.securitySchemes.oauth2.flows.clientCredentials.tokenUrl,
