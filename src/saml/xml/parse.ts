@@ -191,7 +191,7 @@ export function textOf(element: Element): string {
   for (let child = element.firstChild; child; child = child.nextSibling) {
     if (child.nodeType === TEXT || child.nodeType === CDATA) text += (child as unknown as { data: string }).data;
     else if (child.nodeType !== COMMENT) {
-      throw refuse('forbidden-construct', `${element.localName} must hold text only`);
+      throw refuse('forbidden-construct', 'an element that must hold text holds other content');
     }
   }
   return text;
