@@ -172,6 +172,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '012_passkey_list_index': migration012(dialect),
     '013_console_sessions': migration013(),
     '014_client_introspection': migration014(),
+    '016_scim_email_primary': migration016(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({
@@ -605,6 +606,16 @@ function migration014(): Migration {
   return {
     async up(db: Kysely<any>) {
       await sql.raw('alter table clients add column introspection integer not null default 0').execute(db);
+    },
+  };
+}
+
+// Whether the organization's directory called the user's address primary (SCIM `emails[].primary`, 1 or 0), so
+// it is returned as sent. Null: nothing said (users of the import, the CLI, the console), read as primary.
+function migration016(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await sql.raw('alter table users add column email_primary integer').execute(db);
     },
   };
 }
