@@ -28,6 +28,8 @@ const en = {
   'console.col_passkeys': 'Passkeys',
   'console.user_title': 'User {eppn}',
   'console.user_disabled': 'This account is disabled.',
+  'console.user_stronger':
+    'This user has a role as strong as yours: their passkeys and recovery links are handled by staff with a stronger role (an operator’s account only with the admin CLI).',
   'console.user_no_password': 'No password',
   'console.user_has_password': 'Has a password',
   'console.passkeys_title': 'Passkeys',
@@ -203,6 +205,8 @@ const nb: Record<ConsoleKey, string> = {
   'console.col_passkeys': 'Passnøkler',
   'console.user_title': 'Bruker {eppn}',
   'console.user_disabled': 'Denne kontoen er deaktivert.',
+  'console.user_stronger':
+    'Denne brukeren har en like sterk rolle som deg: passnøklene og gjenopprettingslenkene deres håndteres av ansatte med en sterkere rolle (en operatørs konto bare med administrasjonsverktøyet).',
   'console.user_no_password': 'Ikke noe passord',
   'console.user_has_password': 'Har passord',
   'console.passkeys_title': 'Passnøkler',
