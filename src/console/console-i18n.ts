@@ -138,6 +138,8 @@ const en = {
   'console.offboard_done_title': 'Offboarding done',
   'console.offboard_done': 'Deleted {passkeys} passkeys of {n} users; their sessions were ended.',
   'console.offboard_nothing': 'None of the listed users is in this organization: there is nothing to delete.',
+  'console.offboard_stronger':
+    '{n} listed users have a role as strong as yours, so this list cannot be offboarded: {eppns}. Take them off the list (staff with a stronger role, or the admin CLI for an operator, handle them).',
   'console.offboard_bad': 'The list has {n} bad lines, so nothing was done: {lines}',
   'console.offboard_empty': 'The list is empty.',
   'console.offboard_too_long': 'The list is too long: at most {max} lines.',
@@ -316,6 +318,8 @@ const nb: Record<ConsoleKey, string> = {
   'console.offboard_done_title': 'Avslutning fullført',
   'console.offboard_done': 'Slettet {passkeys} passnøkler for {n} brukere; øktene deres ble avsluttet.',
   'console.offboard_nothing': 'Ingen av brukerne på listen er i denne organisasjonen: ingenting å slette.',
+  'console.offboard_stronger':
+    '{n} brukere på listen har en like sterk rolle som deg, så listen kan ikke avsluttes: {eppns}. Ta dem av listen (ansatte med en sterkere rolle, eller administrasjonsverktøyet for en operatør, håndterer dem).',
   'console.offboard_bad': 'Listen har {n} ugyldige linjer, så ingenting ble gjort: {lines}',
   'console.offboard_empty': 'Listen er tom.',
   'console.offboard_too_long': 'Listen er for lang: høyst {max} linjer.',

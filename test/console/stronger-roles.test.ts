@@ -155,6 +155,29 @@ for (const dialect of dialects()) {
       assert.equal(await refusals(), before, 'showing a page is not a refused action');
     });
 
+    it('the offboarding preview offers no confirmation for a list with a user as strong as the staff member', async () => {
+      const before = await refusals();
+      const { b } = await signIn(ctx, olga, keys[olga.eppn]!);
+      const preview = async (eppns: string) => {
+        const form = await b.get('/console/org/1/offboard');
+        const res = await b.post('/console/org/1/offboard/preview', { _csrf: csrfOf(form.body), eppns });
+        assert.equal(res.statusCode, 200);
+        return res.body;
+      };
+      const refusedList = await preview(`${ada.eppn}\n${oscar.eppn}\n${opal.eppn}`);
+      assert.match(refusedList, /id="offboard-stronger"/);
+      assert.match(
+        refusedList,
+        /2 listed users have a role as strong as yours[^<]*oscar@example.org, opal@example.org/,
+      );
+      assert.doesNotMatch(refusedList, /name="reason"/);
+      const allowed = await preview(`${ada.eppn}\n${hugo.eppn}`);
+      assert.doesNotMatch(allowed, /id="offboard-stronger"/);
+      assert.match(allowed, /action="\/console\/org\/1\/offboard"[^>]*>[\s\S]*name="reason"/);
+      assert.equal(await refusals(), before);
+      assert.equal(await passkeys(ada), 2);
+    });
+
     it('a helpdesk is refused on an org-admin, an operator and another helpdesk, in the console', async () => {
       const { b } = await signIn(ctx, helen, keys[helen.eppn]!);
       await expectConsoleRefusals(b, helen, olga, /&#39;olga@example.org&#39; has the org-admin role: staff may act/);
