@@ -28,6 +28,8 @@ const en = {
   'console.col_passkeys': 'Passkeys',
   'console.user_title': 'User {eppn}',
   'console.user_disabled': 'This account is disabled.',
+  'console.user_stronger':
+    'This user has a role as strong as yours: their passkeys and recovery links are handled by staff with a stronger role (an operator’s account only with the admin CLI).',
   'console.user_no_password': 'No password',
   'console.user_has_password': 'Has a password',
   'console.passkeys_title': 'Passkeys',
@@ -136,6 +138,8 @@ const en = {
   'console.offboard_done_title': 'Offboarding done',
   'console.offboard_done': 'Deleted {passkeys} passkeys of {n} users; their sessions were ended.',
   'console.offboard_nothing': 'None of the listed users is in this organization: there is nothing to delete.',
+  'console.offboard_stronger':
+    '{n} listed users have a role as strong as yours, so this list cannot be offboarded: {eppns}. Take them off the list (staff with a stronger role, or the admin CLI for an operator, handle them).',
   'console.offboard_bad': 'The list has {n} bad lines, so nothing was done: {lines}',
   'console.offboard_empty': 'The list is empty.',
   'console.offboard_too_long': 'The list is too long: at most {max} lines.',
@@ -203,6 +207,8 @@ const nb: Record<ConsoleKey, string> = {
   'console.col_passkeys': 'Passnøkler',
   'console.user_title': 'Bruker {eppn}',
   'console.user_disabled': 'Denne kontoen er deaktivert.',
+  'console.user_stronger':
+    'Denne brukeren har en like sterk rolle som deg: passnøklene og gjenopprettingslenkene deres håndteres av ansatte med en sterkere rolle (en operatørs konto bare med administrasjonsverktøyet).',
   'console.user_no_password': 'Ikke noe passord',
   'console.user_has_password': 'Har passord',
   'console.passkeys_title': 'Passnøkler',
@@ -312,6 +318,8 @@ const nb: Record<ConsoleKey, string> = {
   'console.offboard_done_title': 'Avslutning fullført',
   'console.offboard_done': 'Slettet {passkeys} passnøkler for {n} brukere; øktene deres ble avsluttet.',
   'console.offboard_nothing': 'Ingen av brukerne på listen er i denne organisasjonen: ingenting å slette.',
+  'console.offboard_stronger':
+    '{n} brukere på listen har en like sterk rolle som deg, så listen kan ikke avsluttes: {eppns}. Ta dem av listen (ansatte med en sterkere rolle, eller administrasjonsverktøyet for en operatør, håndterer dem).',
   'console.offboard_bad': 'Listen har {n} ugyldige linjer, så ingenting ble gjort: {lines}',
   'console.offboard_empty': 'Listen er tom.',
   'console.offboard_too_long': 'Listen er for lang: høyst {max} linjer.',

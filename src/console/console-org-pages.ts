@@ -7,7 +7,8 @@ import { AUDIT_ACTIONS, auditView } from '../audit/index.ts';
 import { listAuditEvents } from '../store/audit.ts';
 import { passkeyListPage, userListPage, type PasskeyListKind, type UserListKind } from '../store/reports.ts';
 import { authenticatorName } from '../webauthn/aaguid.ts';
-import { grantRole, revokeRole, roleGrants } from '../directory/roles.ts';
+import { grantRole, mayActOn, revokeRole, roleGrants } from '../directory/roles.ts';
+import { findUserByEppn } from '../store/directory.ts';
 import { AppError } from '../errors.ts';
 import { iso } from '../time.ts';
 import { filterOf, csvField, toCsv, type AuditQuery } from './audit-query.ts';
@@ -283,12 +284,24 @@ function postedList(request: FastifyRequest, reply: FastifyReply, ctx: Context):
   return checked.eppns;
 }
 
+/** What offboarding the list would do, and whom on it the staff member may not act on (directory/roles.ts). */
+async function previewFor(deps: ConsoleDeps, ctx: Context, eppns: string[]) {
+  const preview = await previewOffboarding(deps, ctx.org.id, eppns);
+  const stronger: string[] = [];
+  const actor = { type: 'user' as const, id: ctx.staff.user.eppn };
+  for (const { eppn } of preview.found) {
+    const user = await findUserByEppn(deps.store.db, eppn);
+    if (user && !(await mayActOn(deps.store.db, actor, user))) stronger.push(eppn);
+  }
+  return { ...preview, stronger };
+}
+
 async function offboardPreview(deps: ConsoleDeps, request: OrgRequest, reply: FastifyReply) {
   const ctx = await orgContext(deps, request, reply, { admin: true, post: true });
   if (!ctx) return reply;
   const eppns = postedList(request, reply, ctx);
   if (!eppns) return reply;
-  const preview = await previewOffboarding(deps, ctx.org.id, eppns);
+  const preview = await previewFor(deps, ctx, eppns);
   return sendHtml(reply, 200, offboardPreviewView(ctx.staff.view, { org: ctx.org, eppns, ...preview }));
 }
 
@@ -299,7 +312,7 @@ async function offboard(deps: ConsoleDeps, request: OrgRequest, reply: FastifyRe
   if (!eppns) return reply;
   const reason = reasonOf(request);
   if (!reason) {
-    const preview = await previewOffboarding(deps, ctx.org.id, eppns);
+    const preview = await previewFor(deps, ctx, eppns);
     const error = ctx.staff.view.t('console.error_reason');
     const view = { org: ctx.org, eppns, ...preview, error, reason: formText(request, 'reason', 500) };
     return sendHtml(reply, 400, offboardPreviewView(ctx.staff.view, view));
@@ -311,7 +324,7 @@ async function offboard(deps: ConsoleDeps, request: OrgRequest, reply: FastifyRe
   } catch (err) {
     // someone listed has a role as strong as the staff member's: nothing was done
     if (!(err instanceof AppError) || err.status !== 403) throw err;
-    const preview = await previewOffboarding(deps, ctx.org.id, eppns);
+    const preview = await previewFor(deps, ctx, eppns);
     const view = { org: ctx.org, eppns, ...preview, error: err.message, reason };
     return sendHtml(reply, 403, offboardPreviewView(ctx.staff.view, view));
   }

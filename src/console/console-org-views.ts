@@ -151,6 +151,8 @@ export interface OffboardPreview {
   found: { eppn: string; passkeys: number }[];
   notFound: string[];
   passkeys: number;
+  /** listed users whose roles are as strong as the staff member's: the list is not offered for offboarding */
+  stronger: string[];
   error?: string;
   reason?: string;
 }
@@ -171,8 +173,14 @@ function notFoundList(v: ConsoleView, notFound: string[]): Html {
 
 export function offboardPreviewView(v: ConsoleView, p: OffboardPreview): string {
   const { t } = v;
-  const form = p.found.length
-    ? html`<form method="post" action="/console/org/${String(p.org.id)}/offboard">
+  const stronger = p.stronger.length
+    ? html`<p class="alert" id="offboard-stronger">${t('console.offboard_stronger', { n: p.stronger.length, eppns: p.stronger.slice(0, 20).join(', ') })}</p>
+<p><a href="/console/org/${String(p.org.id)}/offboard" class="button secondary">${t('console.cancel')}</a></p>`
+    : undefined;
+  const form = stronger
+    ? stronger
+    : p.found.length
+      ? html`<form method="post" action="/console/org/${String(p.org.id)}/offboard">
 ${v.csrf ? hidden(v.csrf.field, v.csrf.token) : html``}
 ${hidden('eppns', p.eppns.join('\n'))}
 <label for="reason">${t('console.reason')}</label>
@@ -181,7 +189,7 @@ ${hidden('eppns', p.eppns.join('\n'))}
 <div class="actions"><button type="submit" class="danger">${t('console.confirm')}</button>
 <a href="/console/org/${String(p.org.id)}/offboard" class="button secondary">${t('console.cancel')}</a></div>
 </form>`
-    : html`<p class="notice" role="status">${t('console.offboard_nothing')}</p>`;
+      : html`<p class="notice" role="status">${t('console.offboard_nothing')}</p>`;
   const body = html`<h1>${t('console.offboard_preview_title')}</h1>
 ${alert(p.error)}
 <p>${t('console.offboard_found', { n: p.found.length, passkeys: p.passkeys })}</p>

@@ -11,6 +11,7 @@ import { createRecoveryLink, recoveryLinks, revokeLink } from '../webauthn/recov
 import { endUserSessions } from '../oauth/end-user-sessions.ts';
 import { positiveId } from '../http/organization-grant.ts';
 import { AppError } from '../errors.ts';
+import { mayActOn } from '../directory/roles.ts';
 import {
   formText,
   memberOf,
@@ -98,6 +99,10 @@ async function passkeysOf(deps: ConsoleDeps, user: User): Promise<ConsolePasskey
   );
 }
 
+/** Whether the staff member may act on the user (directory/roles.ts): the page offers no action the change would refuse. */
+const staffMayAct = (deps: ConsoleDeps, { staff, user }: { staff: Context['staff']; user: User }) =>
+  mayActOn(deps.store.db, { type: 'user', id: staff.user.eppn }, user);
+
 async function renderUser(
   deps: ConsoleDeps,
   reply: FastifyReply,
@@ -106,6 +111,7 @@ async function renderUser(
   status = 200,
 ) {
   const links = await recoveryLinks(deps.store, { eppn: user.eppn, orgId: org.id }, deps.now());
+  const mayAct = await staffMayAct(deps, { staff, user });
   const page = userView(staff.view, {
     org,
     user: {
@@ -117,6 +123,7 @@ async function renderUser(
     },
     passkeys: await passkeysOf(deps, user),
     links: links.map((l) => ({ id: l.id, state: l.state, expires: l.expires_at, createdBy: l.created_by })),
+    mayAct,
     ...flash,
   });
   return sendHtml(reply, status, page);
@@ -150,6 +157,7 @@ async function confirmOne(deps: ConsoleDeps, request: FastifyRequest<{ Params: P
   if (!ctx) return reply;
   const passkey = await targetPasskey(deps, ctx.user, request.params.id);
   if (!passkey) return renderUser(deps, reply, ctx, { error: ctx.staff.view.t('console.error_passkey_gone') }, 404);
+  if (!(await staffMayAct(deps, ctx))) return renderUser(deps, reply, ctx, {}, 403);
   const view = { org: ctx.org, eppn: ctx.user.eppn, passkey: { id: passkey.id, label: passkey.label }, count: 1 };
   return sendHtml(reply, 200, confirmView(ctx.staff.view, view));
 }
@@ -185,6 +193,7 @@ async function confirmAll(deps: ConsoleDeps, request: FastifyRequest<{ Params: U
   if (!ctx) return reply;
   const count = (await listUserCredentials(deps.store.db, ctx.user.id)).length;
   if (count === 0) return renderUser(deps, reply, ctx, { error: ctx.staff.view.t('console.passkeys_none') });
+  if (!(await staffMayAct(deps, ctx))) return renderUser(deps, reply, ctx, {}, 403);
   return sendHtml(reply, 200, confirmView(ctx.staff.view, { org: ctx.org, eppn: ctx.user.eppn, count }));
 }
 

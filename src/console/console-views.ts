@@ -135,6 +135,8 @@ export interface UserPageView {
   user: { eppn: string; name: string; email: string | null; disabled: boolean; hasPassword: boolean };
   passkeys: ConsolePasskey[];
   links: ConsoleLink[];
+  /** false when the user's roles are as strong as the staff member's: no action is offered (directory/roles.ts) */
+  mayAct: boolean;
   notice?: string;
   error?: string;
 }
@@ -166,14 +168,15 @@ function passkeyTable(v: ConsoleView, page: UserPageView): Html {
 <td>${timeOf(v, p.lastUsedAt)}</td>
 <td>${t(p.userVerified ? 'console.yes' : 'console.no')}</td>
 <td>${t(p.synced ? 'console.synced' : 'console.device_bound')}</td>
-<td><form method="get" action="${path}/passkeys/${String(p.id)}/delete"><button type="submit" class="danger small" aria-label="${t('console.delete')}: ${p.label}">${t('console.delete')}</button></form></td>
+${page.mayAct ? html`<td><form method="get" action="${path}/passkeys/${String(p.id)}/delete"><button type="submit" class="danger small" aria-label="${t('console.delete')}: ${p.label}">${t('console.delete')}</button></form></td>` : html``}
 </tr>`,
   );
+  const actions = page.mayAct ? html`<th scope="col">${t('console.col_actions')}</th>` : html``;
   return html`<div class="table-wrap"><table>
 <caption class="visually-hidden">${t('console.passkeys_title')}</caption>
-<thead><tr><th scope="col">${t('console.col_label')}</th><th scope="col">${t('console.col_authenticator')}</th><th scope="col">${t('console.col_created')}</th><th scope="col">${t('console.col_last_used')}</th><th scope="col">${t('console.col_uv')}</th><th scope="col">${t('console.col_storage')}</th><th scope="col">${t('console.col_actions')}</th></tr></thead>
+<thead><tr><th scope="col">${t('console.col_label')}</th><th scope="col">${t('console.col_authenticator')}</th><th scope="col">${t('console.col_created')}</th><th scope="col">${t('console.col_last_used')}</th><th scope="col">${t('console.col_uv')}</th><th scope="col">${t('console.col_storage')}</th>${actions}</tr></thead>
 <tbody>${rows}</tbody></table></div>
-<form method="get" action="${path}/delete-all" class="actions"><button type="submit" class="danger">${t('console.delete_all')}</button></form>`;
+${page.mayAct ? html`<form method="get" action="${path}/delete-all" class="actions"><button type="submit" class="danger">${t('console.delete_all')}</button></form>` : html``}`;
 }
 
 const TTL_CHOICES: { seconds: number; key: ConsoleKey; n: number }[] = [
@@ -206,7 +209,7 @@ function recoverySection(v: ConsoleView, page: UserPageView): Html {
   return html`<section aria-labelledby="recovery-h"><h2 id="recovery-h">${t('console.recovery_title')}</h2>
 <p>${t('console.recovery_text')}</p>
 ${
-  v.csrf && !page.user.disabled
+  v.csrf && !page.user.disabled && page.mayAct
     ? html`<form method="post" action="${path}/recovery-links">
 ${hidden(v.csrf.field, v.csrf.token)}
 <label for="ttl">${t('console.recovery_ttl')}</label>
@@ -227,6 +230,7 @@ export function userView(v: ConsoleView, page: UserPageView): string {
 ${notice(page.notice)}${alert(page.error)}
 <p class="subtitle">${user.name}${user.email ? html` · ${user.email}` : html``} · ${t(user.hasPassword ? 'console.user_has_password' : 'console.user_no_password')}</p>
 ${user.disabled ? html`<p class="alert">${t('console.user_disabled')}</p>` : html``}
+${page.mayAct ? html`` : html`<p class="hint" id="user-stronger">${t('console.user_stronger')}</p>`}
 <section aria-labelledby="passkeys-h"><h2 id="passkeys-h">${t('console.passkeys_title')}</h2>
 ${passkeyTable(v, page)}</section>
 ${recoverySection(v, page)}

@@ -26,6 +26,8 @@ export interface DirectoryAttributes {
   familyName?: string | null;
   displayName?: string | null;
   email?: string | null;
+  /** whether the directory calls the address primary (SCIM); null: not said */
+  emailPrimary?: boolean | null;
   affiliation?: string[];
   primaryAffiliation?: string | null;
   orgUnit?: string | null;
@@ -43,6 +45,8 @@ export interface DirectoryColumns {
   family_name?: string | null;
   display_name?: string | null;
   email?: string | null;
+  /** 1/0, null when the directory did not say (or there is no address) */
+  email_primary?: number | null;
   affiliation?: string | null;
   primary_affiliation?: string | null;
   org_unit?: string | null;
@@ -109,6 +113,8 @@ export function directoryColumns(
   if (email !== undefined && email !== null && !EMAIL.test(email))
     throw badRequest(`email '${email.slice(0, 80)}' is not a valid address`);
   set('email', email === undefined || email === null ? email : normalizeEmail(email));
+  if (input.emailPrimary !== undefined)
+    out.email_primary = email === null || input.emailPrimary === null ? null : input.emailPrimary ? 1 : 0;
   set('affiliation', affiliations(input.affiliation));
   const primary = text('primaryAffiliation', input.primaryAffiliation, 40)?.toLowerCase();
   if (primary) {

@@ -300,7 +300,8 @@ function attributeChanges(user: dir.User, input: UserAttributes, now: number): d
     if (input.email !== '' && !EMAIL.test(input.email))
       throw badRequest(`email '${input.email}' is not a valid address`);
     changes.email = input.email === '' ? null : normalizeEmail(input.email);
-    if (changes.email !== user.email) changes.email_verified = 0;
+    // a new address is unverified, and what a directory said of the old one being primary no longer holds
+    if (changes.email !== user.email) Object.assign(changes, { email_verified: 0, email_primary: null });
   }
   if (input.emailVerified !== undefined) {
     if ((changes.email ?? user.email) === null) throw badRequest('the user has no email address to mark verified');

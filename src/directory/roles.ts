@@ -180,6 +180,23 @@ const ACTOR_NAMES: Record<Actor['type'], string> = {
   system: 'the service',
 };
 
+/** The user's roles when the actor is not stronger than every one of them (may not act on the user), else undefined. */
+async function rolesInTheWay(db: Q, actor: Actor, target: Pick<ActedOn, 'id' | 'org_id'>) {
+  const strength = await strengthOf(db, actor, target.org_id);
+  if (strength === Infinity) return undefined;
+  const roles = await rolesOfUser(db, target.id);
+  const theirs = strongest(roles);
+  return strength > theirs ? undefined : { roles, theirs };
+}
+
+/**
+ * Whether the actor may act on the user (the rule requireWeaker enforces), for pages that offer
+ * only the actions that would be allowed. Nothing is recorded: the change itself still checks.
+ */
+export async function mayActOn(db: Q, actor: Actor, target: Pick<ActedOn, 'id' | 'org_id'>): Promise<boolean> {
+  return (await rolesInTheWay(db, actor, target)) === undefined;
+}
+
 /** The refusal when the actor may not act on the user, else undefined. */
 export async function refusalOf(
   db: Q,
@@ -188,11 +205,9 @@ export async function refusalOf(
   action: AuditAction,
   at: number,
 ): Promise<Refused | undefined> {
-  const strength = await strengthOf(db, actor, target.org_id);
-  if (strength === Infinity) return undefined;
-  const roles = await rolesOfUser(db, target.id);
-  const theirs = strongest(roles);
-  if (strength > theirs) return undefined;
+  const inTheWay = await rolesInTheWay(db, actor, target);
+  if (!inTheWay) return undefined;
+  const { roles, theirs } = inTheWay;
   const names = [...new Set(roles.map((r) => r.role))].sort();
   const message =
     theirs >= STRENGTH.operator

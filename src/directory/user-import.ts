@@ -212,8 +212,9 @@ function decide(state: RunState, p: Prepared, m: Matches): Decision {
   if (renamed) state.renamedFrom.set(user.eppn, p.line);
   if (changed.length === 0 && !renamed) return { kind: 'unchanged' };
   const after: User = { ...user, ...columns, eppn: p.eppn, updated_at: state.now };
-  // A new address is unverified, as when an operator changes it (setUserAttributes).
-  if (changed.includes('email')) after.email_verified = 0;
+  // A new address is unverified, as when an operator changes it (setUserAttributes), and what a
+  // directory said of the old one being primary (SCIM) no longer holds.
+  if (changed.includes('email')) Object.assign(after, { email_verified: 0, email_primary: null });
   return { kind: 'update', user: after, renamed };
 }
 

@@ -13,13 +13,13 @@ import { deleteUserPasskeys, countOrganizationPasskeys } from '../store/passkeys
 import { deleteAccountArtifacts, findSessionsByAccount } from '../store/oidc-payloads.ts';
 import { insertLogoutDelivery } from '../store/logout-deliveries.ts';
 import { publish } from '../store/invalidation.ts';
-import { deleteMembershipsOfUser, deleteProvisioningOfOrganization } from '../store/provisioning.ts';
+import { claimVersion, deleteMembershipsOfUser, deleteProvisioningOfOrganization } from '../store/provisioning.ts';
 import { recordAudit, SYSTEM, type Actor, type AuditAction, type Change } from '../audit/index.ts';
 import { normalizeEppn } from '../directory/index.ts';
 import { recordingRefusals, requireWeaker } from '../directory/roles.ts';
 import { revokeUserRecoveryLinks } from '../store/recovery-links.ts';
 import { AUDIT_DELETE_USER } from '../webauthn/passkey-removal.ts';
-import { conflict, notFound } from '../errors.ts';
+import { AppError, conflict, notFound } from '../errors.ts';
 
 type Trx = Transaction<DB>;
 
@@ -53,6 +53,31 @@ async function userOrFail(trx: Trx, eppnInput: string, action: AuditAction, acto
   if (!user) throw notFound(`user '${eppn}' does not exist`);
   await requireWeaker(trx, actor, user, action, now);
   return user;
+}
+
+/** A user by eppn, or as a caller loaded them (found by id, so a rename meanwhile does not lose them). */
+export type UserRef = string | Pick<dir.User, 'id' | 'eppn'>;
+
+/**
+ * Takes the user's next version, if it is one of `expected` (the versions a caller read, SCIM's
+ * If-Match; undefined: any), as the change's first write: the check is part of the change, and
+ * concurrent writers of the user take turns (PostgreSQL: the row stays locked to the end of the
+ * transaction; SQLite: the write lock is taken before anything is read). 412 when the user has
+ * another version, 404 when they are gone.
+ */
+async function claimUser(trx: Trx, ref: UserRef, expected: number[] | undefined, now: number) {
+  let id: number;
+  if (typeof ref === 'string') {
+    const eppn = normalizeEppn(ref);
+    const found = await dir.findUserByEppn(trx, eppn);
+    if (!found) throw notFound(`user '${eppn}' does not exist`);
+    id = found.id;
+  } else id = ref.id;
+  const user = await claimVersion(trx, 'users', id, expected, now);
+  if (user) return user;
+  if (expected && (await dir.findUserById(trx, id)))
+    throw new AppError(412, 'The resource changed since it was read (If-Match does not match its version)');
+  throw notFound(`user '${typeof ref === 'string' ? normalizeEppn(ref) : ref.eppn}' does not exist`);
 }
 
 export interface LifecycleResult {
@@ -121,13 +146,20 @@ async function removeUserInTransaction(trx: Trx, user: dir.User, actor: Actor, n
   return passkeyIds.length;
 }
 
+export interface Removal extends Change {
+  /** remove the user only while their version (updated_at) is one of these: 412 otherwise, 404 when gone */
+  expected?: number[];
+}
+
 /**
  * Removes a user and everything that is theirs: passkeys, photo, consents, secondary ids, sessions,
- * grants and tokens, in one transaction. The audit trail keeps the records about them.
+ * grants and tokens, in one transaction. The audit trail keeps the records about them. With
+ * `expected`, the removal is conditional on the user's version, checked by that transaction's first write.
  */
-export function removeUser(store: Store, eppn: string, { actor = SYSTEM, now = Date.now() }: Change = {}) {
+export function removeUser(store: Store, ref: UserRef, { actor = SYSTEM, now = Date.now(), expected }: Removal = {}) {
   const change = async (trx: Trx) => {
-    const user = await userOrFail(trx, eppn, 'user.remove', actor, now);
+    const user = await claimUser(trx, ref, expected, now);
+    await requireWeaker(trx, actor, user, 'user.remove', now);
     const passkeys = await removeUserInTransaction(trx, user, actor, now);
     return { eppn: user.eppn, sub: user.sub, passkeys };
   };

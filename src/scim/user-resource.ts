@@ -38,7 +38,8 @@ export function userResource(user: User, groups: { uid: string; display_name: st
     displayName: user.display_name,
     title: user.title,
     active: user.disabled_at === null,
-    emails: user.email ? [{ value: user.email, type: 'work', primary: true }] : undefined,
+    // primary as the directory sent it; true when it never said (users of the import or the CLI)
+    emails: user.email ? [{ value: user.email, type: 'work', primary: user.email_primary !== 0 }] : undefined,
     groups: groups.length
       ? groups.map((g) => ({ value: g.uid, $ref: `${base}/Groups/${g.uid}`, display: g.display_name }))
       : undefined,
@@ -87,13 +88,16 @@ function stringList(value: unknown, name: string): string[] {
   });
 }
 
-function primaryEmail(value: unknown): string | null {
-  if (value === undefined || value === null) return null;
+/** The address kept (the primary one, else the first) and what was said of it being primary (null: nothing). */
+function primaryEmail(value: unknown): { email: string | null; primary: boolean | null } {
+  if (value === undefined || value === null) return { email: null, primary: null };
   if (!Array.isArray(value)) throw scimError(400, 'invalidValue', 'emails must be a list');
   const values = value as unknown[];
   if (values.length > MAX_VALUES) throw scimError(400, 'invalidValue', `emails has at most ${MAX_VALUES} values`);
-  const chosen = values.find((e) => booleanOf(get(e, 'primary'), 'primary') === true) ?? values[0];
-  return chosen === undefined ? null : optionalText(chosen, 'value');
+  const said = values.map((e) => booleanOf(get(e, 'primary'), 'primary'));
+  const index = Math.max(0, said.indexOf(true));
+  if (values.length === 0) return { email: null, primary: null };
+  return { email: optionalText(values[index], 'value'), primary: said[index] ?? null };
 }
 
 export interface UserInput {
@@ -115,6 +119,7 @@ export function readUser(body: unknown): UserInput {
   const given = optionalText(name, 'givenName');
   const family = optionalText(name, 'familyName');
   const displayName = optionalText(body, 'displayName');
+  const email = primaryEmail(get(body, 'emails'));
   const fullName =
     optionalText(name, 'formatted') ?? displayName ?? ([given, family].filter(Boolean).join(' ') || userName);
   return {
@@ -127,7 +132,8 @@ export function readUser(body: unknown): UserInput {
       familyName: family,
       displayName,
       title: optionalText(body, 'title'),
-      email: primaryEmail(get(body, 'emails')),
+      email: email.email,
+      emailPrimary: email.email === null ? null : email.primary,
       employeeNumber: optionalText(enterprise, 'employeeNumber'),
       orgUnit: optionalText(edu, 'orgUnit') ?? optionalText(enterprise, 'department'),
       affiliation: stringList(get(edu, 'affiliation'), 'affiliation'),

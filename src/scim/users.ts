@@ -175,10 +175,9 @@ export function userRoutes(deps: ScimDeps, base: string) {
     const caller = await callerOf(request);
     const user = await loadUser(caller, request.params.id);
     await checkMayChange(deps, caller, user, 'user.remove');
+    // the If-Match version is checked by the removal's own transaction
     const expected = expectedVersions(request);
-    if (expected && !expected.includes(user.updated_at))
-      throw scimError(412, undefined, 'The resource changed since it was read (If-Match does not match its version)');
-    await lifecycle.removeUser(store, user.eppn, { actor: caller.actor, now: deps.now() });
+    await lifecycle.removeUser(store, user, { actor: caller.actor, now: deps.now(), expected });
     return reply.code(204).send();
   }
 

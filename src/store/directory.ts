@@ -103,6 +103,7 @@ export type UserChanges = Partial<
     | 'display_name'
     | 'email'
     | 'email_verified'
+    | 'email_primary'
     | 'disabled_at'
     | 'updated_at'
     | 'external_id'

@@ -174,6 +174,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '013_console_sessions': migration013(),
     '014_client_introspection': migration014(),
     '015_stream_verification': migration015(),
+    '016_scim_email_primary': migration016(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   // Kysely runs the pending migrations and their records in schema_migrations in one transaction
@@ -615,6 +616,16 @@ function migration015(): Migration {
   return {
     async up(db: Kysely<any>) {
       await sql.raw('alter table ssf_streams add column verification_requested_at bigint').execute(db);
+    },
+  };
+}
+
+// Whether the organization's directory called the user's address primary (SCIM `emails[].primary`, 1 or 0), so
+// it is returned as sent. Null: nothing said (users of the import, the CLI, the console), read as primary.
+function migration016(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await sql.raw('alter table users add column email_primary integer').execute(db);
     },
   };
 }

@@ -30,6 +30,8 @@ export interface UsersTable {
   /** shown by the account pages and given to authenticators; null: the name */
   display_name: Later<string | null>;
   email_verified: Later<number>;
+  /** SCIM `emails[].primary` as the directory last sent it (1/0); null: not said, read as primary (migration 016) */
+  email_primary: Later<number | null>;
   /** set while the user is disabled: no sign-in, no tokens */
   disabled_at: Later<number | null>;
   /** the directory's own id of the user (SCIM externalId), unique in the organization (migration 011) */

@@ -128,6 +128,7 @@ const IMPORTED_COLUMNS = [
   'display_name',
   'email',
   'email_verified',
+  'email_primary',
   'external_id',
   'given_name',
   'family_name',

@@ -120,6 +120,64 @@ for (const dialect of dialects()) {
       assert.deepEqual({ links: await links(target), passkeys: await passkeys(target) }, before, 'nothing changed');
     }
 
+    /** What a user's page offers: each action's control, and the line saying why none is offered. */
+    async function offered(b: Browser, target: User) {
+      const base = `/console/org/1/users/${encodeURIComponent(target.eppn)}`;
+      const page = await b.get(base);
+      assert.equal(page.statusCode, 200);
+      const [first] = await listUserCredentials(ctx.store.db, target.id);
+      const confirm = await b.get(`${base}/passkeys/${first!.id}/delete`);
+      const confirmAll = await b.get(`${base}/delete-all`);
+      return {
+        link: page.body.includes(`action="${base}/recovery-links"`),
+        deleteOne: page.body.includes(`action="${base}/passkeys/${first!.id}/delete"`),
+        deleteAll: page.body.includes(`action="${base}/delete-all"`),
+        why: page.body.includes('id="user-stronger"'),
+        confirmations: [confirm.statusCode, confirmAll.statusCode],
+      };
+    }
+    const all = { link: true, deleteOne: true, deleteAll: true, why: false, confirmations: [200, 200] };
+    const none = { link: false, deleteOne: false, deleteAll: false, why: true, confirmations: [403, 403] };
+
+    it("a user's page offers only the actions the staff member may take, and says why it offers none", async () => {
+      const before = await refusals();
+      const helpdesk = await signIn(ctx, helen, keys[helen.eppn]!);
+      assert.deepEqual(await offered(helpdesk.b, ada), all);
+      for (const target of [hugo, olga, opal]) assert.deepEqual(await offered(helpdesk.b, target), none, target.eppn);
+      const page = await helpdesk.b.get(`/console/org/1/users/${olga.eppn}`);
+      assert.match(page.body, /This user has a role as strong as yours/);
+      const admin = await signIn(ctx, olga, keys[olga.eppn]!);
+      for (const target of [ada, hugo]) assert.deepEqual(await offered(admin.b, target), all, target.eppn);
+      for (const target of [oscar, opal]) assert.deepEqual(await offered(admin.b, target), none, target.eppn);
+      const op = await signIn(ctx, opal, keys[opal.eppn]!, '/console/org/1');
+      assert.deepEqual(await offered(op.b, oscar), all);
+      assert.deepEqual(await offered(op.b, opal), none);
+      assert.equal(await refusals(), before, 'showing a page is not a refused action');
+    });
+
+    it('the offboarding preview offers no confirmation for a list with a user as strong as the staff member', async () => {
+      const before = await refusals();
+      const { b } = await signIn(ctx, olga, keys[olga.eppn]!);
+      const preview = async (eppns: string) => {
+        const form = await b.get('/console/org/1/offboard');
+        const res = await b.post('/console/org/1/offboard/preview', { _csrf: csrfOf(form.body), eppns });
+        assert.equal(res.statusCode, 200);
+        return res.body;
+      };
+      const refusedList = await preview(`${ada.eppn}\n${oscar.eppn}\n${opal.eppn}`);
+      assert.match(refusedList, /id="offboard-stronger"/);
+      assert.match(
+        refusedList,
+        /2 listed users have a role as strong as yours[^<]*oscar@example.org, opal@example.org/,
+      );
+      assert.doesNotMatch(refusedList, /name="reason"/);
+      const allowed = await preview(`${ada.eppn}\n${hugo.eppn}`);
+      assert.doesNotMatch(allowed, /id="offboard-stronger"/);
+      assert.match(allowed, /action="\/console\/org\/1\/offboard"[^>]*>[\s\S]*name="reason"/);
+      assert.equal(await refusals(), before);
+      assert.equal(await passkeys(ada), 2);
+    });
+
     it('a helpdesk is refused on an org-admin, an operator and another helpdesk, in the console', async () => {
       const { b } = await signIn(ctx, helen, keys[helen.eppn]!);
       await expectConsoleRefusals(b, helen, olga, /&#39;olga@example.org&#39; has the org-admin role: staff may act/);

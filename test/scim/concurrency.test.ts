@@ -1,10 +1,12 @@
 // Concurrent SCIM writes over real HTTP on both databases: parallel PATCHes of one group or user
 // lose no acknowledged change, If-Match is checked with the write (one of N conditional writes
-// wins), and removing a user while a PATCH adds them to a group is never a 500.
+// wins, a user's DELETE included), and removing a user while a PATCH adds them to a group is never a 500.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { dialects } from '../helpers.ts';
+import { coseP256PublicKey, dialects, spawnService } from '../helpers.ts';
 import { EDU_USER, GROUP, PATCH_OP, newUser, scimKit, type ScimKit } from './scim-kit.ts';
+import { findUserBySub } from '../../src/store/directory.ts';
+import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts';
 
 const patch = (...Operations: unknown[]) => ({ schemas: [PATCH_OP], Operations });
 
@@ -143,6 +145,90 @@ for (const dialect of dialects()) {
         for (const a of [answers[0]!, answers[2]!])
           if (a.status !== 200) assert.equal(a.status, 400, JSON.stringify(a.body));
         assert.ok(!(await membersOf(group)).includes(id));
+      }
+    });
+
+    it("If-Match on a user's DELETE: of parallel DELETEs and PATCHes with one version on two instances, one wins, nothing half-done", async () => {
+      const db = k.ctx.store.db;
+      // a second instance on the same database (SQLite: another process on the file, as cluster workers are)
+      const other = await spawnService({ DATABASE_URL: k.ctx.config.databaseUrl }, undefined, { stdout: true });
+      const callOther = async (method: string, path: string, body: unknown, etag: string) => {
+        const res = await fetch(`${other.url}/scim/v2${path}`, {
+          method,
+          headers: { authorization: `Bearer ${k.token}`, 'content-type': 'application/scim+json', 'if-match': etag },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        const text = await res.text();
+        return { status: res.status, body: text ? JSON.parse(text) : undefined };
+      };
+      try {
+        const group = await newGroup('Conditional removal');
+        for (let round = 0; round < 8; round++) {
+          const local = `cond${round}`;
+          const created = await k.call('POST', '/Users', newUser(local));
+          const id = created.body.id as string;
+          const user = (await findUserBySub(db, id))!;
+          await insertPasskeys(db, [
+            {
+              user_id: user.id,
+              org_id: 1,
+              credential_id: Buffer.from(`cond-${round}`),
+              public_key: await coseP256PublicKey(),
+              sign_count: 0,
+              transports: '[]',
+              label: 'Key',
+              aaguid: '00000000-0000-0000-0000-000000000000',
+              backup_eligible: 0,
+              backup_state: 0,
+              mfa_verified: 1,
+              created_at: Date.now(),
+              last_used_at: null,
+            },
+          ]);
+          const add = patch({ op: 'add', path: 'members', value: [{ value: id }] });
+          assert.equal((await k.call('PATCH', `/Groups/${group}`, add)).status, 200);
+          const etag = (await k.call('GET', `/Users/${id}`)).headers.get('etag')!;
+          // each instance gets DELETEs and PATCHes; which kind is sent first changes from round to round
+          const answers = await Promise.all(
+            Array.from({ length: 8 }, (_, i) => {
+              const [method, body] =
+                (Math.floor(i / 2) + round) % 2
+                  ? ['DELETE', undefined]
+                  : ['PATCH', patch({ op: 'replace', path: 'title', value: `T${i}` })];
+              return i % 2
+                ? callOther(method, `/Users/${id}`, body, etag)
+                : k.call(method, `/Users/${id}`, body, { 'if-match': etag });
+            }),
+          );
+          // the answers, and the other instance's log (where a 500 would say why)
+          const told = () => `round ${round}: ${JSON.stringify(answers.map((a) => a.status))}\n${other.stdout()}`;
+          const won = answers.filter((a) => a.status === 200 || a.status === 204);
+          assert.equal(won.length, 1, told());
+          const deleted = won[0]!.status === 204;
+          for (const a of answers)
+            if (a !== won[0]) assert.ok(a.status === 412 || (deleted && a.status === 404), told());
+          const removals = await db
+            .selectFrom('audit_events')
+            .select('id')
+            .where('kind', '=', 'user.remove')
+            .where('eppn', '=', `${local}@example.org`)
+            .execute();
+          const stored = await findUserBySub(db, id);
+          const members = ((await k.call('GET', `/Groups/${group}`)).body.members ?? []).map((m: any) => m.value);
+          if (deleted) {
+            assert.equal(stored, undefined);
+            assert.equal(removals.length, 1);
+            assert.equal((await listUserCredentials(db, user.id)).length, 0);
+            assert.ok(!members.includes(id));
+          } else {
+            assert.equal(stored?.title, won[0]!.body.title);
+            assert.equal(removals.length, 0);
+            assert.equal((await listUserCredentials(db, user.id)).length, 1);
+            assert.ok(members.includes(id));
+          }
+        }
+      } finally {
+        await other.stop();
       }
     });
   });

@@ -1,12 +1,17 @@
 // RFC 7643/7644 as Entra ID speaks it, on both databases: a changed userName renames the user,
 // an extension set or removed by its URN, memberRoles changes answered, core attributes the
-// service does not keep accepted, and a changed e-mail address no longer verified.
+// service does not keep accepted, a changed e-mail address no longer verified, and emails[].primary
+// returned as sent (true for users the directory never said it of).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { dialects } from '../helpers.ts';
 import { EDU_GROUP, ENTERPRISE, GROUP, PATCH_OP, newUser, scimKit, type ScimKit } from './scim-kit.ts';
 import { findUserBySub } from '../../src/store/directory.ts';
-import { setUserAttributes } from '../../src/directory/index.ts';
+import { addUser, setUserAttributes } from '../../src/directory/index.ts';
+import { importUsers } from '../../src/directory/user-import.ts';
 
 const patch = (...Operations: unknown[]) => ({ schemas: [PATCH_OP], Operations });
 
@@ -166,6 +171,79 @@ for (const dialect of dialects()) {
       const after = await findUserBySub(k.ctx.store.db, u.id);
       assert.equal(after?.email, 'attacker@example.net');
       assert.equal(after?.email_verified, 0);
+    });
+
+    it('emails[].primary is returned as sent: false stays false, through POST, PUT and PATCH', async () => {
+      const mail = (value: string, primary: unknown) => [{ value, type: 'work', primary }];
+      const u = await create('prim', { emails: mail('prim@example.org', false) });
+      assert.deepEqual(u.emails, mail('prim@example.org', false));
+      assert.deepEqual((await k.call('GET', `/Users/${u.id}`)).body.emails, mail('prim@example.org', false));
+      let r = await k.call('PUT', `/Users/${u.id}`, newUser('prim', { emails: mail('prim@example.org', true) }));
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.deepEqual(r.body.emails, mail('prim@example.org', true));
+      // Entra ID's form: the sub-attribute by a value filter, booleans as strings
+      r = await k.call(
+        'PATCH',
+        `/Users/${u.id}`,
+        patch({ op: 'Replace', path: 'emails[type eq "work"].primary', value: 'False' }),
+      );
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.deepEqual(r.body.emails, mail('prim@example.org', false));
+      // a changed address keeps what the same request says of it
+      r = await k.call(
+        'PATCH',
+        `/Users/${u.id}`,
+        patch({ op: 'replace', path: 'emails[type eq "work"].value', value: 'prim2@example.org' }),
+      );
+      assert.deepEqual(r.body.emails, mail('prim2@example.org', false));
+      // of several, the one called primary is kept; none called primary: the first, as said of it
+      r = await k.call(
+        'PUT',
+        `/Users/${u.id}`,
+        newUser('prim', {
+          emails: [
+            { value: 'a@example.org', type: 'home', primary: false },
+            { value: 'b@example.org', type: 'work', primary: true },
+          ],
+        }),
+      );
+      assert.deepEqual(r.body.emails, mail('b@example.org', true));
+      r = await k.call(
+        'PUT',
+        `/Users/${u.id}`,
+        newUser('prim', { emails: [{ value: 'c@example.org', primary: false }, { value: 'd@example.org' }] }),
+      );
+      assert.deepEqual(r.body.emails, mail('c@example.org', false));
+      r = await k.call('PATCH', `/Users/${u.id}`, patch({ op: 'remove', path: 'emails' }));
+      assert.equal(r.body.emails, undefined);
+      assert.equal((await findUserBySub(k.ctx.store.db, u.id))?.email_primary, null);
+    });
+
+    it('users the directory never said it of are primary; an address changed elsewhere is primary again', async () => {
+      const cli = await addUser(k.ctx.store, { orgId: 1, eppn: 'clia@example.org', name: 'Cli A', email: 'cli@x.org' });
+      const read = async () => (await k.call('GET', `/Users/${cli.sub}`)).body.emails;
+      assert.deepEqual(await read(), [{ value: 'cli@x.org', type: 'work', primary: true }]);
+      const setFalse = () =>
+        k.call(
+          'PATCH',
+          `/Users/${cli.sub}`,
+          patch({ op: 'replace', path: 'emails[type eq "work"].primary', value: false }),
+        );
+      assert.equal((await setFalse()).status, 200);
+      assert.deepEqual(await read(), [{ value: 'cli@x.org', type: 'work', primary: false }]);
+      // the CLI and the console change the address without saying: what was said of the old one goes
+      await setUserAttributes(k.ctx.store, 'clia@example.org', { email: 'cli2@x.org' });
+      assert.deepEqual(await read(), [{ value: 'cli2@x.org', type: 'work', primary: true }]);
+      // an unchanged address keeps it (the CLI changed the name only)
+      await setFalse();
+      await setUserAttributes(k.ctx.store, 'clia@example.org', { name: 'Cli B' });
+      assert.deepEqual(await read(), [{ value: 'cli2@x.org', type: 'work', primary: false }]);
+      // so does the import
+      const path = join(mkdtempSync(join(tmpdir(), 'idp-scim-')), 'users.jsonl');
+      writeFileSync(path, JSON.stringify({ eppn: 'clia@example.org', name: 'Cli B', email: 'cli3@x.org' }) + '\n');
+      const summary = await importUsers(k.ctx.store, { orgId: 1, file: path });
+      assert.equal(summary.updated, 1, JSON.stringify(summary));
+      assert.deepEqual(await read(), [{ value: 'cli3@x.org', type: 'work', primary: true }]);
     });
   });
 }
