@@ -12,7 +12,12 @@ export type Browser = ReturnType<typeof cookieBrowser>;
 export const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
 export const local = (location: unknown) => String(location).replace(PUBLIC_URL, '');
 
-export async function addKey(ctx: TestContext, user: User, label = 'Key') {
+export async function addKey(
+  ctx: TestContext,
+  user: User,
+  label = 'Key',
+  opts: { uv?: boolean; synced?: boolean } = {},
+) {
   const key = p256Credential();
   const [id] = await insertPasskeys(ctx.store.db, [
     {
@@ -24,9 +29,9 @@ export async function addKey(ctx: TestContext, user: User, label = 'Key') {
       transports: '[]',
       label,
       aaguid: ZERO_AAGUID,
-      backup_eligible: 1,
-      backup_state: 1,
-      mfa_verified: 1,
+      backup_eligible: opts.synced === false ? 0 : 1,
+      backup_state: opts.synced === false ? 0 : 1,
+      mfa_verified: opts.uv === false ? 0 : 1,
       created_at: Date.now() - 86_400_000,
       last_used_at: null,
     },

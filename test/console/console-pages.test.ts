@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import {
   cookieBrowser,
   dialects,
-  p256Credential,
   seedOrg,
   seedUser,
   startTestApp,
@@ -16,72 +15,15 @@ import {
   type TestContext,
   type TestCredential,
 } from '../helpers.ts';
-import { assertion } from '../authenticator.ts';
-import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts';
+import { addKey, csrfOf, follow, local, signIn } from './console-browser.ts';
+import { listUserCredentials } from '../../src/store/passkeys.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import { findClient } from '../../src/store/clients.ts';
 import { grantRole } from '../../src/directory/roles.ts';
 import { setClientEnabled } from '../../src/clients/index.ts';
 import type { User } from '../../src/store/directory.ts';
-import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 
 const PASSWORD = 'correct horse battery staple';
-const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
-type Browser = ReturnType<typeof cookieBrowser>;
-
-async function addKey(ctx: TestContext, user: User, label = 'Key', opts: { uv?: boolean; synced?: boolean } = {}) {
-  const key = p256Credential();
-  const [id] = await insertPasskeys(ctx.store.db, [
-    {
-      user_id: user.id,
-      org_id: user.org_id,
-      credential_id: key.id,
-      public_key: key.cose,
-      sign_count: 0,
-      transports: '[]',
-      label,
-      aaguid: ZERO_AAGUID,
-      backup_eligible: opts.synced === false ? 0 : 1,
-      backup_state: opts.synced === false ? 0 : 1,
-      mfa_verified: opts.uv === false ? 0 : 1,
-      created_at: Date.now() - 86_400_000,
-      last_used_at: null,
-    },
-  ]);
-  return { key, id: id! };
-}
-
-const local = (location: unknown) => String(location).replace(PUBLIC_URL, '');
-
-/** Follows redirects from url until a page answers (or the next hop leaves the service). */
-async function follow(b: Browser, url: string) {
-  let res = await b.get(url);
-  for (let hops = 0; (res.statusCode === 302 || res.statusCode === 303) && hops < 10; hops++) {
-    const next = String(res.headers.location);
-    if (!next.startsWith('/') && !next.startsWith(PUBLIC_URL)) break;
-    res = await b.get(local(next));
-  }
-  return res;
-}
-
-let counter = 0;
-
-/** Signs staff in to the console with their passkey; returns the browser and the page reached. */
-async function signIn(ctx: TestContext, staff: User, key: TestCredential, start = '/console') {
-  const b = cookieBrowser(ctx.app);
-  const page = await follow(b, start);
-  assert.equal(page.statusCode, 200, page.body.slice(0, 300));
-  const uid = /\/interaction\/([^/"]+)\/passkey"/.exec(page.body)![1]!;
-  const options = await b.post(`/interaction/${uid}/passkey/options`, {}, { 'x-csrf-token': csrfOf(page.body) });
-  const response = assertion(key, options.json().challenge, ++counter, { userHandle: staff.sub, flags: 0x05 });
-  const signedIn = await b.post(`/interaction/${uid}/passkey`, {
-    _csrf: csrfOf(page.body),
-    response: JSON.stringify(response),
-  });
-  assert.equal(signedIn.statusCode, 303, signedIn.body.slice(0, 300));
-  const landed = await follow(b, local(signedIn.headers.location));
-  return { b, landed };
-}
 
 for (const dialect of dialects()) {
   describe(`console pages (${dialect})`, () => {
