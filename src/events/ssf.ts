@@ -197,13 +197,15 @@ async function update(c: Ctx, request: FastifyRequest, replace: boolean) {
   const clientId = await receiver(c, request);
   const body = objectBody(request);
   const stream = await ownStream(c, clientId, body.stream_id);
-  const changes: Partial<repo.StreamRow> = { updated_at: c.now() };
+  const now = c.now();
+  const changes: Partial<repo.StreamRow> = { updated_at: now };
   if (replace || body.events_requested !== undefined)
     changes.events_requested = JSON.stringify(eventsRequested(body.events_requested ?? []));
   if (replace || body.description !== undefined) changes.description = description(body.description);
   if (replace || body.delivery !== undefined) Object.assign(changes, delivery(c, body.delivery, stream.id));
   await c.store.db.transaction().execute(async (trx) => {
-    await repo.updateStream(trx, stream.id, changes);
+    // a new delivery method re-schedules the stream's pending deliveries, in this transaction
+    await repo.updateStream(trx, stream.id, changes, now);
     await recordStreamChange(c, trx, { clientId, request, action: 'stream.update' }, stream.id);
   });
   return view(c, { ...stream, ...changes });

@@ -276,32 +276,46 @@ export function findDelivery(db: Q, id: number): Promise<DeliveryView | undefine
   return deliveriesWithEvents(db).where('d.id', '=', id).executeTakeFirst();
 }
 
+export type ReplayResult =
+  | { replayed: true; earlierMadeDue: number }
+  /** nothing would send it: its webhook or stream was removed, or the stream is disabled */
+  | { replayed: false; destination: string; reason: 'removed' | 'disabled' };
+
 /**
  * Makes a delivery pending and due again (a replay), whatever its state; undefined for an unknown id.
- * Deliveries to one destination about one subject go out in order, so the earlier ones of its
- * destination and subject still pending would hold it back until their next attempt (up to an hour
- * away after failures): they are made due now too. Returns how many of those there were.
+ * Refused (nothing changes) when nothing would send it: its webhook or stream no longer exists, or
+ * the stream is disabled. Deliveries to one destination about one subject go out in order, so the
+ * earlier ones of its destination and subject still pending would hold it back until their next
+ * attempt (up to an hour away after failures): they are made due now too. Returns how many of
+ * those there were.
  */
-export async function replayDelivery(
-  db: Kysely<DB>,
-  id: number,
-  now: number,
-): Promise<{ earlierMadeDue: number } | undefined> {
-  return db.transaction().execute(async (trx) => {
+export async function replayDelivery(db: Kysely<DB>, id: number, now: number): Promise<ReplayResult | undefined> {
+  return db.transaction().execute(async (trx): Promise<ReplayResult | undefined> => {
     const delivery = await trx
       .selectFrom('event_deliveries')
       .select(['destination', 'subject'])
       .where('id', '=', id)
       .executeTakeFirst();
     if (!delivery) return undefined;
-    const stream = delivery.destination.startsWith('stream:')
-      ? await trx
-          .selectFrom('ssf_streams')
-          .select('delivery_method')
-          .where('id', '=', delivery.destination.slice('stream:'.length))
-          .executeTakeFirst()
-      : undefined;
-    const polled = stream?.delivery_method === POLL;
+    const { destination } = delivery;
+    let polled = false;
+    if (destination.startsWith('stream:')) {
+      const stream = await trx
+        .selectFrom('ssf_streams')
+        .select(['delivery_method', 'status'])
+        .where('id', '=', destination.slice('stream:'.length))
+        .executeTakeFirst();
+      if (!stream) return { replayed: false, destination, reason: 'removed' };
+      if (stream.status === 'disabled') return { replayed: false, destination, reason: 'disabled' };
+      polled = stream.delivery_method === POLL;
+    } else {
+      const webhook = await trx
+        .selectFrom('webhooks')
+        .select('id')
+        .where('id', '=', Number(destination.slice('webhook:'.length)))
+        .executeTakeFirst();
+      if (!webhook) return { replayed: false, destination, reason: 'removed' };
+    }
     await trx
       .updateTable('event_deliveries')
       .set({
@@ -314,17 +328,17 @@ export async function replayDelivery(
       .where('id', '=', id)
       .execute();
     // a poll stream's receiver collects its deliveries in order itself; no subject, no order to keep
-    if (polled || delivery.subject === null) return { earlierMadeDue: 0 };
+    if (polled || delivery.subject === null) return { replayed: true, earlierMadeDue: 0 };
     const earlier = await trx
       .updateTable('event_deliveries')
       .set({ next_attempt_at: now })
-      .where('destination', '=', delivery.destination)
+      .where('destination', '=', destination)
       .where('subject', '=', delivery.subject)
       .where('state', '=', 'pending')
       .where('id', '<', id)
       .where((eb) => eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '>', now)]))
       .executeTakeFirst();
-    return { earlierMadeDue: Number(earlier.numUpdatedRows) };
+    return { replayed: true, earlierMadeDue: Number(earlier.numUpdatedRows) };
   });
 }
 
@@ -432,12 +446,30 @@ export function listStreams(db: Q, clientId: string): Promise<StreamRow[]> {
   return db.selectFrom('ssf_streams').selectAll().where('client_id', '=', clientId).orderBy('created_at').execute();
 }
 
+/**
+ * Changes a stream. When its delivery method is given, its pending deliveries are scheduled for it
+ * in the same transaction (run it in one): due now for push (the delivery job sends them), none for
+ * poll (the receiver collects them; an attempt of the job still under way no longer holds its
+ * delivery, so its outcome is not recorded). Left as they were, a stream switched to push kept
+ * deliveries the job never claims, holding back every later one about the same user, and one
+ * switched to poll had its deliveries given up by the job.
+ */
 export async function updateStream(
   db: Q,
   id: string,
   changes: Partial<Omit<StreamRow, 'id' | 'client_id' | 'created_at'>>,
+  now = Date.now(),
 ): Promise<void> {
   await db.updateTable('ssf_streams').set(changes).where('id', '=', id).execute();
+  if (changes.delivery_method === undefined) return;
+  const push = changes.delivery_method === PUSH;
+  await db
+    .updateTable('event_deliveries')
+    .set({ next_attempt_at: push ? now : null, lease_until: null })
+    .where('destination', '=', `stream:${id}`)
+    .where('state', '=', 'pending')
+    .where('next_attempt_at', push ? 'is' : 'is not', null)
+    .execute();
 }
 
 /**

@@ -6,10 +6,10 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, startTestApp, seedOrg, seedUser, cli, type TestContext } from '../helpers.ts';
 import { startReceiver, type Receiver, type Received } from './receiver.ts';
-import { addWebhook } from '../../src/events/webhooks.ts';
+import { addWebhook, removeWebhook } from '../../src/events/webhooks.ts';
 import { targetPolicy } from '../../src/events/targets.ts';
 import { disableUser } from '../../src/oauth/account-lifecycle.ts';
-import { listDeliveries } from '../../src/store/events.ts';
+import { findDelivery, listDeliveries } from '../../src/store/events.ts';
 
 // The receivers are on loopback over plain http: allowed while PUBLIC_URL is on localhost.
 const ALLOW = { PUBLIC_URL: 'http://localhost:8080' };
@@ -82,6 +82,28 @@ for (const dialect of dialects()) {
       assert.match(replay.out, /is pending again; the service sends it$/);
       const [, again] = await receiver.waitFor(2, () => true, 5_000);
       assert.equal(again!.headers['webhook-id'], first!.headers['webhook-id']);
+    });
+
+    it('a delivery to a webhook removed since is refused, with nothing changed', async () => {
+      receiver.received.length = 0;
+      const gone = await addWebhook(ctx.store, ctx.keys, targetPolicy(ctx.config), {
+        orgId: 1,
+        url: `${receiver.url}/gone`,
+      });
+      await seedUser(ctx, 1, 'gus@example.org');
+      await receiver.waitFor(1, (r) => r.path === '/gone');
+      const delivered = await until(
+        'the delivery recorded',
+        async () => (await listDeliveries(ctx.store.db, { destination: `webhook:${gone.id}`, state: 'delivered' }))[0],
+      );
+      await removeWebhook(ctx.store, gone.id);
+      const replay = await cli(ctx.config.databaseUrl, ['events', 'replay', String(delivered.id)], '', ALLOW);
+      assert.notEqual(replay.code, 0);
+      assert.match(
+        replay.err,
+        new RegExp(`delivery ${delivered.id} cannot be sent again: its webhook ${gone.id} no longer exists`),
+      );
+      assert.equal((await findDelivery(ctx.store.db, Number(delivered.id)))?.state, 'delivered');
     });
   });
 }

@@ -197,7 +197,8 @@ export const eventsCommands: CommandDef[] = [
   {
     group: 'events',
     name: 'replay',
-    summary: 'send a delivery again (delivered or given up): pending and due now, attempts from zero',
+    summary:
+      'send a delivery again (delivered or given up): pending and due now, attempts from zero; refused when its webhook or stream is gone or disabled',
     args: DELIVERY_ID,
     options: {},
     async run(ctx, _v, [id]) {
@@ -205,6 +206,17 @@ export const eventsCommands: CommandDef[] = [
       const delivery = intOption(id, 'id');
       const replayed = await replayDelivery(ctx.store.db, delivery, Date.now());
       if (!replayed) throw notFound(`delivery ${id} does not exist`);
+      if (!replayed.replayed) {
+        const [kind, name] = [
+          replayed.destination.split(':', 1)[0],
+          replayed.destination.slice(replayed.destination.indexOf(':') + 1),
+        ];
+        if (replayed.reason === 'removed')
+          throw notFound(`delivery ${id} cannot be sent again: its ${kind} ${name} no longer exists`);
+        throw badRequest(
+          `delivery ${id} cannot be sent again: its stream ${name} is disabled (its receiver enables it)`,
+        );
+      }
       const { earlierMadeDue } = replayed;
       if (ctx.json) return { id: delivery, state: 'pending', earlier_made_due: earlierMadeDue };
       return earlierMadeDue === 0
