@@ -96,7 +96,9 @@ export async function ensureSamlKeys(
   const missing = SAML_KEY_USES.filter((use) => !have.has(use));
   if (missing.length === 0) return [];
   // Generated outside the transaction: RSA-3072 takes a while, and the lock should not wait on it.
-  const made = await Promise.all(missing.map((use) => generate(use, keys, now, now, commonName)));
+  // The first keys are in use at once: active from an hour back, so an instance whose clock is a
+  // little behind the one that made them finds them active too.
+  const made = await Promise.all(missing.map((use) => generate(use, keys, now, now - HOUR, commonName)));
   return repo.inSamlKeyTransaction(store, async (trx) => {
     const present = new Set((await repo.listSamlKeys(trx)).map((r) => r.key_use));
     const rows = made.filter((r) => !present.has(r.key_use));
