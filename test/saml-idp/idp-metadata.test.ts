@@ -181,4 +181,28 @@ for (const dialect of dialects()) {
       assert.equal(after.signing.kid, before.signing.kid, 'the old key signs until the new one activates');
     });
   });
+
+  describe(`IdP metadata over time (${dialect})`, () => {
+    let ctx: TestContext;
+    let clock = Date.now();
+    before(async () => (ctx = await startTestApp(dialect, {}, { now: () => clock })));
+    after(async () => ctx.close());
+    const get = async () => {
+      const res = await ctx.app.inject({ method: 'GET', url: '/saml2/idp/metadata' });
+      assert.equal(res.statusCode, 200);
+      return res.body;
+    };
+
+    it('is built again once a cache duration has passed, so validUntil stays most of a week away', async () => {
+      const first = await get();
+      clock += 5 * 3600_000;
+      assert.equal(await get(), first, 'kept within the cache duration');
+      clock += 3600_000 + 1000;
+      const next = await get();
+      assert.notEqual(next, first);
+      const until = (xml: string) => Date.parse(parseXml(xml).root.getAttribute('validUntil')!);
+      assert.equal(until(next) - until(first), 6 * 3600_000 + 1000);
+      assert.ok(until(next) - clock >= 7 * 24 * 3600_000 - 1000);
+    });
+  });
 }

@@ -225,6 +225,11 @@ describe('SP metadata refused', () => {
     );
   });
 
+  it('refuses a document over 1 MiB before parsing it', async () => {
+    const huge = minimalSp().replace('<md:SPSSODescriptor', `${' '.repeat(1024 * 1024)}<md:SPSSODescriptor`);
+    await refused(huge, /too large/);
+  });
+
   it('refuses an entityID that is empty or too long', async () => {
     await refused(minimalSp({ entityId: '' }), /entityID must be/);
     await refused(minimalSp({ entityId: `https://sp.example.org/${'a'.repeat(1010)}` }), /entityID must be/);
