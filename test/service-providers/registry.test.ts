@@ -153,6 +153,11 @@ for (const dialect of dialects()) {
         /name must be 1-200 characters/,
       );
       await assert.rejects(addServiceProvider(ctx.store, { metadata: '<nope' }), /not well-formed/);
+      const wantsSigned = fresh().replace('<md:SPSSODescriptor ', '<md:SPSSODescriptor WantAssertionsSigned="true" ');
+      await assert.rejects(
+        addServiceProvider(ctx.store, { metadata: wantsSigned, sign: 'response' }),
+        /says WantAssertionsSigned: --sign response would not sign them/,
+      );
       // nothing of the refused ones was written
       assert.equal((await listServiceProviders(ctx.store)).length, 3);
     });
