@@ -13,7 +13,7 @@ import { dialects, seedOrg, startTestApp, PUBLIC_URL, type TestContext } from '.
 import { childElements, parseXml, textOf, validateSchema, verifyEnvelopedSignature } from '../../src/saml/xml/index.ts';
 import { MD } from '../../src/saml/metadata/index.ts';
 import { rotateSamlKeys, samlKeys } from '../../src/service-providers/index.ts';
-import { withFiles, xmlsec1 } from '../saml/saml-fixtures.ts';
+import { withFiles, xmllintAvailable, xmlsec1 } from '../saml/saml-fixtures.ts';
 
 const ENTITY_ID = `${PUBLIC_URL}/saml2/idp/metadata`;
 const PYSAML2_SCRIPT = join(import.meta.dirname, 'pysaml2-load-metadata.py');
@@ -110,6 +110,25 @@ for (const dialect of dialects()) {
         assert.notEqual(run.status, 0, 'a changed document does not verify');
       });
     });
+
+    it(
+      'xmllint finds it valid against the SAML metadata schema',
+      { skip: !xmllintAvailable() && 'xmllint is not installed' },
+      async () => {
+        const xml = await fetchMetadata();
+        const schema = join(import.meta.dirname, '../../src/saml/xml/schemas/saml-schema-metadata-2.0.xsd');
+        withFiles(
+          { 'md.xml': xml, 'bad.xml': xml.replace('<md:SingleSignOnService ', '<md:SingleSignOnService Bogus="1" ') },
+          (d) => {
+            const run = (file: string) =>
+              spawnSync('xmllint', ['--noout', '--nonet', '--schema', schema, join(d, file)], { encoding: 'utf8' });
+            const ok = run('md.xml');
+            assert.equal(ok.status, 0, ok.stderr);
+            assert.notEqual(run('bad.xml').status, 0, 'xmllint refuses what the schema does not allow');
+          },
+        );
+      },
+    );
 
     it('names the entity, its endpoints, NameID formats, keys, scopes, branding, organization and contact', async () => {
       const { root } = parseXml(await fetchMetadata());
