@@ -399,10 +399,13 @@ function tokenLines(cells: Cell[]): string[] {
 }
 
 /** Merges this benchmark's figures into bench/results.json under "signin", keeping what other benchmarks wrote. */
-function writeJson(figures: object): void {
+async function writeJson(figures: object): Promise<void> {
   const path = new URL('./results.json', import.meta.url);
   const current = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {};
-  writeFileSync(path, `${JSON.stringify({ ...current, signin: figures }, null, 2)}\n`);
+  // written as the project's formatter writes it, so `npm run check` passes with the file as it is
+  const { format, resolveConfig } = await import('prettier');
+  const options = { ...(await resolveConfig(path)), filepath: path.pathname };
+  writeFileSync(path, await format(JSON.stringify({ ...current, signin: figures }), options));
 }
 
 async function onFreshPostgres(o: Options): Promise<Cell[]> {
@@ -429,7 +432,7 @@ export async function main(args: string[]): Promise<void> {
   const tokens = tokenLines(cells).join('\n');
   console.log(`\n${runLine()}\n\n${summary}\n\nSteps:\n\n${steps}\n\nToken requests under password load:\n\n${tokens}`);
   if (!o.write) return;
-  writeJson({ started: started.toISOString(), machine: machine(), quick: o.quick, head, goals: GOALS, cells });
+  await writeJson({ started: started.toISOString(), machine: machine(), quick: o.quick, head, goals: GOALS, cells });
   console.log('written to bench/results.json');
   if (o.quick || o.profileDir || cells.length < 8) return;
   writeResultsSection(
