@@ -112,7 +112,15 @@ function parse(stored: string): Parsed | undefined {
 // A fixed hash to verify against when the account does not exist, has no password or a hash in no
 // known format, so every case costs one argon2id.
 let decoy: Promise<Parsed> | undefined;
-const decoyHash = () => (decoy ??= hashPassword(randomBytes(16).toString('hex')).then((h) => parse(h)!));
+// A decoy refused by a full queue is made again next time, not kept as a refusal.
+const decoyHash = () =>
+  (decoy ??= hashPassword(randomBytes(16).toString('hex')).then(
+    (h) => parse(h)!,
+    (err: unknown) => {
+      decoy = undefined;
+      throw err;
+    },
+  ));
 
 export interface PasswordVerdict {
   valid: boolean;

@@ -3,7 +3,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, scryptSync } from 'node:crypto';
-import { ARGON2ID, hashPassword, verifyPassword } from '../../src/directory/passwords.ts';
+import {
+  ARGON2ID,
+  DEFAULT_HASHING,
+  hashPassword,
+  limitPasswordHashing,
+  passwordHashing,
+  verifyPassword,
+} from '../../src/directory/passwords.ts';
 import { createHashingQueue } from '../../src/directory/hashing-queue.ts';
 import { AppError } from '../../src/errors.ts';
 
@@ -15,6 +22,23 @@ function scryptHash(password: string): string {
   const key = scryptSync(password.normalize('NFKC'), salt, 32, { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 });
   return `scrypt$${1 << 15}$8$1$${salt.toString('base64url')}$${key.toString('base64url')}`;
 }
+
+// First in the file: the decoy hash (for users without one) is made on the first check that needs it.
+describe('the decoy hash while the queue is full', () => {
+  it('is refused like any hash, and made on a later check rather than kept refused', async () => {
+    limitPasswordHashing({ concurrency: 1, maxWaiting: 0 });
+    try {
+      let release!: () => void;
+      const occupied = passwordHashing().run(() => new Promise<void>((resolve) => (release = resolve)));
+      await assert.rejects(verifyPassword(PASSWORD, null), (err) => err instanceof AppError && err.status === 503);
+      release();
+      await occupied;
+      assert.deepEqual(await verifyPassword(PASSWORD, null), { valid: false, outdated: false });
+    } finally {
+      limitPasswordHashing(DEFAULT_HASHING);
+    }
+  });
+});
 
 describe('password hashes', () => {
   it('new hashes are argon2id PHC strings with the OWASP parameters, salted afresh each time', async () => {
