@@ -4,7 +4,8 @@ import { readdirSync } from 'node:fs';
 const names = readdirSync(new URL('.', import.meta.url))
   .filter(
     (f) =>
-      f.endsWith('.ts') && !['run.ts', 'lib.ts', 'floor-server.ts', 'peer-server.ts', 'peer-client.ts'].includes(f),
+      f.endsWith('.ts') &&
+      !['run.ts', 'lib.ts', 'floor-server.ts', 'peer-server.ts', 'peer-client.ts', 'signin-flow.ts'].includes(f),
   )
   .map((f) => f.replace(/\.ts$/, ''))
   .sort();

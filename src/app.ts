@@ -2,6 +2,7 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { JSONWebKeySet } from 'jose';
 import type { Config } from './config.ts';
+import { limitPasswordHashing } from './directory/passwords.ts';
 import type { Keyring } from './crypto.ts';
 import type { Store } from './store/index.ts';
 import { registerErrorHandling, sendError } from './http/errors.ts';
@@ -107,6 +108,8 @@ function tokenVerifier(config: Config, keys: Keyring, keyManager: KeyManager, st
 
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, keys } = deps;
+  // one bound on password hashing for the whole process, whichever surface hashes
+  limitPasswordHashing({ concurrency: config.passwordHashConcurrency, maxWaiting: config.passwordHashQueue });
   const schemas = lazySchemaCompilers();
   const trust = trustProxy(config.trustProxy);
   // the provider's busiest back-channel endpoints are answered before Fastify's routing

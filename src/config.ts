@@ -51,6 +51,8 @@ export interface Config {
   checkuserRateLimit: number; // lookups per client per minute
   loginRateLimitAccount: number; // failed logins per account per 15 minutes
   loginRateLimitIp: number; // login attempts per client IP per 15 minutes
+  passwordHashConcurrency: number; // password hashes computed at once per process
+  passwordHashQueue: number; // password hashes that may wait for a place; more are refused with 503
   metricsToken: string | undefined; // bearer token every /metrics scrape must present, when set
   metricsAllow: string[]; // CIDR ranges /metrics answers
   webauthnRelatedOrigins: string[]; // other origins that may use PUBLIC_URL's RP ID (/.well-known/webauthn)
@@ -676,6 +678,22 @@ export const SETTINGS: Setting[] = [
     1,
     1_000_000,
     'Sign-in attempts allowed per client IP per 15 minutes',
+  ),
+  intSetting(
+    'PASSWORD_HASH_CONCURRENCY',
+    'passwordHashConcurrency',
+    2,
+    1,
+    64,
+    "Password hashes (argon2id, 19 MiB each) computed at once per process, on libuv's thread pool. Keep it below the pool's size (UV_THREADPOOL_SIZE, 4 by default): the other threads then stay free for token signing, which never waits behind a hash (docs/sign-in.md, Password hashing)",
+  ),
+  intSetting(
+    'PASSWORD_HASH_QUEUE',
+    'passwordHashQueue',
+    32,
+    0,
+    100_000,
+    'Password checks that may wait per process for one of those places. A sign-in beyond them is refused at once with 503 and `Retry-After: 1` (the page asks to try again in a moment) instead of waiting in a growing line',
   ),
   {
     name: 'METRICS_TOKEN',

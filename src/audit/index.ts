@@ -29,6 +29,7 @@ export const AUDIT_ACTIONS = [
   'passkey.counter_regression',
   'password.set',
   'password.change',
+  'password.rehash',
   'password.remove',
   'client.auth_failed',
   'user.add',

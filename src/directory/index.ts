@@ -165,7 +165,13 @@ export async function addUser(
   }
 }
 
-/** Sets a user's password; `action` says whether an operator set it or the user changed their own. */
+/**
+ * Sets a user's password: the one function that writes a password hash, with its audit record in
+ * the same transaction. `action` says whether an operator set it, the user changed their own, or
+ * a sign-in replaced a hash of an older format by a current one (`password.rehash`, with
+ * `replacing`: written only while the stored hash is still that one, so a change made meanwhile
+ * stands). Returns false when such a rehash found the hash changed.
+ */
 export async function setPassword(
   store: Store,
   eppnInput: string,
@@ -174,17 +180,24 @@ export async function setPassword(
     actor = SYSTEM,
     now = Date.now(),
     action = 'password.set',
-  }: Change & { action?: 'password.set' | 'password.change' } = {},
-): Promise<void> {
-  const weak = validatePassword(password);
+    replacing,
+  }: Change & { action?: 'password.set' | 'password.change' | 'password.rehash'; replacing?: string } = {},
+): Promise<boolean> {
+  // A rehash keeps the password the user signed in with, whatever the rules were when it was set.
+  const weak = action === 'password.rehash' ? undefined : validatePassword(password);
   if (weak) throw badRequest(weak);
   const eppn = normalizeEppn(eppnInput);
   const hash = await hashPassword(password);
-  await store.db.transaction().execute(async (trx) => {
+  return store.db.transaction().execute(async (trx) => {
     const user = await dir.findUserByEppn(trx, eppn);
-    if (!user || !(await dir.updateUserPassword(trx, eppn, hash, now))) throw notFound(`user '${eppn}' does not exist`);
+    if (!user) throw notFound(`user '${eppn}' does not exist`);
+    if (!(await dir.updateUserPassword(trx, eppn, hash, now, replacing))) {
+      if (replacing !== undefined) return false;
+      throw notFound(`user '${eppn}' does not exist`);
+    }
     await publish(trx, 'user', user.sub);
     await recordAudit(trx, { action, actor, at: now, orgId: user.org_id, eppn });
+    return true;
   });
 }
 

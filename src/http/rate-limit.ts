@@ -61,8 +61,7 @@ export function rateLimit(
     },
     async refund(key) {
       // Never more refunds than events, so successes cannot bank credit for later failures.
-      const start = windowOf().start;
-      if ((await used(key, start)) > 0) await counters.hit(store.db, `${refunds}:${key}`, start);
+      await counters.refund(store.db, `${name}:${key}`, `${refunds}:${key}`, windowOf().start);
     },
     reset: async (key) => {
       await counters.reset(store.db, `${name}:${key}`);

@@ -62,11 +62,19 @@ export function listUsersOfOrganization(db: Q, orgId: number): Promise<User[]> {
   return db.selectFrom('users').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
 }
 
-export async function updateUserPassword(db: Q, eppn: string, passwordHash: string, now: number): Promise<boolean> {
+/** Sets the user's password hash; with `replacing`, only while the stored hash is still that one. */
+export async function updateUserPassword(
+  db: Q,
+  eppn: string,
+  passwordHash: string,
+  now: number,
+  replacing?: string,
+): Promise<boolean> {
   const r = await db
     .updateTable('users')
     .set({ password_hash: passwordHash, updated_at: now })
     .where('eppn', '=', eppn)
+    .$if(replacing !== undefined, (q) => q.where('password_hash', '=', replacing!))
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }

@@ -44,21 +44,55 @@ export async function upsertPayload(
   await upsertRow(db, row);
 }
 
-async function upsertRow(db: Q, row: Parameters<typeof upsertPayload>[1]): Promise<void> {
-  await db
+type UpsertArgs = {
+  type: string;
+  id: string;
+  payload: string;
+  grant_id: string | null;
+  user_code: string | null;
+  uid: string | null;
+  expires_at: number | null;
+  account_id: string | null;
+};
+
+// every artifact the authorization server saves (interactions, sessions, grants, codes, tokens): prepared
+const upsertPrepared = prepare<UpsertArgs, never>((db, p) =>
+  db
     .insertInto('oidc_payloads')
-    .values({ ...row, account_id: row.account_id ?? null, consumed_at: null })
+    .values({
+      type: p.type,
+      id: p.id,
+      payload: p.payload,
+      grant_id: p.grant_id,
+      user_code: p.user_code,
+      uid: p.uid,
+      expires_at: p.expires_at,
+      account_id: p.account_id,
+      consumed_at: null,
+    })
     .onConflict((oc) =>
       oc.columns(['type', 'id']).doUpdateSet({
-        payload: row.payload,
-        grant_id: row.grant_id,
-        user_code: row.user_code,
-        uid: row.uid,
-        expires_at: row.expires_at,
-        account_id: row.account_id ?? null,
+        payload: p.payload,
+        grant_id: p.grant_id,
+        user_code: p.user_code,
+        uid: p.uid,
+        expires_at: p.expires_at,
+        account_id: p.account_id,
       }),
-    )
-    .execute();
+    ),
+);
+
+async function upsertRow(db: Q, row: Parameters<typeof upsertPayload>[1]): Promise<void> {
+  await upsertPrepared(db, {
+    type: row.type,
+    id: row.id,
+    payload: row.payload,
+    grant_id: row.grant_id,
+    user_code: row.user_code,
+    uid: row.uid,
+    expires_at: row.expires_at,
+    account_id: row.account_id ?? null,
+  });
 }
 
 type PayloadKey = 'id' | 'uid' | 'user_code';

@@ -26,6 +26,8 @@ const en = {
   'signin.passkey_required':
     'This application asks for a phishing-resistant sign-in, so a password is not enough here: sign in with a passkey. No passkey yet? Sign in with your password on your account page, add one there, and try again.',
   'error.rate_limited': 'Too many sign-in attempts. Wait a few minutes and try again.',
+  'error.busy': 'Too many people are signing in right now, so your password was not checked.',
+  'error.busy_advice': 'Wait a moment and try again.',
   'error.csrf': 'This form has expired or was sent from another page. Please try again.',
   'error.expired': 'This sign-in request has expired or was already used. Go back to the application and start again.',
   'error.title': 'Something went wrong',
@@ -232,6 +234,8 @@ const nb: Record<MessageKey, string> = {
   'signin.passkey_required':
     'Denne tjenesten krever en phishing-sikker innlogging, så passord er ikke nok her: logg inn med passnøkkel. Har du ingen passnøkkel ennå? Logg inn med passordet ditt på kontosiden, legg til en passnøkkel der, og prøv igjen.',
   'error.rate_limited': 'For mange innloggingsforsøk. Vent noen minutter og prøv igjen.',
+  'error.busy': 'Akkurat nå logger for mange seg inn, så passordet ditt ble ikke sjekket.',
+  'error.busy_advice': 'Vent litt og prøv igjen.',
   'error.csrf': 'Skjemaet er utløpt eller ble sendt fra en annen side. Prøv igjen.',
   'error.expired':
     'Innloggingsforespørselen er utløpt eller allerede brukt. Gå tilbake til tjenesten og start på nytt.',

@@ -76,7 +76,8 @@ async function change(kit: Kit, request: FastifyRequest, reply: FastifyReply) {
   if (!current || !next || validatePassword(next)) return sendMessage(reply, frame, 400, 'password.invalid');
   const retry = await overLimit(kit.limits.account, who.user.eppn);
   if (retry) return sendMessage(reply, frame, 429, 'error.rate_limited', { headers: { 'retry-after': retry } });
-  if (!(await verifyPassword(current, who.user.password_hash))) return sendMessage(reply, frame, 400, 'password.wrong');
+  if (!(await verifyPassword(current, who.user.password_hash)).valid)
+    return sendMessage(reply, frame, 400, 'password.wrong');
   await kit.limits.account.reset(who.user.eppn);
   const actor = userActor(who.user, request);
   await setPassword(kit.store, who.user.eppn, next, { actor, now: kit.now(), action: 'password.change' });

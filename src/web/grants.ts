@@ -44,10 +44,15 @@ export function loadExistingGrant(store: Store) {
     const accountId = oidc.session!.accountId;
     // prompt=consent asks the user whatever they agreed to before.
     if (!accountId || words(oidc.params?.prompt).includes('consent')) return undefined;
-    const [client, user] = await Promise.all([findClient(store.db, clientId), findUserBySub(store.db, accountId)]);
-    if (!client || !user) return undefined;
+    const client = await findClient(store.db, clientId);
+    if (!client) return undefined;
     const { scopes, remembered } = consentScope(client, oidc.params?.scope);
-    if (!(await consentCovers(store, user.id, client, remembered))) return undefined;
+    // The provider asks only once it has found the account (loadGrant), so the user exists; a
+    // first-party client needs nothing more of the user, any other a remembered consent.
+    if (client.first_party !== 1) {
+      const user = await findUserBySub(store.db, accountId);
+      if (!user || !(await consentCovers(store, user.id, client, remembered))) return undefined;
+    }
     const grant = new oidc.provider.Grant({ accountId, clientId });
     if (scopes.length) grant.addOIDCScope(scopes.join(' '));
     await grant.save();

@@ -38,6 +38,9 @@ function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<
       // A typed error (AppError) or one of Fastify's own client errors (bad body, too large).
       const status = err instanceof AppError ? err.status : (err as { statusCode?: number }).statusCode;
       const headers = err instanceof AppError ? err.headers : {};
+      // Too much at once (too many password checks under way): worth trying again shortly.
+      if (err instanceof AppError && err.status === 503)
+        return sendMessage(reply, frameFor(request), 503, 'error.busy', { advice: 'error.busy_advice', headers });
       if (typeof status === 'number' && status >= 400 && status < 500)
         return sendMessage(reply, frameFor(request), status, 'error.generic', { advice: 'error.try_later', headers });
       request.log.error({ err }, 'unhandled error');

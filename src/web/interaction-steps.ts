@@ -50,12 +50,14 @@ async function clientOf(kit: Kit, loaded: Loaded): Promise<ClientRow | undefined
 async function renderSignIn(kit: Kit, request: Req, reply: FastifyReply, loaded: Loaded, failure?: SignInFailure) {
   const { csrf } = kit;
   const { uid, params } = loaded.interaction;
-  const client = await clientOf(kit, loaded);
+  // the provider's client, kept in memory until the client changes: every sign-in shows this page
+  const clientId = clientIdOf(loaded);
+  const client = clientId === null ? undefined : await kit.provider.current().Client.find(clientId);
   const hint = typeof params.login_hint === 'string' && params.login_hint.length <= 320 ? params.login_hint : '';
   const passwordEnough = passwordSatisfies(params);
   const error = !passwordEnough && failure?.error === 'error.passkey' ? 'error.passkey_retry' : failure?.error;
   const page = signInPage(loaded.frame, {
-    subtitle: loaded.frame.t('signin.to', { client: client?.name ?? '' }),
+    subtitle: loaded.frame.t('signin.to', { client: client?.clientName ?? '' }),
     csrf: { field: csrf.field, token: csrf.token(request, reply, scopeOf(uid)) },
     username: failure?.username ?? hint,
     error: error ? loaded.frame.t(error) : undefined,
@@ -79,19 +81,15 @@ async function renderSignIn(kit: Kit, request: Req, reply: FastifyReply, loaded:
  */
 async function signIn(
   kit: Kit,
-  request: Req,
-  reply: FastifyReply,
   loaded: Loaded,
   { user, amr, attested = false }: { user: User; amr: string[]; attested?: boolean },
 ) {
   const acr = acrFor(amr, { attested, asked: requestedAcrs(loaded.interaction.params) });
   const login = { accountId: user.sub, amr, acr, ts: Math.floor(kit.now() / 1000) };
   const { interaction } = loaded;
-  if (interaction.grantId && interaction.session?.accountId !== login.accountId) {
-    interaction.grantId = undefined;
-    await interaction.persist();
-  }
-  return recordResult(kit, request, reply, { login });
+  // saved with the result, in the one write of the interaction
+  if (interaction.grantId && interaction.session?.accountId !== login.accountId) interaction.grantId = undefined;
+  return recordResult(loaded, { login });
 }
 
 const consentScope = (loaded: Loaded, client: ClientRow) => scopeOfConsent(client, loaded.interaction.params.scope);
@@ -120,7 +118,7 @@ async function grantConsent(
   for (const [indicator, resourceScopes] of Object.entries(details.missingResourceScopes ?? {}))
     grant.addResourceScope(indicator, resourceScopes.join(' '));
   const grantId = await grant.save();
-  return finish(kit, request, reply, { consent: { grantId } });
+  return finish(reply, loaded, { consent: { grantId } });
 }
 
 interface ConsentParties {
@@ -140,7 +138,7 @@ async function loadConsentParties(
   const user = accountId ? await findUserBySub(kit.store.db, accountId) : undefined;
   const client = await clientOf(kit, loaded);
   if (accountId && user && client) return { accountId, user, client };
-  await finish(kit, request, reply, {
+  await finish(reply, loaded, {
     error: 'access_denied',
     error_description: 'account or client no longer exists',
   });
@@ -201,7 +199,7 @@ async function signInWithPassword(kit: Kit, request: Req, reply: FastifyReply) {
   if (!passwordSatisfies(loaded.interaction.params)) return refusePassword(kit, request, reply, loaded);
   const result = await passwordSignIn(kit, request, clientIdOf(loaded));
   if (!result.ok) return renderSignIn(kit, request, reply, loaded, result);
-  const returnTo = await signIn(kit, request, reply, loaded, { user: result.user, amr: AMR_PASSWORD });
+  const returnTo = await signIn(kit, loaded, { user: result.user, amr: AMR_PASSWORD });
   // A browser that can make passkeys says so with the form; its user may be offered one.
   if (bodyField(request, 'webauthn') === '1' && (await offerApplies(kit, request, result.user)))
     return renderOffer(kit, request, reply, loaded, { returnTo });
@@ -259,7 +257,7 @@ async function signInWithPasskey(kit: Kit, request: Req, reply: FastifyReply) {
     request.log.info({ event: 'login.failed', method: 'passkey', reason: 'class_not_reached' }, 'passkey not enough');
     return renderSignIn(kit, request, reply, loaded, { status: 403, error: 'error.passkey_not_enough' });
   }
-  const returnTo = await signIn(kit, request, reply, loaded, result);
+  const returnTo = await signIn(kit, loaded, result);
   return continueSignedIn(kit, request, reply, loaded, result.user, returnTo);
 }
 
@@ -267,7 +265,7 @@ async function decideConsent(kit: Kit, request: Req, reply: FastifyReply) {
   const loaded = await loadInteraction(kit, request, reply);
   if (!loaded || !checkCsrf(kit, request, reply, loaded) || !requirePrompt(reply, loaded, 'consent')) return reply;
   if (bodyField(request, 'decision') !== 'allow')
-    return finish(kit, request, reply, { error: 'access_denied', error_description: 'End-User denied consent' });
+    return finish(reply, loaded, { error: 'access_denied', error_description: 'End-User denied consent' });
   const parties = await loadConsentParties(kit, request, reply, loaded);
   if (!parties) return reply;
   const { scopes, remembered } = consentScope(loaded, parties.client);
@@ -279,7 +277,7 @@ async function decideConsent(kit: Kit, request: Req, reply: FastifyReply) {
 async function abort(kit: Kit, request: Req, reply: FastifyReply) {
   const loaded = await loadInteraction(kit, request, reply);
   if (!loaded || !checkCsrf(kit, request, reply, loaded)) return reply;
-  return finish(kit, request, reply, { error: 'access_denied', error_description: 'End-User aborted interaction' });
+  return finish(reply, loaded, { error: 'access_denied', error_description: 'End-User aborted interaction' });
 }
 
 export function interactionRoutes(kit: Kit) {

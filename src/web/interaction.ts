@@ -79,17 +79,20 @@ export function checkCsrfHeader(kit: Kit, request: Req, reply: FastifyReply, loa
 /**
  * Records the result and sends the browser back to the provider. The result is merged with the
  * previous step's (the sign-in before a consent page): without it the provider would see a
- * consent without a login, and prompt=login would ask for the password again.
+ * consent without a login, and prompt=login would ask for the password again. This is what the
+ * provider's interactionResult() does, on the interaction this request has already loaded rather
+ * than reading it again.
  */
-export async function recordResult(kit: Kit, request: Req, reply: FastifyReply, result: InteractionResults) {
-  const returnTo = await kit.provider.current().interactionResult(request.raw, reply.raw, result);
-  adoptRawCookies(reply);
-  return returnTo;
+export async function recordResult(loaded: Loaded, result: InteractionResults): Promise<string> {
+  const { interaction } = loaded;
+  interaction.result = 'error' in result ? result : { ...interaction.lastSubmission, ...result };
+  await interaction.save(interaction.exp - Math.floor(Date.now() / 1000));
+  return interaction.returnTo;
 }
 
-export async function finish(kit: Kit, request: Req, reply: FastifyReply, result: InteractionResults) {
+export async function finish(reply: FastifyReply, loaded: Loaded, result: InteractionResults) {
   return reply
     .code(303)
-    .header('location', await recordResult(kit, request, reply, result))
+    .header('location', await recordResult(loaded, result))
     .send();
 }

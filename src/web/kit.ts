@@ -10,7 +10,8 @@ import type { Store } from '../store/index.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { clientKey, rateLimit, type RateLimit } from '../http/rate-limit.ts';
 import { AppError } from '../errors.ts';
-import { normalizeEppn } from '../directory/index.ts';
+import { normalizeEppn, setPassword } from '../directory/index.ts';
+import { userActor } from '../audit/index.ts';
 import { verifyPassword } from '../directory/passwords.ts';
 import { findUserByEppn, type User } from '../store/directory.ts';
 import { createWebAuthn, type WebAuthn } from '../webauthn/ceremonies.ts';
@@ -160,7 +161,8 @@ function textField(request: FastifyRequest, name: string, max: number): string |
 /**
  * Password sign-in as a pipeline: count the attempt against the client IP and the account (one
  * atomic increment each, before any work, so parallel guesses cannot all slip under the limit),
- * read the form, verify (one scrypt whether or not the account exists). A success clears the
+ * read the form, verify (one argon2id whether or not the account exists; an outdated hash is
+ * replaced after the sign-in succeeded). A success clears the
  * account's count and takes the attempt back from the IP's, which counts failures only.
  * Unknown user and wrong password give the same answer.
  */
@@ -181,7 +183,7 @@ export async function passwordSignIn(
   if (accountRetry)
     return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: accountRetry };
   const user = await findUserByEppn(kit.store.db, eppn);
-  const valid = await verifyPassword(password, user?.password_hash);
+  const { valid, outdated } = await checkPassword(kit, { ip, eppn }, password, user);
   const attempt = { method: 'password' as const, clientId, user, username: eppn };
   // Where the organization makes users with a passkey passkey-only, their password fails exactly
   // like a wrong one: nothing tells others which accounts have passkeys.
@@ -198,7 +200,44 @@ export async function passwordSignIn(
   await kit.limits.account.reset(eppn);
   await signInSucceeded(kit, request);
   await signInAccepted(kit, request, { ...attempt, user }, AMR_PASSWORD);
+  if (outdated) await rehash(kit, request, user, password);
   return { ok: true, user };
+}
+
+/**
+ * Verifies the password (one hash whether or not the user exists). Refused because too many hashes
+ * are already under way (503 with Retry-After, for the pages' error handler), the attempt is given
+ * back to both counters: the password was not checked.
+ */
+async function checkPassword(kit: Kit, keys: { ip: string; eppn: string }, password: string, user?: User) {
+  try {
+    return await verifyPassword(password, user?.password_hash);
+  } catch (err) {
+    if (err instanceof AppError && err.status === 503) {
+      await kit.limits.ip.refund(keys.ip);
+      await kit.limits.account.refund(keys.eppn);
+    }
+    throw err;
+  }
+}
+
+/**
+ * The password was right but its hash is of an older format (or weaker parameters): it is hashed
+ * again and replaced, unless it changed meanwhile. The sign-in does not wait on a busy hashing
+ * queue for this: the next sign-in tries again.
+ */
+async function rehash(kit: Kit, request: FastifyRequest, user: User, password: string): Promise<void> {
+  try {
+    await setPassword(kit.store, user.eppn, password, {
+      actor: userActor(user, request),
+      now: kit.now(),
+      action: 'password.rehash',
+      replacing: user.password_hash!,
+    });
+  } catch (err) {
+    if (!(err instanceof AppError && err.status === 503)) throw err;
+    request.log.info({ event: 'password.rehash_deferred' }, 'password hash left for the next sign-in: hashing busy');
+  }
 }
 
 /** The organization's policy is passkey-only and the user has a passkey. */

@@ -69,7 +69,7 @@ async function signedInUser(kit: Kit, request: Req, reply: FastifyReply, loaded:
   const accountId = (loaded.interaction.result as { login?: { accountId?: string } } | undefined)?.login?.accountId;
   const user = accountId ? await findUserBySub(kit.store.db, accountId) : undefined;
   if (user && user.disabled_at === null) return user;
-  await finish(kit, request, reply, { error: 'access_denied', error_description: 'account no longer exists' });
+  await finish(reply, loaded, { error: 'access_denied', error_description: 'account no longer exists' });
   return undefined;
 }
 
@@ -107,12 +107,12 @@ async function createPasskey(kit: Kit, request: Req, reply: FastifyReply) {
   );
   if (!outcome.ok) {
     request.log.info({ event: 'passkey.register_failed', reason: outcome.reason }, 'passkey registration refused');
-    const returnTo = await recordResult(kit, request, reply, signedInResult(loaded));
+    const returnTo = await recordResult(loaded, signedInResult(loaded));
     const error = loaded.frame.t(registrationError(outcome.reason, 'offer.failed'));
     return renderOffer(kit, request, reply, loaded, { returnTo, error, status: 400 });
   }
   countPasskeyUpgrade('created');
-  return finish(kit, request, reply, signedInResult(loaded));
+  return finish(reply, loaded, signedInResult(loaded));
 }
 
 async function notNow(kit: Kit, request: Req, reply: FastifyReply) {
@@ -128,7 +128,7 @@ async function notNow(kit: Kit, request: Req, reply: FastifyReply) {
       secure: kit.config.publicUrl.startsWith('https:'),
       maxAge,
     });
-  return finish(kit, request, reply, signedInResult(offer.loaded));
+  return finish(reply, offer.loaded, signedInResult(offer.loaded));
 }
 
 export function offerRoutes(kit: Kit) {
