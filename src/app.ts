@@ -106,15 +106,15 @@ function tokenVerifier(config: Config, keys: Keyring, keyManager: KeyManager, st
   );
 }
 
-export async function buildApp(deps: AppDeps): Promise<App> {
-  const { config, store, keys } = deps;
-  // one bound on password hashing for the whole process, whichever surface hashes
-  limitPasswordHashing({ concurrency: config.passwordHashConcurrency, maxWaiting: config.passwordHashQueue });
-  const schemas = lazySchemaCompilers();
-  const trust = trustProxy(config.trustProxy);
-  // the provider's busiest back-channel endpoints are answered before Fastify's routing
-  const direct = directRoutes(trust, () => app.log);
-  const app: FastifyInstance = Fastify({
+/** The Fastify instance every route is added to, with the service's own server, logger and limits. */
+function createFastify(
+  deps: AppDeps,
+  trust: ReturnType<typeof trustProxy>,
+  direct: ReturnType<typeof directRoutes>,
+  schemas: ReturnType<typeof lazySchemaCompilers>,
+): FastifyInstance {
+  const { config } = deps;
+  return Fastify({
     serverFactory: direct.serverFactory,
     logger: {
       level: config.logLevel,
@@ -134,6 +134,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       sendError(reply, 400, 'Malformed request URL');
     },
   });
+}
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config, store, keys } = deps;
+  // one bound on password hashing for the whole process, whichever surface hashes
+  limitPasswordHashing({ concurrency: config.passwordHashConcurrency, maxWaiting: config.passwordHashQueue });
+  const schemas = lazySchemaCompilers();
+  const trust = trustProxy(config.trustProxy);
+  // the provider's busiest back-channel endpoints are answered before Fastify's routing
+  const direct = directRoutes(trust, () => app.log);
+  const app = createFastify(deps, trust, direct, schemas);
 
   // First, so every answer is counted, refusals by the hooks below included.
   registerHttpMetrics(app, { behindWildcards: providerRoutePatterns(ROUTES) });
