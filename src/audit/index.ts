@@ -72,6 +72,12 @@ export const AUDIT_ACTIONS = [
   'group.remove',
   'scim_token.create',
   'scim_token.revoke',
+  'sp.add',
+  'sp.update',
+  'sp.disable',
+  'sp.enable',
+  'sp.remove',
+  'saml_keys.rotate',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
