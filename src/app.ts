@@ -36,6 +36,7 @@ import { checkuserPlugin } from './checkuser/index.ts';
 import { eventsPlugin } from './events/index.ts';
 import { consolePlugin } from './console/index.ts';
 import { scimPlugin } from './scim/index.ts';
+import { samlIdpPlugin } from './saml-idp/index.ts';
 import {
   createBranding,
   deviceViews,
@@ -199,6 +200,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(consolePlugin({ config, store, keys, verifier, now, provider, branding }));
   await app.register(scimPlugin({ config, store, verifier, now }));
   await app.register(eventsPlugin({ config, store, keys, verifier, keyManager, now }));
+  await app.register(samlIdpPlugin({ config, store, keys, provider, now }));
   await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 
   return { app, keyManager, verifier, provider, compileSchemas: schemas.compileAll };

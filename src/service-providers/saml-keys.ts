@@ -96,7 +96,9 @@ export async function ensureSamlKeys(
   const missing = SAML_KEY_USES.filter((use) => !have.has(use));
   if (missing.length === 0) return [];
   // Generated outside the transaction: RSA-3072 takes a while, and the lock should not wait on it.
-  const made = await Promise.all(missing.map((use) => generate(use, keys, now, now, commonName)));
+  // The first key of a use is in use from the start (activates at 0): a caller that asked for the
+  // keys as they stood when it called, before they were generated, finds it active.
+  const made = await Promise.all(missing.map((use) => generate(use, keys, now, 0, commonName)));
   return repo.inSamlKeyTransaction(store, async (trx) => {
     const present = new Set((await repo.listSamlKeys(trx)).map((r) => r.key_use));
     const rows = made.filter((r) => !present.has(r.key_use));

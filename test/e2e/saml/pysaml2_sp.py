@@ -18,7 +18,9 @@ Routes:
 
 Every outcome, refusals included, is a JSON line on stdout ({"event": ..., "error": ...}).
 """
+import base64
 import html
+import re
 import json
 import sys
 import traceback
@@ -107,7 +109,6 @@ def describe(response):
         'ava': response.ava,
         'authn': authn,
         'audience': [a.text for r in assertion.conditions.audience_restriction for a in r.audience],
-        'encrypted': len(response.response.encrypted_assertion) > 0,
         'response_signed': response.response.signature is not None,
         'assertion_signed': assertion.signature is not None,
         'relay_state': None,
@@ -212,6 +213,10 @@ class Handler(BaseHTTPRequestHandler):
             raise ValueError('no response')
         event = describe(response)
         event['relay_state'] = form.get('RelayState')
+        # what arrived, before pysaml2 replaced the encrypted assertion with its plaintext
+        received = base64.b64decode(form['SAMLResponse']).decode('utf-8')
+        event['encrypted'] = ':EncryptedAssertion' in received or '<EncryptedAssertion' in received
+        event['encryption_methods'] = re.findall(r'EncryptionMethod Algorithm="([^"]+)"', received)
         outstanding.pop(response.in_response_to, None)
         session = response.session_id() or response.assertion.id
         signed_in[session] = response.name_id
