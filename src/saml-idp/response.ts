@@ -35,6 +35,9 @@ export const STATUS = {
   unknownPrincipal: 'urn:oasis:names:tc:SAML:2.0:status:UnknownPrincipal',
 } as const;
 
+const XMLNS = 'http://www.w3.org/2000/xmlns/';
+const XS = 'http://www.w3.org/2001/XMLSchema';
+const XSI = 'http://www.w3.org/2001/XMLSchema-instance';
 const BEARER = 'urn:oasis:names:tc:SAML:2.0:cm:bearer';
 /** How long the assertion may be presented: a browser's round trip, with room for a slow one. */
 export const ASSERTION_LIFETIME_MS = 5 * 60_000;
@@ -70,7 +73,7 @@ function child(document: Document, parent: Element, namespace: string, name: str
 export function messageDocument(kind: string, envelope: Envelope): { document: Document; root: Element; id: string } {
   const document = new DOMImplementation().createDocument(NS.protocol, `samlp:${kind}`, null);
   const root = document.documentElement!;
-  root.setAttributeNS('http://www.w3.org/2000/xmlns/', 'xmlns:saml', NS.assertion);
+  root.setAttributeNS(XMLNS, 'xmlns:saml', NS.assertion);
   const id = newId();
   root.setAttribute('ID', id);
   root.setAttribute('Version', '2.0');
@@ -119,7 +122,13 @@ function appendAttributes(document: Document, assertion: Element, attributes: Sa
     element.setAttribute('Name', attribute.name);
     element.setAttribute('NameFormat', ATTRNAME_FORMAT_URI);
     element.setAttribute('FriendlyName', attribute.friendlyName);
-    for (const value of attribute.values) child(document, element, NS.assertion, 'saml:AttributeValue', value);
+    for (const value of attribute.values) {
+      // typed as xs:string, as Shibboleth IdP and most others send them
+      const valueElement = child(document, element, NS.assertion, 'saml:AttributeValue', value);
+      valueElement.setAttributeNS(XMLNS, 'xmlns:xs', XS);
+      valueElement.setAttributeNS(XMLNS, 'xmlns:xsi', XSI);
+      valueElement.setAttributeNS(XSI, 'xsi:type', 'xs:string');
+    }
   }
 }
 

@@ -12,10 +12,10 @@ import { writeKeyPair, type KeyPair } from './keys.ts';
 export const mellonMissing = () =>
   apacheMissing(['mod_auth_mellon.so', 'mod_cgid.so', 'mod_mpm_event.so'], 'apache2 and libapache2-mod-auth-mellon');
 
-/** Prints the CGI environment's MELLON_* variables as one JSON object. */
+/** Prints the CGI environment's MELLON_* and SAML_* variables as one JSON object. */
 const CGI = `#!/usr/bin/python3
 import json, os
-seen = {k: v for k, v in os.environ.items() if k.startswith('MELLON_')}
+seen = {k: v for k, v in os.environ.items() if k.startswith(('MELLON_', 'SAML_'))}
 body = json.dumps(seen, sort_keys=True)
 print('Content-Type: text/html; charset=utf-8')
 print()
@@ -30,10 +30,12 @@ export interface MellonOptions {
   /** MellonAuthnContextClassRef */
   authnContextClassRef?: string;
   logLevel?: string;
+  /** more directives for the site's <Location /> */
+  directives?: string[];
 }
 
 export interface Mellon {
-  /** http://127.0.0.1:<port> */
+  /** http://localhost:<port> (listening on 127.0.0.1) */
   url: string;
   entityId: string;
   /** the page mod_auth_mellon protects */
@@ -53,6 +55,9 @@ function site(dir: string, url: string, options: MellonOptions): string {
   return [
     `MellonLockFile ${dir}/mellon.lock`,
     `ScriptSock ${dir}/cgid.sock`,
+    // mod_auth_mellon's cookies say SameSite=None, which browsers refuse on a cookie that is not
+    // Secure (plain http): without the attribute they are Lax, and the same-site POST keeps them.
+    'SetEnvIf Request_URI "^" MELLON_DISABLE_SAMESITE=1',
     `ScriptAlias /protected/ ${dir}/cgi/`,
     '<Location />',
     '  MellonEnable info',
@@ -63,15 +68,15 @@ function site(dir: string, url: string, options: MellonOptions): string {
     `  MellonIdPMetadataFile ${dir}/idp.xml`,
     '  MellonSignatureMethod rsa-sha256',
     '  MellonSecureCookie Off',
-    '  MellonSamlResponseDump On',
-    '  MellonMergeEnvVars On ";"',
     ...(options.authnContextClassRef ? [`  MellonAuthnContextClassRef "${options.authnContextClassRef}"`] : []),
-    ...env,
+    ...(options.directives ?? []).map((d) => `  ${d}`),
     '</Location>',
     '<Location /protected/>',
     '  AuthType Mellon',
     '  MellonEnable auth',
     '  Require valid-user',
+    '  MellonMergeEnvVars On ";"',
+    ...env,
     '</Location>',
     `<Directory ${dir}/cgi>`,
     '  Options +ExecCGI',
@@ -90,7 +95,10 @@ export async function startMellon(options: MellonOptions): Promise<Mellon> {
   // Apache's workers (www-data) run the CGI program from here.
   chmodSync(dir, 0o755);
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  // Named localhost, like the service in the tests: mod_auth_mellon's cookie (no SameSite over
+  // plain http, see below, so Lax) must come back on the IdP's cross-origin POST to its endpoint,
+  // which only a same-site POST does (over https mod_auth_mellon's SameSite=None; Secure does it).
+  const url = `http://localhost:${port}`;
   const signing = await writeKeyPair(dir, 'sp-signing', `127.0.0.1 mellon`);
   writeFileSync(join(dir, 'idp.xml'), options.idpMetadata, { mode: 0o644 });
   const cgi = join(dir, 'cgi');
@@ -100,7 +108,7 @@ export async function startMellon(options: MellonOptions): Promise<Mellon> {
   try {
     apache = await startApache(port, site(dir, url, options), {
       // mpm_event and mod_cgid: prefork's shutdown signals its whole process group, the test's too.
-      modules: ['mpm_event', 'authn_core', 'authz_core', 'authz_user', 'alias', 'cgid', 'auth_mellon'],
+      modules: ['mpm_event', 'authn_core', 'authz_core', 'authz_user', 'alias', 'cgid', 'setenvif', 'auth_mellon'],
       logLevel: options.logLevel ?? 'warn auth_mellon:info',
     });
   } catch (err) {
