@@ -1,25 +1,31 @@
-// The SAML 2.0 identity provider (docs/saml.md): single sign-on for the registered service
-// providers, through the service's own sign-in pages and session.
-import type { FastifyInstance } from 'fastify';
+// The SAML 2.0 identity provider (docs/saml.md): its metadata, which is also its entityID, and the
+// protocol endpoints named in it: single sign-on for the registered service providers, through the
+// service's own sign-in pages and session.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
-import type { Config } from '../config.ts';
-import type { Keyring } from '../crypto.ts';
-import type { Store } from '../store/index.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { findServiceProvider } from '../service-providers/index.ts';
+import { idpMetadataDocument, METADATA_PATH, type MetadataDeps } from './idp-metadata-document.ts';
 import { registerSsoRoutes } from './sso-routes.ts';
 
-export interface SamlIdpDeps {
-  config: Config;
-  store: Store;
-  keys: Keyring;
+export { METADATA_PATH, SSO_PATH, SLO_PATH } from './idp-metadata-document.ts';
+
+export interface SamlIdpPluginDeps extends MetadataDeps {
   provider: ProviderHolder;
-  now?: () => number;
 }
 
-export function samlIdpPlugin(deps: SamlIdpDeps) {
+export function samlIdpPlugin(deps: SamlIdpPluginDeps) {
   const now = deps.now ?? Date.now;
   return async function samlIdp(app: FastifyInstance) {
+    const metadata = idpMetadataDocument(deps);
+    app.get(METADATA_PATH, async function serveMetadata(_request: FastifyRequest, reply: FastifyReply) {
+      const document = await metadata();
+      return reply
+        .type('application/samlmetadata+xml')
+        .header('cache-control', 'public, max-age=3600')
+        .header('x-content-type-options', 'nosniff')
+        .send(document.xml);
+    });
     // an HTTP-POST binding message is at most 256 KiB of base64 (the XML layer's cap), and a RelayState
     await app.register(formbody, { bodyLimit: 300 * 1024 });
     registerSsoRoutes(app, {

@@ -26,10 +26,9 @@ import { answer, continueSignIn, pendingSecrets, type SsoDeps } from './sso.ts';
 import { sendRefusal, POST_SCRIPT, POST_SCRIPT_PATH } from './pages.ts';
 import { countResponse } from './metrics.ts';
 import type { Pending } from './pending.ts';
-import type { ServiceProvider } from '../service-providers/index.ts';
+import { SAML_CONTINUE_PATH, type ServiceProvider } from '../service-providers/index.ts';
+import { SSO_PATH } from './idp-metadata-document.ts';
 
-export const SSO_PATH = '/saml2/idp/sso';
-export const CONTINUE_PATH = '/saml2/idp/continue';
 export const UNSOLICITED_PATH = '/saml2/idp/unsolicited';
 
 /** Step: what the verified AuthnRequest asks of the sign-in. */
@@ -111,7 +110,7 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoDeps): void {
   app.post(SSO_PATH, { schema: { hide: true } }, (request, reply) =>
     refusing(request, reply, 'post', () => authnRequest(deps, request, reply, receivePost(request.body))),
   );
-  app.get(CONTINUE_PATH, { schema: { hide: true } }, (request, reply) =>
+  app.get(SAML_CONTINUE_PATH, { schema: { hide: true } }, (request, reply) =>
     refusing(request, reply, 'redirect', () => continueSignIn(deps, request, reply)),
   );
   app.get(UNSOLICITED_PATH, { schema: { hide: true } }, (request, reply) =>

@@ -135,6 +135,16 @@ function defaultName(descriptor: SpDescriptor): string {
   return name.replace(/[\u0000-\u001f\u007f]/g, ' ').trim() || descriptor.entityId.slice(0, 200);
 }
 
+/** What the SP's metadata asks for that a setting would deny it. */
+function checkSettings(sp: ServiceProvider): void {
+  checkEncryption(sp.encrypt, sp.descriptor);
+  if (sp.sign === 'response' && sp.descriptor.wantAssertionsSigned) {
+    throw badRequest(
+      `the metadata of ${sp.entityId} says WantAssertionsSigned: --sign response would not sign them; use assertion or both`,
+    );
+  }
+}
+
 /** --encrypt always needs a key to encrypt to. */
 function checkEncryption(encrypt: EncryptChoice, descriptor: SpDescriptor): void {
   if (encrypt === 'always' && descriptor.encryptionCertificates.length === 0) {
@@ -234,7 +244,7 @@ export async function addServiceProvider(
     createdAt: now,
     updatedAt: now,
   };
-  checkEncryption(sp.encrypt, descriptor);
+  checkSettings(sp);
   const metadata = Buffer.isBuffer(input.metadata) ? input.metadata.toString('utf8') : input.metadata;
   await store.db.transaction().execute(async (trx) => {
     if (await repo.findServiceProviderRow(trx, sp.entityId)) {
@@ -306,7 +316,7 @@ async function applyUpdate(
       'nothing to change: give --metadata, --name, --groups, --first-party, --nameid, --encrypt, --sign or --allow-unsolicited',
     );
   }
-  checkEncryption(next.encrypt, next.descriptor);
+  checkSettings(next);
   return { next, metadata, fields };
 }
 

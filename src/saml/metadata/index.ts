@@ -3,3 +3,4 @@
 export * from './errors.ts';
 export * from './namespaces.ts';
 export * from './sp-descriptor.ts';
+export * from './idp-metadata.ts';

@@ -1,24 +1,18 @@
 // What the SAML single sign-on tests share: the service's IdP metadata for the peers, a user with
 // directory attributes, and a sign-in through the service's own pages in Chromium.
 import type { Page } from 'playwright-core';
-import { samlKeys } from '../../../src/service-providers/index.ts';
 import { setDirectoryColumns } from '../../../src/directory/provisioning.ts';
 import { directoryColumns } from '../../../src/directory/directory-attributes.ts';
 import { seedOrg, seedUser } from '../../helpers.ts';
 import { submitPassword, type E2EServer } from '../helpers.ts';
-import { testIdpMetadata } from './keys.ts';
 
 export const PASSWORD = 'correct horse battery staple';
 
-/** The service's IdP metadata as the peers load it. */
+/** The service's IdP metadata, as the peers load it from its URL (the entityID). */
 export async function idpMetadataOf(server: E2EServer): Promise<string> {
-  const keys = await samlKeys(server.store, server.keys);
-  return testIdpMetadata({
-    entityId: `${server.url}/saml2/idp/metadata`,
-    ssoUrl: `${server.url}/saml2/idp/sso`,
-    sloUrl: `${server.url}/saml2/idp/slo`,
-    certificate: keys.signing.certificate,
-  });
+  const res = await fetch(`${server.url}/saml2/idp/metadata`);
+  if (!res.ok) throw new Error(`the IdP metadata answered ${res.status}`);
+  return res.text();
 }
 
 /** Ada, with the directory attributes SCIM would have given her, and a display name that is not XML. */
