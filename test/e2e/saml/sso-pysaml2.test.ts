@@ -5,9 +5,16 @@ import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { addServiceProvider } from '../../../src/service-providers/index.ts';
 import { dialects } from '../../helpers.ts';
-import { launchBrowser, startServer, type E2EServer } from '../helpers.ts';
+import {
+  launchBrowser,
+  passwordSignInThroughRelyingParty,
+  startRelyingParty,
+  startServer,
+  type E2EServer,
+  type RelyingParty,
+} from '../helpers.ts';
 import { pysaml2Missing, startPysaml2, type Pysaml2Sp } from './pysaml2.ts';
-import { idpMetadataOf, seedAda, signInAndAgree } from './fixtures.ts';
+import { idpMetadataOf, PASSWORD, seedAda, signInAndAgree } from './fixtures.ts';
 
 const OID = {
   eppn: 'urn:oid:1.3.6.1.4.1.5923.1.1.1.6',
@@ -104,6 +111,71 @@ for (const dialect of dialects()) {
       assert.equal(event.error, undefined, event.error);
       assert.equal(event.in_response_to, null);
       assert.equal(event.relay_state, '/start');
+    });
+  });
+}
+
+for (const dialect of dialects()) {
+  describe(`one sign-in for OpenID Connect and SAML (${dialect})`, { skip }, () => {
+    let server: E2EServer;
+    let sp: Pysaml2Sp;
+    let rp: RelyingParty;
+    let browser: Browser;
+
+    before(async () => {
+      server = await startServer(dialect);
+      await seedAda(server);
+      sp = await startPysaml2({ idpMetadata: await idpMetadataOf(server) });
+      await addServiceProvider(server.store, {
+        metadata: await (await fetch(sp.metadataUrl)).text(),
+        groups: ['userid-idp'],
+        firstParty: true,
+      });
+      rp = await startRelyingParty(server, { firstParty: true, groups: ['userid-idp'] });
+      browser = await launchBrowser();
+    });
+
+    after(async () => {
+      await browser?.close();
+      await rp?.close();
+      await sp?.stop();
+      await server?.close();
+    });
+
+    /** Every URL the page loads, to see whether the sign-in page was among them. */
+    function watch(page: Page): string[] {
+      const seen: string[] = [];
+      page.on('request', (r) => seen.push(r.url()));
+      return seen;
+    }
+
+    it('lets a user signed in at an OpenID Connect application into the SAML SP without a prompt', async () => {
+      const page = await browser.newPage();
+      await passwordSignInThroughRelyingParty(page, rp, 'ada@example.org', PASSWORD);
+      const seen = watch(page);
+      await page.goto(sp.loginUrl);
+      await page.waitForURL((u) => u.href.startsWith(`${sp.url}/acs`));
+      const event = await sp.next('acs');
+      assert.equal(event.error, undefined, event.error);
+      assert.deepEqual(event.attributes['urn:oid:1.3.6.1.4.1.5923.1.1.1.6'], ['ada@example.org']);
+      assert.ok(!seen.some((u) => u.startsWith(`${server.url}/interaction/`)), 'no sign-in page');
+      await page.close();
+    });
+
+    it('lets a user signed in at the SAML SP into an OpenID Connect application without a prompt', async () => {
+      const page = await browser.newPage();
+      await page.goto(sp.loginUrl);
+      await signInAndAgree(page, server);
+      await page.waitForURL((u) => u.href.startsWith(`${sp.url}/acs`));
+      assert.equal((await sp.next('acs')).error, undefined);
+      const seen = watch(page);
+      const begun = await rp.begin();
+      await page.goto(begun.url);
+      await page.waitForURL((u) => u.href.startsWith(rp.redirectUri));
+      const tokens = await rp.finish(page.url(), begun);
+      assert.ok(tokens.id_token);
+      assert.ok(!seen.some((u) => u.startsWith(`${server.url}/interaction/`)), 'no sign-in page');
+      await page.close();
     });
   });
 }
