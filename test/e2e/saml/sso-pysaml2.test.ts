@@ -112,6 +112,24 @@ for (const dialect of dialects()) {
       assert.equal(event.in_response_to, null);
       assert.equal(event.relay_state, '/start');
     });
+
+    it('logs out from the SP: the session ends and the SP gets a signed LogoutResponse', async () => {
+      const loaded: string[] = [];
+      page.on('request', (r) => loaded.push(r.url()));
+      await page.goto(`${sp.url}/logout`);
+      await page.waitForURL((u) => u.href.startsWith(`${sp.url}/slo`));
+      const answer = new URL(loaded.find((u) => u.startsWith(`${sp.url}/slo?`))!);
+      assert.equal(answer.searchParams.get('SigAlg'), 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256');
+      assert.ok(answer.searchParams.get('Signature'));
+      assert.ok(loaded.some((u) => u.startsWith(`${server.url}/saml2/idp/slo?`) && u.includes('Signature=')));
+      const event = await sp.next('slo-response');
+      assert.equal(event.error, undefined, `${event.error}\n${event.trace}`);
+      assert.equal(event.status, 'urn:oasis:names:tc:SAML:2.0:status:Success');
+      assert.equal(event.issuer, `${server.url}/saml2/idp/metadata`);
+      // the service's session is gone: the next sign-in asks again
+      await page.goto(sp.loginUrl);
+      await page.waitForURL((u) => u.href.startsWith(`${server.url}/interaction/`));
+    });
   });
 }
 
