@@ -282,17 +282,17 @@ const FIELD_NAMES: Record<string, string> = {
 };
 
 /** The SP with the update applied (checked), and the fields that changed. */
-async function applyUpdate(
+function applyUpdate(
   current: ServiceProvider,
   currentMetadata: string,
   input: ServiceProviderUpdate,
+  descriptor: SpDescriptor | undefined,
   now: number,
-): Promise<{ next: ServiceProvider; metadata: string; fields: string[] }> {
+): { next: ServiceProvider; metadata: string; fields: string[] } {
   const next: ServiceProvider = { ...current, updatedAt: now };
   let metadata = currentMetadata;
   const fields: string[] = [];
-  if (input.metadata !== undefined) {
-    const descriptor = await parseSpMetadata(input.metadata, { now });
+  if (input.metadata !== undefined && descriptor) {
     if (descriptor.entityId !== current.entityId) {
       throw badRequest(`the metadata is for '${descriptor.entityId}', not '${current.entityId}'`);
     }
@@ -327,10 +327,12 @@ export async function updateServiceProvider(
   input: ServiceProviderUpdate,
   { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<ServiceProvider> {
+  // Read (and schema-validated) before the transaction, which then holds its lock only briefly.
+  const descriptor = input.metadata === undefined ? undefined : await parseSpMetadata(input.metadata, { now });
   return store.db.transaction().execute(async (trx) => {
     const row = await repo.findServiceProviderRow(trx, entityId);
     if (!row) throw notFound(`service provider '${entityId}' is not registered`);
-    const { next, metadata, fields } = await applyUpdate(toServiceProvider(row), row.metadata, input, now);
+    const { next, metadata, fields } = applyUpdate(toServiceProvider(row), row.metadata, input, descriptor, now);
     await repo.updateServiceProviderRow(trx, entityId, columns(next, metadata, now, row.disabled_at));
     await clients.updateClient(trx, next.clientId, {
       name: next.name,
