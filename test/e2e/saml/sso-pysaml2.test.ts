@@ -4,6 +4,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { addServiceProvider } from '../../../src/service-providers/index.ts';
+import { listAuditEvents } from '../../../src/store/audit.ts';
 import { dialects } from '../../helpers.ts';
 import {
   launchBrowser,
@@ -91,6 +92,9 @@ for (const dialect of dialects()) {
       assert.deepEqual(a[OID.homeOrganization], ['example.org']);
       assert.equal(a[OID.mail], undefined, 'mail is not among its groups');
       assert.equal(event.friendly_names[OID.eppn], 'eduPersonPrincipalName');
+      const [audit] = await listAuditEvents(server.store.db, { action: 'saml.sso', limit: 1 });
+      assert.equal(audit?.eppn, 'ada@example.org');
+      assert.equal((JSON.parse(audit!.details) as { entity_id: string }).entity_id, sp.entityId);
     });
 
     it('signs in again from the session without a prompt, with the same persistent NameID', async () => {
