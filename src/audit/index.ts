@@ -79,6 +79,8 @@ export const AUDIT_ACTIONS = [
   'sp.enable',
   'sp.remove',
   'saml_keys.rotate',
+  'saml.sso',
+  'saml.logout',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
