@@ -3,8 +3,9 @@
 // A module may import its own layer or a lower one; a feature never imports another feature;
 // SQL and the database drivers stay in store/.
 const STORE = '^src/store/';
-const SHARED = '^src/(config|errors|time|crypto|brand|authenticators)\\.ts$|^src/(vocabulary|http|ui|saml/xml)/';
-const DOMAIN = '^src/(directory|clients|webauthn|audit)/';
+const SHARED =
+  '^src/(config|errors|time|crypto|brand|authenticators)\\.ts$|^src/(vocabulary|http|ui|saml/xml|saml/metadata)/';
+const DOMAIN = '^src/(directory|clients|webauthn|audit|service-providers)/';
 const OAUTH = '^src/oauth/';
 const FEATURES = '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events)/';
 const COMPOSITION = '^src/(app|main|command-line|cluster)\\.ts$|^src/cli/';
