@@ -1,0 +1,5 @@
+// SAML metadata: service providers' metadata read into typed descriptors, and the identity
+// provider's own metadata built and signed. Built on the XML security layer (../xml).
+export * from './errors.ts';
+export * from './namespaces.ts';
+export * from './sp-descriptor.ts';
