@@ -27,6 +27,7 @@ import { basicAccounts, ROUTES } from './oauth/provider.ts';
 import { providerRoutePatterns } from './oauth/metrics.ts';
 import { registerHttpMetrics } from './http/metrics-http.ts';
 import { observeStore } from './http/metrics-db.ts';
+import { runFederationRefresh } from './service-providers/federation-refresh.ts';
 import { observeSigningKeys } from './http/metrics-keys.ts';
 import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -179,6 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const jobs = [
     startHousekeeping(store, app.log, config.auditRetentionDays),
     startLogoutRetries(store, () => provider.current(), app.log),
+    runFederationRefresh(app, store, config),
   ];
   app.addHook('onClose', async () => jobs.forEach((stop) => stop()));
   // Before any route, which takes the error handler in force when it is added; browsers asking

@@ -72,6 +72,9 @@ export const AUDIT_ACTIONS = [
   'group.remove',
   'scim_token.create',
   'scim_token.revoke',
+  'saml_federation.add',
+  'saml_federation.remove',
+  'saml_federation.refresh',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

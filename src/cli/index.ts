@@ -21,6 +21,7 @@ import { recoveryCommands } from './commands/recovery.ts';
 import { roleCommands } from './commands/role.ts';
 import { mdsCommands } from './commands/mds.ts';
 import { scimCommands } from './commands/scim.ts';
+import { samlFederationCommands } from './commands/saml-federation.ts';
 
 export type { Io } from './command.ts';
 
@@ -37,6 +38,7 @@ export const COMMANDS: CommandDef[] = [
   ...roleCommands,
   ...mdsCommands,
   ...scimCommands,
+  ...samlFederationCommands,
 ];
 
 /** `serve` starts the service (src/command-line.ts); it is listed here so help and argument checks cover it. */

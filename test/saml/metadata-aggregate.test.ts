@@ -8,6 +8,8 @@ import {
   serviceProviderElements,
   verifySignedMetadata,
   parseDuration,
+  verifyAggregate,
+  verifyEntityAnswer,
   type TrustOptions,
 } from '../../src/saml/metadata/aggregate.ts';
 import { XmlSecurityError } from '../../src/saml/xml/index.ts';
@@ -232,4 +234,56 @@ test('cacheDuration is read as an xs:duration', () => {
   assert.equal(parseDuration('6 hours'), undefined);
   const entity = signedEntity(federation, { entityId: 'https://wiki.example.edu/shibboleth', cacheDuration: 'PT1H' });
   assert.equal(verifySignedMetadata(entity, 'EntityDescriptor', trust()).cacheDurationMs, 3600_000);
+});
+
+test('verifyAggregate reads each SP with spDescriptorOf and leaves out a member it cannot serve', () => {
+  const broken = spEntity({ entityId: 'https://broken.example.edu/sp' }).replace(
+    'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST',
+    'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Artifact',
+  );
+  const xml = signedAggregate(federation, { entities: [...members, broken], name: 'urn:mace:example:fed' });
+  const aggregate = verifyAggregate(xml, trust());
+  assert.equal(aggregate.name, 'urn:mace:example:fed');
+  assert.deepEqual(
+    aggregate.entities.map((e) => [e.descriptor.entityId, e.descriptor.entityCategories]),
+    [
+      ['https://wiki.example.edu/shibboleth', [RS]],
+      ['https://journal.example.com/sp', []],
+    ],
+  );
+  assert.equal(
+    aggregate.entities[0]!.descriptor.assertionConsumerServices[0]!.location,
+    'https://wiki.example.edu/Shibboleth.sso/SAML2/POST',
+  );
+  assert.deepEqual(
+    aggregate.skipped.map((s) => s.entityId),
+    ['https://broken.example.edu/sp'],
+  );
+  assert.match(aggregate.skipped[0]!.reason, /HTTP-POST/);
+});
+
+test('an MDQ answer verifies, describes the entity asked for, and is cached no longer than it says', () => {
+  const now = Date.now();
+  const answer = signedEntity(federation, {
+    entityId: 'https://wiki.example.edu/shibboleth',
+    categories: [RS],
+    cacheDuration: 'PT1H',
+  });
+  const entity = verifyEntityAnswer(answer, 'https://wiki.example.edu/shibboleth', trust({ now }));
+  assert.deepEqual(entity.descriptor.entityCategories, [RS]);
+  assert.equal(entity.cacheUntil, now + 3600_000);
+  assert.throws(
+    () => verifyEntityAnswer(answer, 'https://other.example.edu/sp', trust({ now })),
+    /does not describe https:\/\/other.example.edu\/sp/,
+  );
+  const forged = signedEntity(other, { entityId: 'https://wiki.example.edu/shibboleth' });
+  assert.throws(
+    () => verifyEntityAnswer(forged, 'https://wiki.example.edu/shibboleth', trust()),
+    refusedWith('signature-invalid'),
+  );
+  const unbounded = signedEntity(federation, {
+    entityId: 'https://wiki.example.edu/shibboleth',
+    validUntilDate: inDays(60),
+  });
+  assert.throws(() => verifyEntityAnswer(unbounded, 'https://wiki.example.edu/shibboleth', trust()), /further away/);
 });

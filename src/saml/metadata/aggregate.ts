@@ -8,9 +8,13 @@
 // federation allows, so a captured aggregate cannot be replayed for longer than that.
 import { childElements, NS, parseXml, refuse, textOf, verifyEnvelopedSignature } from '../xml/index.ts';
 import type { Element, VerifiedElement } from '../xml/index.ts';
+import { AppError } from '../../errors.ts';
+import { refuseMetadata } from './errors.ts';
+import { ENTITY_ATTRIBUTE, MD } from './namespaces.ts';
+import { spDescriptorOf, type SpDescriptor } from './sp-descriptor.ts';
 
-export const MDATTR_NS = 'urn:oasis:names:tc:SAML:metadata:attribute';
-export const ENTITY_CATEGORY = 'http://macedir.org/entity-category';
+const MDATTR_NS = MD.mdattr;
+const ENTITY_CATEGORY = ENTITY_ATTRIBUTE.category;
 
 /** The size an aggregate may have unless configured otherwise: eduGAIN's is 50-100 MB. */
 export const DEFAULT_MAX_AGGREGATE_BYTES = 200 * 1024 * 1024;
@@ -174,4 +178,78 @@ export function serviceProviderElements(
     entities.push({ entityId, element: frame.element, validUntil, inheritedCategories: frame.categories });
   }
   return { entities, expired, duplicates };
+}
+
+/** An SP of a federation, read from verified metadata. */
+export interface FederatedEntity {
+  /** entityCategories include those an enclosing EntitiesDescriptor gives */
+  descriptor: SpDescriptor;
+  /** the earliest validUntil of the entity and everything around it (ms) */
+  validUntil: number;
+}
+
+export interface VerifiedAggregate {
+  name?: string;
+  validUntil: number;
+  cacheDurationMs?: number;
+  entities: FederatedEntity[];
+  /** SP entities left out: past their own validUntil, listed twice, or metadata the IdP cannot serve */
+  skipped: { entityId: string; reason: string }[];
+}
+
+function describe(entity: EntityElement, now: number): FederatedEntity {
+  const descriptor = spDescriptorOf(entity.element, { now });
+  const categories = [...new Set([...entity.inheritedCategories, ...descriptor.entityCategories])];
+  return { descriptor: { ...descriptor, entityCategories: categories }, validUntil: entity.validUntil };
+}
+
+const reasonOf = (err: unknown): string => (err instanceof AppError ? err.message : 'its metadata cannot be read');
+
+/**
+ * A federation's aggregate, verified (see the top of this file), and its SP entities read with
+ * spDescriptorOf. One member with metadata the identity provider cannot serve (no HTTP-POST ACS,
+ * a weak key) is left out and reported; it does not cost the others their trust.
+ */
+export function verifyAggregate(xml: string | Uint8Array, options: TrustOptions): VerifiedAggregate {
+  const now = options.now ?? Date.now();
+  const verified = verifySignedMetadata(xml, 'EntitiesDescriptor', options);
+  const found = serviceProviderElements(verified, now);
+  const entities: FederatedEntity[] = [];
+  const skipped: VerifiedAggregate['skipped'] = [];
+  if (found.expired > 0) skipped.push({ entityId: '*', reason: `${found.expired} past their validUntil` });
+  if (found.duplicates > 0) skipped.push({ entityId: '*', reason: `${found.duplicates} listed twice` });
+  for (const entity of found.entities) {
+    try {
+      entities.push(describe(entity, now));
+    } catch (err) {
+      skipped.push({ entityId: entity.entityId.slice(0, 1024), reason: reasonOf(err) });
+    }
+  }
+  const name = verified.root.getAttribute('Name') || undefined;
+  return {
+    ...(name ? { name } : {}),
+    validUntil: verified.validUntil,
+    ...(verified.cacheDurationMs !== undefined ? { cacheDurationMs: verified.cacheDurationMs } : {}),
+    entities,
+    skipped,
+  };
+}
+
+/**
+ * An MDQ server's answer for one entity: a signed md:EntityDescriptor (or an EntitiesDescriptor
+ * holding it) as the root, verified like an aggregate, which must describe the entity asked for.
+ * The answer is kept until its validUntil, or sooner when its cacheDuration says so.
+ */
+export function verifyEntityAnswer(
+  xml: string | Uint8Array,
+  entityId: string,
+  options: TrustOptions,
+): FederatedEntity & { cacheUntil: number } {
+  const now = options.now ?? Date.now();
+  const verified = verifySignedMetadata(xml, 'either', { maxBytes: DEFAULT_MAX_ENTITY_BYTES, ...options });
+  const entity = serviceProviderElements(verified, now).entities.find((e) => e.entityId === entityId);
+  if (!entity) throw refuseMetadata(`the metadata query answer does not describe ${entityId} as a service provider`);
+  const described = describe(entity, now);
+  const cacheUntil = Math.min(described.validUntil, now + (verified.cacheDurationMs ?? Infinity));
+  return { ...described, cacheUntil };
 }
