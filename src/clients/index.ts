@@ -39,6 +39,8 @@ export interface Client {
   disabledAt: number | null;
   /** until when the secret before the last rotation is still accepted */
   previousSecretExpiresAt: number | null;
+  /** 'saml': the client of a SAML service provider, changed through `saml sp ...` only */
+  protocol: 'oidc' | 'saml';
 }
 
 export interface NewClient {
@@ -259,7 +261,17 @@ function toClient(row: repo.ClientRow, adminOrgs: number[], checkuserOrgs: numbe
       row.previous_secret_hash !== null && row.previous_secret_expires_at !== null
         ? row.previous_secret_expires_at
         : null,
+    protocol: row.protocol === 'saml' ? 'saml' : 'oidc',
   };
+}
+
+/** A SAML service provider's client changes with its SP (src/service-providers), never on its own. */
+function refuseSamlClient(row: repo.ClientRow): void {
+  if (row.protocol === 'saml') {
+    throw badRequest(
+      `client '${row.client_id}' belongs to a SAML service provider: use saml sp update|disable|enable|remove`,
+    );
+  }
 }
 
 export async function getClient(store: Store, clientId: string): Promise<Client> {
@@ -357,6 +369,7 @@ export async function rotateSecret(
   await store.db.transaction().execute(async (trx) => {
     const row = await repo.findClient(trx, clientId);
     if (!row) throw notFound(`client '${clientId}' does not exist`);
+    refuseSamlClient(row);
     if (row.secret_hash === null) throw badRequest(`client '${clientId}' is public and has no secret`);
     await repo.updateClient(trx, clientId, {
       secret_hash: hashSecret(keys, secret),
@@ -432,6 +445,7 @@ export async function updateClient(
   await store.db.transaction().execute(async (trx) => {
     const row = await repo.findClient(trx, clientId);
     if (!row) throw notFound(`client '${clientId}' does not exist`);
+    refuseSamlClient(row);
     const changes = clientChanges(row, input);
     await repo.updateClient(trx, clientId, { ...changes, updated_at: now });
     await publish(trx, 'client', clientId);
@@ -458,6 +472,7 @@ export async function setClientEnabled(
   const changed = await store.db.transaction().execute(async (trx) => {
     const row = await repo.findClient(trx, clientId);
     if (!row) throw notFound(`client '${clientId}' does not exist`);
+    refuseSamlClient(row);
     if ((row.disabled_at === null) === enabled) return false;
     await repo.updateClient(trx, clientId, { disabled_at: enabled ? null : now, updated_at: now });
     await publish(trx, 'client', clientId);
@@ -480,6 +495,7 @@ export async function removeClient(
   return store.db.transaction().execute(async (trx) => {
     const row = await repo.findClient(trx, clientId);
     if (!row) throw notFound(`client '${clientId}' does not exist`);
+    refuseSamlClient(row);
     const artifacts = await deleteClientArtifacts(trx, clientId, store.dialect);
     await repo.deleteClient(trx, clientId);
     await publish(trx, 'client', clientId);
@@ -515,7 +531,10 @@ async function changeOrganizations(
   grant: boolean,
   { actor = SYSTEM, now = Date.now() }: Change,
 ): Promise<Client> {
-  await getClient(store, clientId);
+  const client = await getClient(store, clientId);
+  if (client.protocol === 'saml') {
+    throw badRequest(`client '${clientId}' belongs to a SAML service provider: it takes no organization grants`);
+  }
   const orgs = grant ? await checkOrganizations(store, orgIds) : orgIds;
   await store.db.transaction().execute(async (trx) => {
     if (grant) await repo.grantOrganizations(trx, clientId, orgs, kind);

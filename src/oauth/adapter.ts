@@ -9,39 +9,56 @@ import { recordProof } from '../store/dpop-proofs.ts';
 import { INTROSPECTION_METADATA } from './introspection.ts';
 import { FRONTCHANNEL_METADATA } from './frontchannel-logout.ts';
 import { allowedScopes, clientSecretHashes, type ClientRow } from '../clients/index.ts';
+import { SAML_CONTINUE_PATH } from '../service-providers/paths.ts';
 
 /** The client's oidc-provider metadata; undefined for an unknown or disabled client. */
-export async function clientMetadata(store: Store, clientId: string): Promise<AdapterPayload | undefined> {
-  return (await clientEntry(store, clientId))?.metadata;
+export async function clientMetadata(
+  store: Store,
+  clientId: string,
+  publicUrl: string,
+): Promise<AdapterPayload | undefined> {
+  return (await clientEntry(store, clientId, publicUrl))?.metadata;
 }
 
 /** The metadata, and until when it holds: a previous secret stops working at the end of its overlap. */
 async function clientEntry(
   store: Store,
   clientId: string,
+  publicUrl: string,
 ): Promise<{ metadata: AdapterPayload; until: number } | undefined> {
   const row = await findClient(store.db, clientId);
   if (!row || row.disabled_at !== null) return undefined;
   const overlapEnd = row.previous_secret_expires_at ?? Infinity;
   const until = overlapEnd > Date.now() ? overlapEnd : Infinity;
-  return { metadata: registration(row), until };
+  return { metadata: registration(row, publicUrl), until };
+}
+
+/**
+ * Where the client's sign-ins may return. A SAML service provider's client returns to the
+ * identity provider's own continuation endpoint, computed from PUBLIC_URL on every read, never
+ * taken from the row.
+ */
+function redirectUris(row: ClientRow, publicUrl: string): string[] {
+  if (row.protocol === 'saml') return [`${publicUrl}${SAML_CONTINUE_PATH}`];
+  return JSON.parse(row.redirect_uris) as string[];
 }
 
 /** The registry row as oidc-provider client metadata. client_secret carries the keyed hashes
  * (during a rotation's overlap, two); the provider compares presented secrets through
  * secretMatches() (see provider.ts). A disabled client does not exist for the provider. */
-function registration(row: ClientRow): AdapterPayload {
+function registration(row: ClientRow, publicUrl: string): AdapterPayload {
   const grantTypes = JSON.parse(row.grant_types) as string[];
   const secret = clientSecretHashes(row);
+  const saml = row.protocol === 'saml';
   return {
     client_id: row.client_id,
-    ...(secret === null ? {} : { client_secret: secret }),
+    ...(secret === null || saml ? {} : { client_secret: secret }),
     client_name: row.name,
-    redirect_uris: JSON.parse(row.redirect_uris) as string[],
-    post_logout_redirect_uris: JSON.parse(row.post_logout_redirect_uris) as string[],
+    redirect_uris: redirectUris(row, publicUrl),
+    post_logout_redirect_uris: saml ? [] : (JSON.parse(row.post_logout_redirect_uris) as string[]),
     grant_types: grantTypes,
     response_types: grantTypes.includes('authorization_code') ? ['code'] : [],
-    token_endpoint_auth_method: secret === null ? 'none' : 'client_secret_basic',
+    token_endpoint_auth_method: secret === null || saml ? 'none' : 'client_secret_basic',
     scope: [...allowedScopes(row)].join(' '),
     ...(row.userinfo_signed_response_alg ? { userinfo_signed_response_alg: row.userinfo_signed_response_alg } : {}),
     require_pushed_authorization_requests: row.require_par === 1,
@@ -92,16 +109,18 @@ const CLIENT_CACHE_ENTRIES = 1000;
 
 type ClientLookup = (id: string) => Promise<AdapterPayload | undefined>;
 
-/** One cache (and one subscription) per store, shared by the providers built on it over key rotations. */
-const clientCaches = new WeakMap<Store, ClientLookup>();
+/** One cache (and one subscription) per store and PUBLIC_URL, shared by the providers built on it over key rotations. */
+const clientCaches = new WeakMap<Store, Map<string, ClientLookup>>();
 
-function cachedClients(store: Store): ClientLookup {
-  let lookup = clientCaches.get(store);
-  if (!lookup) clientCaches.set(store, (lookup = newClientCache(store)));
+function cachedClients(store: Store, publicUrl: string): ClientLookup {
+  let byUrl = clientCaches.get(store);
+  if (!byUrl) clientCaches.set(store, (byUrl = new Map<string, ClientLookup>()));
+  let lookup = byUrl.get(publicUrl);
+  if (!lookup) byUrl.set(publicUrl, (lookup = newClientCache(store, publicUrl)));
   return lookup;
 }
 
-function newClientCache(store: Store): ClientLookup {
+function newClientCache(store: Store, publicUrl: string): ClientLookup {
   const cache = new LRUCache<string, Promise<AdapterPayload | undefined>>({
     max: CLIENT_CACHE_ENTRIES,
     ttl: store.invalidations ? CLIENT_CACHE_MS : UNINVALIDATED_CLIENT_CACHE_MS,
@@ -117,7 +136,7 @@ function newClientCache(store: Store): ClientLookup {
     const hit = cache.get(id);
     if (hit) return hit;
     // Concurrent lookups of one id share the query in flight.
-    const entry = clientEntry(store, id);
+    const entry = clientEntry(store, id, publicUrl);
     const metadata = entry.then((found) => found?.metadata);
     const sequence = store.invalidations?.sequence;
     cache.set(id, metadata);
@@ -197,8 +216,8 @@ function replayDetection(store: Store): Adapter {
  * cache above hands out stays the same until the client changes, so the Client built from it is
  * kept with it and found again without the hashing; a change brings new metadata and a new Client.
  */
-export function keepClientInstances(provider: Provider, store: Store): void {
-  const lookup = cachedClients(store);
+export function keepClientInstances(provider: Provider, store: Store, publicUrl: string): void {
+  const lookup = cachedClients(store, publicUrl);
   const instances = new WeakMap<AdapterPayload, Client>();
   const find = provider.Client.find.bind(provider.Client);
   provider.Client.find = async (id: string) => {
@@ -212,8 +231,8 @@ export function keepClientInstances(provider: Provider, store: Store): void {
   };
 }
 
-export function adapterFactory(store: Store) {
-  const findClientMetadata = cachedClients(store);
+export function adapterFactory(store: Store, publicUrl: string) {
+  const findClientMetadata = cachedClients(store, publicUrl);
   return (name: string): Adapter => {
     if (name === 'ReplayDetection') return replayDetection(store);
     if (name === 'Client') {

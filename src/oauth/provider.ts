@@ -203,7 +203,7 @@ export function createProvider(
 ): Provider {
   const signing = { inline: signInline(config.workers) };
   const configuration: Configuration = {
-    adapter: adapterFactory(store),
+    adapter: adapterFactory(store, config.publicUrl),
     jwks: { keys: keySet.providerJwks.map((jwk) => (jwk.key_ops ? jwk : new NodeSigningKey(jwk, signing))) },
     cookies: {
       keys: keys.cookies,
@@ -252,7 +252,7 @@ export function createProvider(
     loadExistingGrant: keepingOfflineAccess(accounts.loadExistingGrant),
   };
   const provider = new Provider(config.publicUrl, configuration);
-  keepClientInstances(provider, store);
+  keepClientInstances(provider, store, config.publicUrl);
   includeSidForFrontchannelClients(provider);
   recordBackchannelLogouts(provider, store, log);
   auditClientAuthFailures(provider, store, log);

@@ -17,7 +17,7 @@ import type { DB } from './schema.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 
-export type Topic = 'client' | 'user' | 'grant' | 'token' | 'organization';
+export type Topic = 'client' | 'user' | 'grant' | 'token' | 'organization' | 'service-provider';
 
 export interface Invalidation {
   topic: Topic;
@@ -37,7 +37,7 @@ const HEARTBEAT_MS = 5_000;
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 
-const TOPICS = new Set<string>(['client', 'user', 'grant', 'token', 'organization']);
+const TOPICS = new Set<string>(['client', 'user', 'grant', 'token', 'organization', 'service-provider']);
 const PUBLISH_SQL = 'insert into invalidations (topic, key, at) values';
 
 /** Publishes an invalidation; inside a transaction it takes effect for other processes at commit. */

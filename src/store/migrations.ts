@@ -3,6 +3,7 @@
 // SQLite the transaction's write lock (BEGIN IMMEDIATE) does the same.
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { migration011 } from './migrations-provisioning.ts';
+import { migration017 } from './migrations-service-providers.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -175,6 +176,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '014_client_introspection': migration014(),
     '015_stream_verification': migration015(),
     '016_scim_email_primary': migration016(),
+    '017_service_providers': migration017(),
     '019_saml_federations': migration019(dialect),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };

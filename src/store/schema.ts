@@ -83,6 +83,46 @@ export interface ClientsTable {
   previous_secret_expires_at: Later<number | null>;
   /** 1: a resource server that may introspect the tokens of its organizations' users (docs/tokens.md) */
   introspection: Later<number>;
+  /** 'oidc' | 'saml': a 'saml' client is a SAML service provider's, changed through it only (migration 017) */
+  protocol: Later<string>;
+}
+
+/** A SAML service provider, paired with its client (migration 017). */
+export interface ServiceProvidersTable {
+  entity_id: string;
+  client_id: string;
+  name: string;
+  /** space separated attribute groups */
+  groups: string;
+  first_party: number;
+  /** 'persistent' | 'transient' | 'email' | 'none' */
+  name_id: string;
+  /** 'auto' | 'always' | 'never' */
+  encrypt: string;
+  /** 'response' | 'assertion' | 'both' */
+  sign: string;
+  allow_unsolicited: number;
+  disabled_at: number | null;
+  federation_id: string | null;
+  /** the metadata document as registered */
+  metadata: string;
+  /** JSON: the SpDescriptor read from it */
+  descriptor: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The identity provider's SAML keys (migration 017); private parts sealed under IDP_SECRET. */
+export interface SamlKeysTable {
+  kid: string;
+  /** 'signing' | 'encryption' | 'metadata' */
+  key_use: string;
+  /** sealed PKCS#8 PEM */
+  private_key: string;
+  certificate: string;
+  created_at: number;
+  activates_at: number;
+  retired_at: number | null;
 }
 
 export interface ClientOrgsTable {
@@ -229,6 +269,8 @@ export interface DB {
   groups: GroupsTable;
   group_members: GroupMembersTable;
   scim_tokens: ScimTokensTable;
+  service_providers: ServiceProvidersTable;
+  saml_keys: SamlKeysTable;
   saml_federations: SamlFederationsTable;
   saml_federation_entities: SamlFederationEntitiesTable;
 }

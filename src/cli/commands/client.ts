@@ -22,6 +22,7 @@ function clientView(c: clients.Client) {
   return {
     client_id: c.clientId,
     name: c.name,
+    protocol: c.protocol,
     type: c.public ? 'public' : 'confidential',
     grant_types: c.grantTypes,
     scopes: c.scopes,

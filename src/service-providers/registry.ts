@@ -1,0 +1,436 @@
+// The SAML service provider registry. Each SP is paired with a row in `clients` (protocol 'saml')
+// so that one sign-in serves both protocols: the SP gets the consent page, consent storage, session
+// participation and audit of an OpenID Connect client. Every change here changes both rows in one
+// transaction with its audit record, and publishes invalidations so every instance sees it at once.
+import type { Insertable, Transaction } from 'kysely';
+import type { Store } from '../store/index.ts';
+import type { ClientsTable, DB } from '../store/schema.ts';
+import * as clients from '../store/clients.ts';
+import * as repo from '../store/saml.ts';
+import { deleteClientArtifacts } from '../store/oidc-payloads.ts';
+import { publish } from '../store/invalidation.ts';
+import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
+import { checkGroups } from '../clients/index.ts';
+import type { AttributeGroup } from '../vocabulary.ts';
+import { parseSpMetadata, type SpDescriptor } from '../saml/metadata/index.ts';
+import { serviceProviderClientId } from './client-id.ts';
+
+export const NAMEID_CHOICES = ['persistent', 'transient', 'email', 'none'] as const;
+export const ENCRYPT_CHOICES = ['auto', 'always', 'never'] as const;
+export const SIGN_CHOICES = ['response', 'assertion', 'both'] as const;
+export type NameIdChoice = (typeof NAMEID_CHOICES)[number];
+export type EncryptChoice = (typeof ENCRYPT_CHOICES)[number];
+export type SignChoice = (typeof SIGN_CHOICES)[number];
+
+export { SAML_CONTINUE_PATH } from './paths.ts';
+
+export interface ServiceProvider {
+  entityId: string;
+  clientId: string;
+  name: string;
+  groups: AttributeGroup[];
+  firstParty: boolean;
+  nameId: NameIdChoice;
+  encrypt: EncryptChoice;
+  sign: SignChoice;
+  allowUnsolicited: boolean;
+  disabled: boolean;
+  federationId: string | null;
+  descriptor: SpDescriptor;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface ServiceProviderSettings {
+  name?: string;
+  groups?: string[];
+  firstParty?: boolean;
+  nameId?: string;
+  encrypt?: string;
+  sign?: string;
+  allowUnsolicited?: boolean;
+}
+
+export interface NewServiceProvider extends ServiceProviderSettings {
+  /** the SP's metadata document (one EntityDescriptor) */
+  metadata: string | Buffer;
+}
+
+export interface ServiceProviderUpdate extends ServiceProviderSettings {
+  /** new metadata of the same entityID (new keys, new endpoints) */
+  metadata?: string | Buffer;
+}
+
+function toServiceProvider(row: repo.ServiceProviderRow): ServiceProvider {
+  return {
+    entityId: row.entity_id,
+    clientId: row.client_id,
+    name: row.name,
+    groups: row.groups.split(' ').filter(Boolean) as AttributeGroup[],
+    firstParty: row.first_party === 1,
+    nameId: row.name_id as NameIdChoice,
+    encrypt: row.encrypt as EncryptChoice,
+    sign: row.sign as SignChoice,
+    allowUnsolicited: row.allow_unsolicited === 1,
+    disabled: row.disabled_at !== null,
+    federationId: row.federation_id,
+    descriptor: JSON.parse(row.descriptor) as SpDescriptor,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** The SP registered under this entityID, enabled or not (the caller refuses a disabled one). */
+export async function findServiceProvider(store: Store, entityId: string): Promise<ServiceProvider | undefined> {
+  if (typeof entityId !== 'string' || entityId.length === 0 || entityId.length > 1024) return undefined;
+  const row = await repo.findServiceProviderRow(store.db, entityId);
+  return row && toServiceProvider(row);
+}
+
+export async function findServiceProviderByClientId(
+  store: Store,
+  clientId: string,
+): Promise<ServiceProvider | undefined> {
+  if (typeof clientId !== 'string' || !clientId.startsWith('saml-') || clientId.length > 64) return undefined;
+  const row = await repo.findServiceProviderRowByClientId(store.db, clientId);
+  return row && toServiceProvider(row);
+}
+
+export async function getServiceProvider(store: Store, entityId: string): Promise<ServiceProvider> {
+  const sp = await findServiceProvider(store, entityId);
+  if (!sp) throw notFound(`service provider '${entityId}' is not registered`);
+  return sp;
+}
+
+export async function listServiceProviders(store: Store): Promise<ServiceProvider[]> {
+  return (await repo.listServiceProviderRows(store.db)).map(toServiceProvider);
+}
+
+/** The registered metadata document of an SP, as it was given. */
+export async function serviceProviderMetadata(store: Store, entityId: string): Promise<string> {
+  const row = await repo.findServiceProviderRow(store.db, entityId);
+  if (!row) throw notFound(`service provider '${entityId}' is not registered`);
+  return row.metadata;
+}
+
+function choice<T extends string>(value: string, allowed: readonly T[], option: string): T {
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw badRequest(`${option} must be one of ${allowed.join(', ')}, not '${value.slice(0, 50)}'`);
+  }
+  return value as T;
+}
+
+function checkName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed || trimmed.length > 200 || /[\u0000-\u001f\u007f]/.test(trimmed)) {
+    throw badRequest('the service provider name must be 1-200 characters without control characters');
+  }
+  return trimmed;
+}
+
+/** What a new SP is called: --name, else its mdui:DisplayName or Organization, else its entityID. */
+function defaultName(descriptor: SpDescriptor): string {
+  const name = (descriptor.displayName ?? descriptor.entityId).slice(0, 200);
+  return name.replace(/[\u0000-\u001f\u007f]/g, ' ').trim() || descriptor.entityId.slice(0, 200);
+}
+
+/** --encrypt always needs a key to encrypt to. */
+function checkEncryption(encrypt: EncryptChoice, descriptor: SpDescriptor): void {
+  if (encrypt === 'always' && descriptor.encryptionCertificates.length === 0) {
+    throw badRequest(
+      `--encrypt always needs an encryption key, and the metadata of ${descriptor.entityId} publishes none`,
+    );
+  }
+}
+
+type Columns = Omit<repo.ServiceProviderRow, 'entity_id' | 'client_id' | 'created_at' | 'federation_id'>;
+
+function columns(
+  sp: Omit<ServiceProvider, 'entityId' | 'clientId' | 'createdAt' | 'updatedAt' | 'federationId'>,
+  metadata: string,
+  now: number,
+  disabledAt: number | null,
+): Columns {
+  return {
+    name: sp.name,
+    groups: sp.groups.join(' '),
+    first_party: sp.firstParty ? 1 : 0,
+    name_id: sp.nameId,
+    encrypt: sp.encrypt,
+    sign: sp.sign,
+    allow_unsolicited: sp.allowUnsolicited ? 1 : 0,
+    disabled_at: disabledAt,
+    metadata,
+    descriptor: JSON.stringify(sp.descriptor),
+    updated_at: now,
+  };
+}
+
+/** The paired client's row: a public sign-in client (PKCE) whose redirect URI the adapter computes from PUBLIC_URL. */
+function clientRow(sp: ServiceProvider, now: number): Insertable<ClientsTable> {
+  return {
+    client_id: sp.clientId,
+    secret_hash: null,
+    name: sp.name,
+    redirect_uris: '[]',
+    post_logout_redirect_uris: '[]',
+    backchannel_logout_uri: null,
+    frontchannel_logout_uri: null,
+    grant_types: JSON.stringify(['authorization_code']),
+    scopes: '',
+    groups: sp.groups.join(' '),
+    first_party: sp.firstParty ? 1 : 0,
+    userinfo_signed_response_alg: null,
+    require_par: 0,
+    protocol: 'saml',
+    disabled_at: sp.disabled ? now : null,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+function auditDetails(sp: ServiceProvider): Record<string, unknown> {
+  return {
+    entity_id: sp.entityId,
+    name: sp.name,
+    groups: sp.groups,
+    first_party: sp.firstParty,
+    nameid: sp.nameId,
+    encrypt: sp.encrypt,
+    sign: sp.sign,
+    allow_unsolicited: sp.allowUnsolicited,
+  };
+}
+
+async function publishBoth(trx: Transaction<DB>, sp: { entityId: string; clientId: string }): Promise<void> {
+  await publish(trx, 'client', sp.clientId);
+  await publish(trx, 'service-provider', sp.entityId);
+}
+
+/**
+ * Registers an SP from its metadata. Defaults: persistent NameID, encryption when the SP publishes
+ * an encryption key, signed assertions (what mod_auth_mellon and Shibboleth SP check by default).
+ */
+export async function addServiceProvider(
+  store: Store,
+  input: NewServiceProvider,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<ServiceProvider> {
+  const descriptor = await parseSpMetadata(input.metadata, { now });
+  const sp: ServiceProvider = {
+    entityId: descriptor.entityId,
+    clientId: serviceProviderClientId(descriptor.entityId),
+    name: input.name !== undefined ? checkName(input.name) : defaultName(descriptor),
+    groups: checkGroups(input.groups ?? []) as AttributeGroup[],
+    firstParty: Boolean(input.firstParty),
+    nameId: choice(input.nameId ?? 'persistent', NAMEID_CHOICES, '--nameid'),
+    encrypt: choice(input.encrypt ?? 'auto', ENCRYPT_CHOICES, '--encrypt'),
+    sign: choice(input.sign ?? 'assertion', SIGN_CHOICES, '--sign'),
+    allowUnsolicited: Boolean(input.allowUnsolicited),
+    disabled: false,
+    federationId: null,
+    descriptor,
+    createdAt: now,
+    updatedAt: now,
+  };
+  checkEncryption(sp.encrypt, descriptor);
+  const metadata = Buffer.isBuffer(input.metadata) ? input.metadata.toString('utf8') : input.metadata;
+  await store.db.transaction().execute(async (trx) => {
+    if (await repo.findServiceProviderRow(trx, sp.entityId)) {
+      throw conflict(`service provider '${sp.entityId}' is already registered (change it with saml sp update)`);
+    }
+    if (await clients.findClient(trx, sp.clientId)) {
+      throw conflict(`a client with the id '${sp.clientId}' already exists`);
+    }
+    await repo.insertServiceProvider(trx, {
+      entity_id: sp.entityId,
+      client_id: sp.clientId,
+      federation_id: null,
+      created_at: now,
+      ...columns(sp, metadata, now, null),
+    });
+    await clients.insertClient(trx, clientRow(sp, now));
+    await publishBoth(trx, sp);
+    await recordAudit(trx, {
+      action: 'sp.add',
+      actor,
+      at: now,
+      subject: sp.entityId,
+      clientId: sp.clientId,
+      details: auditDetails(sp),
+    });
+  });
+  return sp;
+}
+
+/** How the audit record names each setting. */
+const FIELD_NAMES: Record<string, string> = {
+  firstParty: 'first_party',
+  nameId: 'nameid',
+  allowUnsolicited: 'allow_unsolicited',
+};
+
+/** The SP with the update applied (checked), and the fields that changed. */
+async function applyUpdate(
+  current: ServiceProvider,
+  currentMetadata: string,
+  input: ServiceProviderUpdate,
+  now: number,
+): Promise<{ next: ServiceProvider; metadata: string; fields: string[] }> {
+  const next: ServiceProvider = { ...current, updatedAt: now };
+  let metadata = currentMetadata;
+  const fields: string[] = [];
+  if (input.metadata !== undefined) {
+    const descriptor = await parseSpMetadata(input.metadata, { now });
+    if (descriptor.entityId !== current.entityId) {
+      throw badRequest(`the metadata is for '${descriptor.entityId}', not '${current.entityId}'`);
+    }
+    next.descriptor = descriptor;
+    metadata = Buffer.isBuffer(input.metadata) ? input.metadata.toString('utf8') : input.metadata;
+    fields.push('metadata');
+  }
+  const settings: Partial<ServiceProvider> = {
+    ...(input.name !== undefined && { name: checkName(input.name) }),
+    ...(input.groups !== undefined && { groups: checkGroups(input.groups) as AttributeGroup[] }),
+    ...(input.firstParty !== undefined && { firstParty: input.firstParty }),
+    ...(input.nameId !== undefined && { nameId: choice(input.nameId, NAMEID_CHOICES, '--nameid') }),
+    ...(input.encrypt !== undefined && { encrypt: choice(input.encrypt, ENCRYPT_CHOICES, '--encrypt') }),
+    ...(input.sign !== undefined && { sign: choice(input.sign, SIGN_CHOICES, '--sign') }),
+    ...(input.allowUnsolicited !== undefined && { allowUnsolicited: input.allowUnsolicited }),
+  };
+  Object.assign(next, settings);
+  fields.push(...Object.keys(settings).map((key) => FIELD_NAMES[key] ?? key));
+  if (fields.length === 0) {
+    throw badRequest(
+      'nothing to change: give --metadata, --name, --groups, --first-party, --nameid, --encrypt, --sign or --allow-unsolicited',
+    );
+  }
+  checkEncryption(next.encrypt, next.descriptor);
+  return { next, metadata, fields };
+}
+
+/** Changes an SP's registration (and its client's name, groups and first-party flag). */
+export async function updateServiceProvider(
+  store: Store,
+  entityId: string,
+  input: ServiceProviderUpdate,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<ServiceProvider> {
+  return store.db.transaction().execute(async (trx) => {
+    const row = await repo.findServiceProviderRow(trx, entityId);
+    if (!row) throw notFound(`service provider '${entityId}' is not registered`);
+    const { next, metadata, fields } = await applyUpdate(toServiceProvider(row), row.metadata, input, now);
+    await repo.updateServiceProviderRow(trx, entityId, columns(next, metadata, now, row.disabled_at));
+    await clients.updateClient(trx, next.clientId, {
+      name: next.name,
+      groups: next.groups.join(' '),
+      first_party: next.firstParty ? 1 : 0,
+      updated_at: now,
+    });
+    await publishBoth(trx, next);
+    await recordAudit(trx, {
+      action: 'sp.update',
+      actor,
+      at: now,
+      subject: entityId,
+      clientId: next.clientId,
+      details: { entity_id: entityId, fields },
+    });
+    return next;
+  });
+}
+
+/**
+ * Disables or re-enables an SP and its client. Disabled, the SP is refused at once on every
+ * instance, and its client's grants and tokens are deleted as `client disable` deletes them, so no
+ * session's authorization of it lets a sign-in through; re-enabling brings none of them back.
+ */
+export async function setServiceProviderEnabled(
+  store: Store,
+  entityId: string,
+  enabled: boolean,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<{ serviceProvider: ServiceProvider; changed: boolean }> {
+  const changed = await store.db.transaction().execute(async (trx) => {
+    const row = await repo.findServiceProviderRow(trx, entityId);
+    if (!row) throw notFound(`service provider '${entityId}' is not registered`);
+    if ((row.disabled_at === null) === enabled) return false;
+    const disabledAt = enabled ? null : now;
+    await repo.updateServiceProviderRow(trx, entityId, { disabled_at: disabledAt, updated_at: now });
+    await clients.updateClient(trx, row.client_id, { disabled_at: disabledAt, updated_at: now });
+    await publishBoth(trx, { entityId, clientId: row.client_id });
+    const artifacts = enabled ? 0 : await deleteClientArtifacts(trx, row.client_id, store.dialect);
+    await recordAudit(trx, {
+      action: enabled ? 'sp.enable' : 'sp.disable',
+      actor,
+      at: now,
+      subject: entityId,
+      clientId: row.client_id,
+      details: enabled ? { entity_id: entityId } : { entity_id: entityId, artifacts },
+    });
+    return true;
+  });
+  return { serviceProvider: await getServiceProvider(store, entityId), changed };
+}
+
+/** Removes an SP with its client, the client's grants and tokens, and users' consents to it. */
+export async function removeServiceProvider(
+  store: Store,
+  entityId: string,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<{ artifacts: number }> {
+  return store.db.transaction().execute(async (trx) => {
+    const row = await repo.findServiceProviderRow(trx, entityId);
+    if (!row) throw notFound(`service provider '${entityId}' is not registered`);
+    const artifacts = await deleteClientArtifacts(trx, row.client_id, store.dialect);
+    await repo.deleteServiceProviderRow(trx, entityId);
+    await clients.deleteClient(trx, row.client_id);
+    await publishBoth(trx, { entityId, clientId: row.client_id });
+    await recordAudit(trx, {
+      action: 'sp.remove',
+      actor,
+      at: now,
+      subject: entityId,
+      clientId: row.client_id,
+      details: { entity_id: entityId, name: row.name, artifacts },
+    });
+    return { artifacts };
+  });
+}
+
+/**
+ * Makes sure the SP's client row exists and matches it (name, groups, first party, enabled): an SP
+ * of a federation aggregate has none until its first sign-in. Idempotent; safe when instances race.
+ */
+export async function ensureServiceProviderClient(store: Store, sp: ServiceProvider, now = Date.now()): Promise<void> {
+  const existing = await clients.findClient(store.db, sp.clientId);
+  if (existing && matches(existing, sp)) return;
+  await store.db.transaction().execute(async (trx) => {
+    const row = await clients.findClient(trx, sp.clientId);
+    if (row && row.protocol !== 'saml') throw conflict(`a client with the id '${sp.clientId}' already exists`);
+    if (row && matches(row, sp)) return;
+    if (row) {
+      await clients.updateClient(trx, sp.clientId, {
+        name: sp.name,
+        groups: sp.groups.join(' '),
+        first_party: sp.firstParty ? 1 : 0,
+        disabled_at: sp.disabled ? (row.disabled_at ?? now) : null,
+        updated_at: now,
+      });
+    } else if (!(await clients.insertClientIfAbsent(trx, clientRow(sp, now)))) {
+      return;
+    }
+    await publish(trx, 'client', sp.clientId);
+  });
+}
+
+function matches(row: clients.ClientRow, sp: ServiceProvider): boolean {
+  return (
+    row.protocol === 'saml' &&
+    row.name === sp.name &&
+    row.groups === sp.groups.join(' ') &&
+    row.first_party === (sp.firstParty ? 1 : 0) &&
+    (row.disabled_at !== null) === sp.disabled
+  );
+}
