@@ -11,6 +11,9 @@ import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { SamlFederationEntitiesTable } from '../store/schema.ts';
 import * as repo from '../store/saml-federations.ts';
+import { deleteClient } from '../store/clients.ts';
+import { deleteClientArtifacts } from '../store/oidc-payloads.ts';
+import { publish } from '../store/invalidation.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { AppError, badRequest, conflict, errorText, notFound } from '../errors.ts';
 import { iso } from '../time.ts';
@@ -20,6 +23,7 @@ import { verifyAggregate, type VerifiedAggregate } from '../saml/metadata/index.
 import { countFederationRefresh } from '../http/metrics-federations.ts';
 import { isReleasePolicy, RELEASE_POLICIES, type ReleasePolicy } from './entity-categories.ts';
 import { checkMetadataUrl, fetchMetadata, type FetchPolicy } from './metadata-fetch.ts';
+import { serviceProviderClientId } from './client-id.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -135,6 +139,7 @@ function entityRows(
   return aggregate.entities.map((e) => ({
     federation_id: federationId,
     entity_id: e.descriptor.entityId,
+    client_id: serviceProviderClientId(e.descriptor.entityId),
     source: 'aggregate',
     descriptor: JSON.stringify(e.descriptor),
     categories: JSON.stringify(e.descriptor.entityCategories),
@@ -267,7 +272,11 @@ export async function listFederationViews(store: Store): Promise<FederationView[
   return (await repo.listFederations(store.db)).map(federationView);
 }
 
-/** Removes a federation and every SP it brought; audited in the same transaction. */
+/**
+ * Removes a federation and every SP it brought, with the clients its SPs were paired with on their
+ * first sign-in (their grants, tokens and consents go too) unless another federation or the
+ * registry still has the SP; audited in the same transaction.
+ */
 export async function removeFederation(
   store: Store,
   id: number,
@@ -276,8 +285,14 @@ export async function removeFederation(
   await store.db.transaction().execute(async (trx) => {
     const row = await repo.findFederation(trx, id);
     if (!row) throw notFound(`no federation ${id}`);
+    const clientIds = await repo.federationOnlyClients(trx, id);
+    for (const clientId of clientIds) {
+      await deleteClientArtifacts(trx, clientId, store.dialect);
+      await deleteClient(trx, clientId);
+      await publish(trx, 'client', clientId);
+    }
     await repo.deleteFederation(trx, id);
-    const details = { url: row.url, entities: row.entities };
+    const details = { url: row.url, entities: row.entities, clients: clientIds.length };
     await recordAudit(trx, {
       action: 'saml_federation.remove',
       actor,

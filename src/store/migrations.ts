@@ -665,6 +665,7 @@ function migration019(dialect: Dialect): Migration {
         `create table if not exists saml_federation_entities (
           federation_id bigint not null references saml_federations(id) on delete cascade,
           entity_id text not null,
+          client_id text not null,
           source text not null,
           descriptor text not null,
           categories text not null,
@@ -672,6 +673,7 @@ function migration019(dialect: Dialect): Migration {
           fetched_at bigint not null,
           primary key (federation_id, entity_id))`,
         'create index if not exists saml_federation_entities_entity on saml_federation_entities(entity_id)',
+        'create index if not exists saml_federation_entities_client on saml_federation_entities(client_id)',
       ];
       for (const statement of statements) await sql.raw(statement).execute(db);
     },

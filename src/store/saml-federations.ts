@@ -117,6 +117,7 @@ export async function upsertEntities(db: Q, rows: Insertable<SamlFederationEntit
     .values(rows)
     .onConflict((oc) =>
       oc.columns(['federation_id', 'entity_id']).doUpdateSet((eb) => ({
+        client_id: eb.ref('excluded.client_id'),
         source: eb.ref('excluded.source'),
         descriptor: eb.ref('excluded.descriptor'),
         categories: eb.ref('excluded.categories'),
@@ -127,21 +128,56 @@ export async function upsertEntities(db: Q, rows: Insertable<SamlFederationEntit
     .execute();
 }
 
-/** Entities of fresh federations' metadata in force at `now`, first-added federation first. */
-export function findFederatedEntities(
-  db: Q,
-  entityId: string,
-  now: number,
-): Promise<(FederationEntityRow & { releases: string })[]> {
+export type FederatedEntityRow = FederationEntityRow & { releases: string };
+
+/** Entities of federations' metadata in force at `now` with this entityID, first-added federation first. */
+export function findFederatedEntities(db: Q, entityId: string, now: number): Promise<FederatedEntityRow[]> {
+  return federatedEntities(db, now).where('e.entity_id', '=', entityId).execute();
+}
+
+/** The same, by the client the SP is paired with. */
+export function findFederatedEntitiesByClientId(db: Q, clientId: string, now: number): Promise<FederatedEntityRow[]> {
+  return federatedEntities(db, now).where('e.client_id', '=', clientId).execute();
+}
+
+function federatedEntities(db: Q, now: number) {
   return db
     .selectFrom('saml_federation_entities as e')
     .innerJoin('saml_federations as f', 'f.id', 'e.federation_id')
     .selectAll('e')
     .select('f.releases')
-    .where('e.entity_id', '=', entityId)
     .where('e.valid_until', '>', now)
-    .orderBy('f.id')
+    .orderBy('f.id');
+}
+
+/** The client ids of a federation's entities that have a client row and no registered SP of their own. */
+export async function federationOnlyClients(db: Q, federationId: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('saml_federation_entities as e')
+    .innerJoin('clients as c', 'c.client_id', 'e.client_id')
+    .select('e.client_id')
+    .where('e.federation_id', '=', federationId)
+    .where('c.protocol', '=', 'saml')
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb.selectFrom('service_providers as s').select('s.entity_id').whereRef('s.entity_id', '=', 'e.entity_id'),
+        ),
+      ),
+    )
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('saml_federation_entities as o')
+            .select('o.entity_id')
+            .whereRef('o.entity_id', '=', 'e.entity_id')
+            .where('o.federation_id', '<>', federationId),
+        ),
+      ),
+    )
     .execute();
+  return rows.map((r) => r.client_id);
 }
 
 /** The entities of one federation, by entityID (a page of them). */

@@ -315,6 +315,8 @@ export interface SamlFederationsTable {
 export interface SamlFederationEntitiesTable {
   federation_id: number;
   entity_id: string;
+  /** the client the SP is paired with (src/service-providers/client-id.ts), made on its first sign-in */
+  client_id: string;
   /** 'aggregate' | 'mdq' */
   source: string;
   /** the SpDescriptor, JSON */
