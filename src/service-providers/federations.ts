@@ -19,7 +19,8 @@ import { AppError, badRequest, conflict, errorText, notFound } from '../errors.t
 import { iso } from '../time.ts';
 import { isLoopbackHost } from '../config.ts';
 import { readCertificate, rsaPublicKey } from '../saml/xml/index.ts';
-import { verifyAggregate, type VerifiedAggregate } from '../saml/metadata/index.ts';
+import type { VerifiedAggregate } from '../saml/metadata/index.ts';
+import { ISOLATE_ABOVE_BYTES, verifyAggregateIsolated } from './aggregate-process.ts';
 import { countFederationRefresh } from '../http/metrics-federations.ts';
 import { isReleasePolicy, RELEASE_POLICIES, type ReleasePolicy } from './entity-categories.ts';
 import { checkMetadataUrl, fetchMetadata, type FetchPolicy } from './metadata-fetch.ts';
@@ -39,6 +40,8 @@ export interface FederationSettings {
   fetch: FetchPolicy;
   maxAggregateBytes: number;
   timeoutMs: number;
+  /** aggregates larger than this are verified in a child process (aggregate-process.ts) */
+  isolateAboveBytes: number;
 }
 
 export function federationSettings(config: Config): FederationSettings {
@@ -46,6 +49,7 @@ export function federationSettings(config: Config): FederationSettings {
     fetch: { development: isLoopbackHost(new URL(config.publicUrl).hostname) },
     maxAggregateBytes: config.samlFederationMaxMb * 1024 * 1024,
     timeoutMs: FETCH_TIMEOUT_MS,
+    isolateAboveBytes: ISOLATE_ABOVE_BYTES,
   };
 }
 
@@ -178,12 +182,13 @@ async function fetchVerified(
     maxBytes: settings.maxAggregateBytes,
   });
   if (fetched.status === 304) return 'unchanged';
-  const aggregate = verifyAggregate(fetched.body, {
+  const options = {
     certificates: [trust.certificate],
     maxValidityMs: trust.maxValidityMs,
     maxBytes: settings.maxAggregateBytes,
     now,
-  });
+  };
+  const aggregate = await verifyAggregateIsolated(fetched.body, options, settings.isolateAboveBytes);
   return { aggregate, etag: fetched.etag, lastModified: fetched.lastModified };
 }
 

@@ -273,6 +273,25 @@ for (const dialect of dialects()) {
       await store.db.updateTable('saml_federations').set({ lease_until: null }).execute();
     });
 
+    it('above the size threshold the aggregate is verified in a child process, refusals included', async () => {
+      const isolated = { ...settings, isolateAboveBytes: 0 };
+      server.documents.set(
+        '/fed.xml',
+        signedAggregate(federation, { entities: [spEntity({ entityId: WIKI }), spEntity({ entityId: JOURNAL })] }),
+      );
+      const updated = await refreshFederation(store, isolated, id, { force: true });
+      assert.deepEqual([updated.outcome, 'entities' in updated && updated.entities], ['updated', 2]);
+      assert.equal((await findFederatedEntities(store.db, JOURNAL, Date.now())).length, 1);
+      server.documents.set(
+        '/fed.xml',
+        signedAggregate(attacker, { entities: [spEntity({ entityId: 'https://evil.example.net/sp' })] }),
+      );
+      const refused = await refreshFederation(store, isolated, id, { force: true });
+      assert.equal(refused.outcome, 'failed');
+      assert.match('error' in refused ? refused.error : '', /does not verify with the expected key/);
+      assert.deepEqual(await findFederatedEntities(store.db, 'https://evil.example.net/sp', Date.now()), []);
+    });
+
     it('removes a federation and its SPs', async () => {
       const result = await run(['saml', 'federation', 'remove', String(id)]);
       assert.equal(result.code, 0, result.err);
