@@ -37,6 +37,7 @@ import { checkuserPlugin } from './checkuser/index.ts';
 import { eventsPlugin } from './events/index.ts';
 import { consolePlugin } from './console/index.ts';
 import { scimPlugin } from './scim/index.ts';
+import { samlIdpPlugin } from './saml-idp/index.ts';
 import {
   createBranding,
   deviceViews,
@@ -200,6 +201,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(checkuserPlugin({ config, store, verifier, now }));
   await app.register(consolePlugin({ config, store, keys, verifier, now, provider, branding }));
   await app.register(scimPlugin({ config, store, verifier, now }));
+  await app.register(samlIdpPlugin({ config, store, keys, now, logoUrl: branding.site.logo }));
   await app.register(eventsPlugin({ config, store, keys, verifier, keyManager, now }));
   await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 

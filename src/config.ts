@@ -62,6 +62,15 @@ export interface Config {
   aaguidData: AaguidData | undefined; // authenticator names and icons over the shipped list (AAGUID_DATA_FILE)
   /** the deployment's branding (BRAND_*); an organization's own branding goes over it */
   brand: Brand;
+  /** Organization and ContactPerson of the SAML identity provider's metadata (SAML_*) */
+  saml: SamlMetadataSettings;
+}
+
+export interface SamlMetadataSettings {
+  organizationName?: string;
+  organizationUrl?: string;
+  technicalContact?: string;
+  supportContact?: string;
 }
 
 export class ConfigError extends Error {
@@ -346,6 +355,55 @@ function metricsToken(raw: string | undefined): Partial<Config> {
       'may hold only letters, digits and - . _ ~ + / (then = padding); generate one with: openssl rand -base64 32',
     );
   return { metricsToken: raw };
+}
+
+/** A SAML_* metadata setting: unset leaves the field out. */
+function samlSetting(
+  name: string,
+  key: keyof SamlMetadataSettings,
+  meaning: string,
+  check: (raw: string) => string,
+): Setting {
+  return {
+    name,
+    default: '(unset)',
+    meaning,
+    parse(raw, soFar) {
+      const saml = { ...soFar.saml };
+      if (raw !== undefined) saml[key] = check(raw.trim());
+      if (key === 'organizationUrl' && (saml.organizationName === undefined) !== (saml.organizationUrl === undefined))
+        throw new ConfigError(
+          name,
+          'SAML_ORGANIZATION_NAME and SAML_ORGANIZATION_URL go together: set both or neither',
+        );
+      return { saml };
+    },
+  };
+}
+
+function samlOrganizationName(raw: string): string {
+  if (raw.length > 200 || /[\p{Cc}\p{Cf}]/u.test(raw))
+    throw new ConfigError('SAML_ORGANIZATION_NAME', 'must be at most 200 characters without control characters');
+  return raw;
+}
+
+function samlUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('SAML_ORGANIZATION_URL', `must be an absolute https URL, got '${raw}'`);
+  }
+  if (url.protocol !== 'https:') throw new ConfigError('SAML_ORGANIZATION_URL', `must use https, got '${raw}'`);
+  return url.toString();
+}
+
+function samlContact(name: string): (raw: string) => string {
+  return (raw) => {
+    if (!/^[^\s@<>"]{1,64}@[^\s@<>"]{1,255}$/.test(raw))
+      throw new ConfigError(name, `must be an e-mail address, got '${raw}'`);
+    return raw;
+  };
 }
 
 /** A BRAND_* setting: unset leaves the field out; a refused value is a configuration error. */
@@ -683,6 +741,30 @@ export const SETTINGS: Setting[] = [
     'footer',
     "Plain text shown in the pages' footer, such as the operating organization (at most 200 characters)",
     brandFooter,
+  ),
+  samlSetting(
+    'SAML_ORGANIZATION_NAME',
+    'organizationName',
+    "The organization named in the SAML identity provider's metadata (`md:Organization`, with SAML_ORGANIZATION_URL; docs/saml.md)",
+    samlOrganizationName,
+  ),
+  samlSetting(
+    'SAML_ORGANIZATION_URL',
+    'organizationUrl',
+    "The https address of that organization's web site, in the SAML metadata with SAML_ORGANIZATION_NAME",
+    samlUrl,
+  ),
+  samlSetting(
+    'SAML_CONTACT_TECHNICAL',
+    'technicalContact',
+    'E-mail address of the technical contact in the SAML metadata (`md:ContactPerson`), as federations require',
+    samlContact('SAML_CONTACT_TECHNICAL'),
+  ),
+  samlSetting(
+    'SAML_CONTACT_SUPPORT',
+    'supportContact',
+    'E-mail address of the support contact in the SAML metadata',
+    samlContact('SAML_CONTACT_SUPPORT'),
   ),
 ];
 

@@ -21,7 +21,7 @@ import { recoveryCommands } from './commands/recovery.ts';
 import { roleCommands } from './commands/role.ts';
 import { mdsCommands } from './commands/mds.ts';
 import { scimCommands } from './commands/scim.ts';
-import { samlFederationCommands } from './commands/saml-federation.ts';
+import { samlCommands } from './commands/saml.ts';
 
 export type { Io } from './command.ts';
 
@@ -38,7 +38,7 @@ export const COMMANDS: CommandDef[] = [
   ...roleCommands,
   ...mdsCommands,
   ...scimCommands,
-  ...samlFederationCommands,
+  ...samlCommands,
 ];
 
 /** `serve` starts the service (src/command-line.ts); it is listed here so help and argument checks cover it. */

@@ -71,6 +71,7 @@ export const TAGS = [
     name: 'shared-signals',
     description: 'OpenID Shared Signals: security events about users (CAEP, RISC) for receivers, pushed or polled',
   },
+  { name: 'saml', description: 'The SAML 2.0 identity provider: its metadata and protocol endpoints (docs/saml.md)' },
   { name: 'documentation', description: 'This document and its rendered reference' },
 ];
 
@@ -216,6 +217,28 @@ export const ROUTE_SCHEMAS: Record<string, Json> = {
         ...errorBody,
         examples: [{ code: 403, message: 'Metrics are not available from this address' }],
       },
+    },
+  },
+  '/saml2/idp/metadata': {
+    operationId: 'samlIdpMetadata',
+    summary: "The SAML identity provider's metadata (its URL is also its entityID)",
+    description:
+      'A signed md:EntityDescriptor (application/samlmetadata+xml): single sign-on and logout endpoints, signing and ' +
+      'encryption certificates (two during a key rollover), NameID formats, shibmd:Scope of each organization, ' +
+      'mdui display name and logo. validUntil is 7 days ahead, cacheDuration 6 hours.',
+    tags: ['saml'],
+    security: [],
+    response: {
+      200: {
+        description: 'The signed metadata document',
+        content: {
+          'application/samlmetadata+xml': {
+            schema: { type: 'string' },
+            example: '<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="...">',
+          },
+        },
+      },
+      400: malformed,
     },
   },
   '/openapi.json': {

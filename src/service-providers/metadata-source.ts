@@ -55,7 +55,7 @@ async function fetchMetadata(source: string, timeoutMs: number, maxBytes: number
     });
   } catch (err) {
     if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
-      throw badRequest(`--metadata URL '${source}' did not answer within ${Math.round(timeoutMs / 1000)} s`);
+      throw badRequest(`--metadata URL '${source}' did not answer within ${timeoutMs / 1000} s`);
     }
     throw badRequest(`--metadata URL '${source}' could not be fetched (${causeOf(err)})`);
   }
@@ -95,7 +95,7 @@ async function readCapped(response: Response, source: string, maxBytes: number, 
   } catch (err) {
     if (err instanceof Error && 'status' in err) throw err;
     if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
-      throw badRequest(`--metadata URL '${source}' did not finish within ${Math.round(timeoutMs / 1000)} s`);
+      throw badRequest(`--metadata URL '${source}' did not finish within ${timeoutMs / 1000} s`);
     }
     throw badRequest(`--metadata URL '${source}' could not be read (${causeOf(err)})`);
   }

@@ -96,7 +96,9 @@ export async function ensureSamlKeys(
   const missing = SAML_KEY_USES.filter((use) => !have.has(use));
   if (missing.length === 0) return [];
   // Generated outside the transaction: RSA-3072 takes a while, and the lock should not wait on it.
-  const made = await Promise.all(missing.map((use) => generate(use, keys, now, now, commonName)));
+  // The first keys are in use at once: active from an hour back, so an instance whose clock is a
+  // little behind the one that made them finds them active too.
+  const made = await Promise.all(missing.map((use) => generate(use, keys, now, now - HOUR, commonName)));
   return repo.inSamlKeyTransaction(store, async (trx) => {
     const present = new Set((await repo.listSamlKeys(trx)).map((r) => r.key_use));
     const rows = made.filter((r) => !present.has(r.key_use));
@@ -141,26 +143,29 @@ interface Loaded {
   keys: SamlKey[];
 }
 
-const loadedKeys = new WeakMap<Store, Loaded>();
-const opened = new Map<string, KeyObject>();
+const loadedKeys = new WeakMap<Store, WeakMap<Keyring, Loaded>>();
+/** Opened private keys by kid, per keyring (a key is never handed to a caller holding another secret). */
+const opened = new WeakMap<Keyring, Map<string, KeyObject>>();
 
 function forget(store: Store): void {
   loadedKeys.delete(store);
 }
 
 function openKey(keys: Keyring, row: repo.SamlKeyRow): KeyObject {
-  const known = opened.get(row.kid);
+  let byKid = opened.get(keys);
+  if (!byKid) opened.set(keys, (byKid = new Map<string, KeyObject>()));
+  const known = byKid.get(row.kid);
   if (known) return known;
   const plain = open(keys.keyEncryption, row.private_key, `saml-key:${row.kid}`);
   if (!plain)
     throw new Error(`SAML key ${row.kid} cannot be decrypted: IDP_SECRET differs from the one it was stored under`);
   const key = createPrivateKey(plain.toString('utf8'));
-  opened.set(row.kid, key);
+  byKid.set(row.kid, key);
   return key;
 }
 
 async function loadKeys(store: Store, keys: Keyring, commonName: string): Promise<SamlKey[]> {
-  const cached = loadedKeys.get(store);
+  const cached = loadedKeys.get(store)?.get(keys);
   if (cached && Date.now() - cached.at < RELOAD_MS) return cached.keys;
   let rows = await repo.listSamlKeys(store.db);
   if (SAML_KEY_USES.some((use) => !rows.some((r) => r.key_use === use))) {
@@ -175,7 +180,9 @@ async function loadKeys(store: Store, keys: Keyring, commonName: string): Promis
     activatesAt: row.activates_at,
     retiresAt: row.retired_at,
   }));
-  loadedKeys.set(store, { at: Date.now(), keys: loaded });
+  let byKeyring = loadedKeys.get(store);
+  if (!byKeyring) loadedKeys.set(store, (byKeyring = new WeakMap<Keyring, Loaded>()));
+  byKeyring.set(keys, { at: Date.now(), keys: loaded });
   return loaded;
 }
 

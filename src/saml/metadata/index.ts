@@ -4,3 +4,4 @@ export * from './aggregate.ts';
 export * from './errors.ts';
 export * from './namespaces.ts';
 export * from './sp-descriptor.ts';
+export * from './idp-metadata.ts';

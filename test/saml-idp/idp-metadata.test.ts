@@ -1,0 +1,184 @@
+// The identity provider's metadata over real HTTP: schema-valid, signed with the metadata key (as
+// xmlsec1 verifies it), carrying the endpoints, keys, scopes, branding and contacts, and showing
+// two signing keys during a rollover.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import sharp from 'sharp';
+import { dialects, seedOrg, startTestApp, PUBLIC_URL, type TestContext } from '../helpers.ts';
+import { childElements, parseXml, textOf, validateSchema, verifyEnvelopedSignature } from '../../src/saml/xml/index.ts';
+import { MD } from '../../src/saml/metadata/index.ts';
+import { rotateSamlKeys, samlKeys } from '../../src/service-providers/index.ts';
+import { withFiles, xmlsec1 } from '../saml/saml-fixtures.ts';
+
+const ENTITY_ID = `${PUBLIC_URL}/saml2/idp/metadata`;
+const POST = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST';
+const REDIRECT = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
+
+let dir: string;
+let logoFile: string;
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'idp-md-'));
+  logoFile = join(dir, 'logo.png');
+  await sharp({ create: { width: 120, height: 40, channels: 3, background: '#205080' } })
+    .png()
+    .toFile(logoFile);
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const all = (root: Element, ns: string, name: string): Element[] =>
+  Array.from(root.getElementsByTagNameNS(ns, name) as unknown as ArrayLike<Element>);
+type Element = import('../../src/saml/xml/index.ts').Element;
+
+for (const dialect of dialects()) {
+  describe(`IdP metadata (${dialect})`, () => {
+    let ctx: TestContext;
+    let url: string;
+    const fetchMetadata = async () => {
+      const res = await fetch(url);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'application/samlmetadata+xml');
+      return res.text();
+    };
+
+    before(async () => {
+      ctx = await startTestApp(
+        dialect,
+        {
+          BRAND_NAME: 'Example <University> & Co',
+          BRAND_LOGO_FILE: logoFile,
+          BRAND_PRIVACY_URL: 'https://example.org/privacy',
+          SAML_ORGANIZATION_NAME: 'Example University',
+          SAML_ORGANIZATION_URL: 'https://example.org/',
+          SAML_CONTACT_TECHNICAL: 'idp-admin@example.org',
+        },
+        { listen: 0 },
+      );
+      url = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}/saml2/idp/metadata`;
+      await seedOrg(ctx, 1, 'uni.example', 'Example University');
+      await seedOrg(ctx, 2, 'college.example', 'Example College');
+    });
+    after(async () => ctx.close());
+
+    it('is schema-valid SAML metadata whose signature xmlsec1 verifies with the metadata certificate', async () => {
+      const xml = await fetchMetadata();
+      const parsed = parseXml(xml);
+      await validateSchema(parsed, 'metadata');
+      const set = await samlKeys(ctx.store, ctx.keys);
+      const verified = verifyEnvelopedSignature(parsed, parsed.root, { keys: [set.metadata.certificate] });
+      assert.equal(verified.signatureAlgorithm, 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256');
+      withFiles({ 'md.xml': xml, 'cert.pem': set.metadata.certificate, 'wrong.pem': set.signing.certificate }, (d) => {
+        const args = (cert: string, file = 'md.xml') => [
+          '--verify',
+          '--pubkey-cert-pem',
+          cert,
+          '--id-attr:ID',
+          `${MD.md}:EntityDescriptor`,
+          file,
+        ];
+        const ok = xmlsec1(d, args('cert.pem'));
+        assert.equal(ok.status, 0, ok.stderr);
+        assert.notEqual(xmlsec1(d, args('wrong.pem')).status, 0, 'another key does not verify it');
+      });
+      const tampered = xml.replace('uni.example<', 'evil.example<');
+      assert.notEqual(tampered, xml);
+      withFiles({ 'md.xml': tampered, 'cert.pem': set.metadata.certificate }, (d) => {
+        const run = xmlsec1(d, [
+          '--verify',
+          '--pubkey-cert-pem',
+          'cert.pem',
+          '--id-attr:ID',
+          `${MD.md}:EntityDescriptor`,
+          'md.xml',
+        ]);
+        assert.notEqual(run.status, 0, 'a changed document does not verify');
+      });
+    });
+
+    it('names the entity, its endpoints, NameID formats, keys, scopes, branding, organization and contact', async () => {
+      const { root } = parseXml(await fetchMetadata());
+      assert.equal(root.getAttribute('entityID'), ENTITY_ID);
+      const validUntil = Date.parse(root.getAttribute('validUntil')!);
+      assert.ok(Math.abs(validUntil - (Date.now() + 7 * 24 * 3600_000)) < 120_000);
+      assert.equal(root.getAttribute('cacheDuration'), 'PT21600S');
+      const [idp] = childElements(root, MD.md, 'IDPSSODescriptor');
+      assert.equal(idp!.getAttribute('protocolSupportEnumeration'), 'urn:oasis:names:tc:SAML:2.0:protocol');
+      const endpoints = (name: string) =>
+        childElements(idp!, MD.md, name).map((e) => [e.getAttribute('Binding'), e.getAttribute('Location')]);
+      assert.deepEqual(endpoints('SingleSignOnService'), [
+        [REDIRECT, `${PUBLIC_URL}/saml2/idp/sso`],
+        [POST, `${PUBLIC_URL}/saml2/idp/sso`],
+      ]);
+      assert.deepEqual(endpoints('SingleLogoutService'), [
+        [REDIRECT, `${PUBLIC_URL}/saml2/idp/slo`],
+        [POST, `${PUBLIC_URL}/saml2/idp/slo`],
+      ]);
+      assert.deepEqual(childElements(idp!, MD.md, 'NameIDFormat').map(textOf), [
+        'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+        'urn:oasis:names:tc:SAML:2.0:nameid-format:transient',
+        'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress',
+        'urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified',
+      ]);
+      const keyUses = childElements(idp!, MD.md, 'KeyDescriptor').map((k) => k.getAttribute('use'));
+      assert.deepEqual(keyUses, ['signing', 'encryption']);
+      const set = await samlKeys(ctx.store, ctx.keys);
+      const certificates = all(idp!, MD.ds, 'X509Certificate').map((e) => textOf(e));
+      const body = (pem: string) => pem.replace(/-----[A-Z ]+-----|\s/g, '');
+      assert.deepEqual(certificates, [body(set.signing.certificate), body(set.encryption[0]!.certificate)]);
+      assert.ok(!certificates.includes(body(set.metadata.certificate)), 'the metadata key signs, it is not a role key');
+
+      assert.deepEqual(
+        all(idp!, MD.shibmd, 'Scope').map((s) => [textOf(s), s.getAttribute('regexp')]),
+        [
+          ['college.example', 'false'],
+          ['uni.example', 'false'],
+        ],
+      );
+      const [name] = all(idp!, MD.mdui, 'DisplayName');
+      assert.equal(textOf(name!), 'Example <University> & Co', 'text, never markup');
+      const [logo] = all(idp!, MD.mdui, 'Logo');
+      assert.match(textOf(logo!), /^https:\/\/idp\.example\.test\/brand\/site\/logo\?v=/);
+      assert.deepEqual([logo!.getAttribute('width'), logo!.getAttribute('height')], ['120', '40']);
+      assert.equal(textOf(all(idp!, MD.mdui, 'PrivacyStatementURL')[0]!), 'https://example.org/privacy');
+      assert.deepEqual(
+        childElements(idp!, MD.saml, 'Attribute').map((a) => a.getAttribute('Name')),
+        ['urn:oasis:names:tc:SAML:attribute:subject-id', 'urn:oasis:names:tc:SAML:attribute:pairwise-id'],
+      );
+      const [org] = childElements(root, MD.md, 'Organization');
+      assert.equal(textOf(childElements(org!, MD.md, 'OrganizationURL')[0]!), 'https://example.org/');
+      const [contact] = childElements(root, MD.md, 'ContactPerson');
+      assert.equal(contact!.getAttribute('contactType'), 'technical');
+      assert.equal(textOf(childElements(contact!, MD.md, 'EmailAddress')[0]!), 'mailto:idp-admin@example.org');
+    });
+
+    it('is kept in memory, and rebuilt when an organization is added', async () => {
+      const first = await fetchMetadata();
+      assert.equal(await fetchMetadata(), first, 'the same signed document');
+      await seedOrg(ctx, 3, 'school.example', 'Example School');
+      const next = await fetchMetadata();
+      assert.notEqual(next, first);
+      assert.ok(next.includes('>school.example</shibmd:Scope>'));
+    });
+
+    it('publishes a rotated signing key at once beside the current one', async () => {
+      const before = await samlKeys(ctx.store, ctx.keys);
+      const [added] = await rotateSamlKeys(ctx.store, ctx.keys, ['signing']);
+      const xml = await fetchMetadata();
+      const parsed = parseXml(xml);
+      await validateSchema(parsed, 'metadata');
+      const [idp] = childElements(parsed.root, MD.md, 'IDPSSODescriptor');
+      const signing = childElements(idp!, MD.md, 'KeyDescriptor').filter((k) => k.getAttribute('use') === 'signing');
+      assert.equal(signing.length, 2);
+      const published = signing.map((k) => textOf(all(k, MD.ds, 'X509Certificate')[0]!));
+      const after = await samlKeys(ctx.store, ctx.keys);
+      const body = (pem: string) => pem.replace(/-----[A-Z ]+-----|\s/g, '');
+      assert.deepEqual(published.sort(), after.published.map((k) => body(k.certificate)).sort());
+      assert.ok(published.includes(body(before.signing.certificate)));
+      assert.ok(after.published.some((k) => k.kid === added!.kid));
+      assert.equal(after.signing.kid, before.signing.kid, 'the old key signs until the new one activates');
+    });
+  });
+}
