@@ -89,6 +89,21 @@ async function receiveInvalidations(app: FastifyInstance, store: Store): Promise
   app.addHook('onClose', async () => receiver?.stop());
 }
 
+/** The background jobs every instance runs, stopped when the app closes. */
+function startJobs(
+  app: FastifyInstance,
+  store: Store,
+  config: Config,
+  provider: ReturnType<typeof createProviderHolder>,
+): void {
+  const jobs = [
+    startHousekeeping(store, app.log, config.auditRetentionDays),
+    startLogoutRetries(store, () => provider.current(), app.log),
+    runFederationRefresh(app, store, config),
+  ];
+  app.addHook('onClose', async () => jobs.forEach((stop) => stop()));
+}
+
 /** The verifier of the service's own access tokens, with the keys the JWKS publishes. */
 function tokenVerifier(config: Config, keys: Keyring, keyManager: KeyManager, store: Store): TokenVerifier {
   const jwksOf = new WeakMap<object, JSONWebKeySet>();
@@ -178,12 +193,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const now = deps.now ?? Date.now;
   await receiveInvalidations(app, store);
-  const jobs = [
-    startHousekeeping(store, app.log, config.auditRetentionDays),
-    startLogoutRetries(store, () => provider.current(), app.log),
-    runFederationRefresh(app, store, config),
-  ];
-  app.addHook('onClose', async () => jobs.forEach((stop) => stop()));
+  startJobs(app, store, config, provider);
   // Before any route, which takes the error handler in force when it is added; browsers asking
   // for an unknown path get the sign-in pages' 404 page, API clients the JSON body.
   registerErrorHandling(app, { notFoundPage });

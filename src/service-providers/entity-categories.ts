@@ -128,3 +128,22 @@ export function categoryGroups(
   const groups = new Set([...categoryAttributes(descriptor, federationReleases)].map((name) => GROUP_OF[name]!));
   return [...groups].sort();
 }
+
+/**
+ * What the SSO does with the attributes it computed from an SP's groups
+ * (src/directory/attribute-release.ts): for a federation SP (releasedAttributes set), keep only the
+ * names its entity categories release; a registered SP's attributes pass unchanged.
+ */
+export function restrictToCategories<T extends { name: string }>(
+  attributes: T[],
+  sp: { releasedAttributes?: readonly string[] },
+): T[] {
+  if (sp.releasedAttributes === undefined) return attributes;
+  const allowed = new Set(sp.releasedAttributes);
+  return attributes.filter((a) => allowed.has(a.name));
+}
+
+/** A federation SP whose categories release pairwise-id (Pseudonymous Access) gets it whatever its subject-id:req says. */
+export function categoryReleasesPairwiseId(sp: { releasedAttributes?: readonly string[] }): boolean {
+  return sp.releasedAttributes?.includes(SAML_ATTRIBUTE.pairwiseId) === true;
+}

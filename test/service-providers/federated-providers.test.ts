@@ -22,6 +22,8 @@ import { forgetMetadataQueryMisses, mdqUrl } from '../../src/service-providers/f
 import {
   categoryAttributes,
   categoryGroups,
+  categoryReleasesPairwiseId,
+  restrictToCategories,
   SAML_ATTRIBUTE as A,
 } from '../../src/service-providers/entity-categories.ts';
 import { findClient } from '../../src/store/clients.ts';
@@ -99,6 +101,35 @@ describe('entity categories', () => {
       'userinfo-name',
     ]);
     assert.deepEqual(categoryGroups(carrying(ANONYMOUS), ['anonymous']), ['groups-org']);
+  });
+
+  it("the SSO keeps only the attributes of a federation SP's categories", () => {
+    // what the groups of an R&S SP release (userinfo-name also has cn; groups-org the affiliations and more)
+    const fromGroups = [
+      A.eduPersonPrincipalName,
+      A.subjectId,
+      A.mail,
+      A.displayName,
+      'urn:oid:2.5.4.3',
+      A.givenName,
+      A.sn,
+      'urn:oid:1.3.6.1.4.1.5923.1.1.1.1',
+      A.eduPersonScopedAffiliation,
+      A.schacHomeOrganization,
+    ].map((name) => ({ name }));
+    const rs = { releasedAttributes: [...categoryAttributes(carrying(RS), all)] };
+    assert.deepEqual(
+      restrictToCategories(fromGroups, rs).map((a) => a.name),
+      [A.eduPersonPrincipalName, A.mail, A.displayName, A.givenName, A.sn, A.eduPersonScopedAffiliation],
+    );
+    assert.equal(restrictToCategories(fromGroups, {}).length, fromGroups.length);
+    assert.deepEqual(restrictToCategories(fromGroups, { releasedAttributes: [] }), []);
+    assert.equal(
+      categoryReleasesPairwiseId({ releasedAttributes: [...categoryAttributes(carrying(PSEUDONYMOUS), all)] }),
+      true,
+    );
+    assert.equal(categoryReleasesPairwiseId(rs), false);
+    assert.equal(categoryReleasesPairwiseId({}), false);
   });
 });
 
