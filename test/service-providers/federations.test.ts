@@ -13,7 +13,7 @@ import {
   refreshFederation,
   type FederationSettings,
 } from '../../src/service-providers/federations.ts';
-import { refreshDueFederations } from '../../src/service-providers/federation-refresh.ts';
+import { refreshDueFederations, startFederationRefresh } from '../../src/service-providers/federation-refresh.ts';
 import { findFederatedEntities, findFederation, claimFederationRefresh } from '../../src/store/saml-federations.ts';
 import { party } from '../saml/saml-fixtures.ts';
 import {
@@ -30,6 +30,7 @@ const federation = await party('federation.example.org');
 const attacker = await party('attacker.example.org');
 const WIKI = 'https://wiki.example.edu/shibboleth';
 const JOURNAL = 'https://journal.example.com/sp';
+const TIMER = 'https://timer.example.edu/sp';
 
 interface Log {
   lines: { level: string; obj: Record<string, unknown>; msg: string }[];
@@ -271,6 +272,26 @@ for (const dialect of dialects()) {
       );
       assert.equal(claims.filter(Boolean).length, 1);
       await store.db.updateTable('saml_federations').set({ lease_until: null }).execute();
+      // two instances' jobs finding the refresh due at once: one fetches, the other stands aside
+      await store.db
+        .updateTable('saml_federations')
+        .set({ next_refresh_at: now - 1 })
+        .execute();
+      const other = await openStore(db.url);
+      try {
+        server.requests.length = 0;
+        const outcomes = await Promise.all([
+          refreshFederation(store, settings, id, { now }),
+          refreshFederation(other, settings, id, { now }),
+        ]);
+        assert.deepEqual(outcomes.map((o) => o.outcome).sort(), ['busy', 'unchanged']);
+        assert.equal(server.requests.length, 1);
+        const row = (await findFederation(store.db, id))!;
+        assert.equal(row.lease_until, null);
+        assert.ok(Number(row.next_refresh_at) > now);
+      } finally {
+        await other.close();
+      }
     });
 
     it('above the size threshold the aggregate is verified in a child process, refusals included', async () => {
@@ -290,6 +311,27 @@ for (const dialect of dialects()) {
       assert.equal(refused.outcome, 'failed');
       assert.match('error' in refused ? refused.error : '', /does not verify with the expected key/);
       assert.deepEqual(await findFederatedEntities(store.db, 'https://evil.example.net/sp', Date.now()), []);
+    });
+
+    it("the service's timer refreshes a due federation, and stops", async () => {
+      server.documents.set(
+        '/fed.xml',
+        signedAggregate(federation, { entities: [spEntity({ entityId: TIMER })], validUntil: inDays(9) }),
+      );
+      await store.db
+        .updateTable('saml_federations')
+        .set({ next_refresh_at: Date.now() - 1, lease_until: null })
+        .execute();
+      const stop = startFederationRefresh(store, settings, captureLog(), { intervalMs: 20 });
+      try {
+        for (let i = 0; i < 200 && (await findFederatedEntities(store.db, TIMER, Date.now())).length === 0; i++) {
+          await new Promise((r) => setTimeout(r, 25));
+        }
+      } finally {
+        stop();
+      }
+      assert.equal((await findFederatedEntities(store.db, TIMER, Date.now())).length, 1);
+      assert.deepEqual(await findFederatedEntities(store.db, JOURNAL, Date.now()), []);
     });
 
     it('removes a federation and its SPs', async () => {
