@@ -179,6 +179,16 @@ function defaultName(descriptor: SpDescriptor): string {
   return name.replace(/[\u0000-\u001f\u007f]/g, ' ').trim() || descriptor.entityId.slice(0, 200);
 }
 
+/** What the SP's metadata asks for that a setting would deny it. */
+function checkSettings(sp: ServiceProvider): void {
+  checkEncryption(sp.encrypt, sp.descriptor);
+  if (sp.sign === 'response' && sp.descriptor.wantAssertionsSigned) {
+    throw badRequest(
+      `the metadata of ${sp.entityId} says WantAssertionsSigned: --sign response would not sign them; use assertion or both`,
+    );
+  }
+}
+
 /** --encrypt always needs a key to encrypt to. */
 function checkEncryption(encrypt: EncryptChoice, descriptor: SpDescriptor): void {
   if (encrypt === 'always' && descriptor.encryptionCertificates.length === 0) {
@@ -278,7 +288,7 @@ export async function addServiceProvider(
     createdAt: now,
     updatedAt: now,
   };
-  checkEncryption(sp.encrypt, descriptor);
+  checkSettings(sp);
   const metadata = Buffer.isBuffer(input.metadata) ? input.metadata.toString('utf8') : input.metadata;
   await store.db.transaction().execute(async (trx) => {
     if (await repo.findServiceProviderRow(trx, sp.entityId)) {
@@ -316,17 +326,17 @@ const FIELD_NAMES: Record<string, string> = {
 };
 
 /** The SP with the update applied (checked), and the fields that changed. */
-async function applyUpdate(
+function applyUpdate(
   current: ServiceProvider,
   currentMetadata: string,
   input: ServiceProviderUpdate,
+  descriptor: SpDescriptor | undefined,
   now: number,
-): Promise<{ next: ServiceProvider; metadata: string; fields: string[] }> {
+): { next: ServiceProvider; metadata: string; fields: string[] } {
   const next: ServiceProvider = { ...current, updatedAt: now };
   let metadata = currentMetadata;
   const fields: string[] = [];
-  if (input.metadata !== undefined) {
-    const descriptor = await parseSpMetadata(input.metadata, { now });
+  if (input.metadata !== undefined && descriptor) {
     if (descriptor.entityId !== current.entityId) {
       throw badRequest(`the metadata is for '${descriptor.entityId}', not '${current.entityId}'`);
     }
@@ -350,7 +360,7 @@ async function applyUpdate(
       'nothing to change: give --metadata, --name, --groups, --first-party, --nameid, --encrypt, --sign or --allow-unsolicited',
     );
   }
-  checkEncryption(next.encrypt, next.descriptor);
+  checkSettings(next);
   return { next, metadata, fields };
 }
 
@@ -361,10 +371,12 @@ export async function updateServiceProvider(
   input: ServiceProviderUpdate,
   { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<ServiceProvider> {
+  // Read (and schema-validated) before the transaction, which then holds its lock only briefly.
+  const descriptor = input.metadata === undefined ? undefined : await parseSpMetadata(input.metadata, { now });
   return store.db.transaction().execute(async (trx) => {
     const row = await repo.findServiceProviderRow(trx, entityId);
     if (!row) throw notFound(`service provider '${entityId}' is not registered`);
-    const { next, metadata, fields } = await applyUpdate(toServiceProvider(row), row.metadata, input, now);
+    const { next, metadata, fields } = applyUpdate(toServiceProvider(row), row.metadata, input, descriptor, now);
     await repo.updateServiceProviderRow(trx, entityId, columns(next, metadata, now, row.disabled_at));
     await clients.updateClient(trx, next.clientId, {
       name: next.name,

@@ -7,14 +7,27 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { spawnSync } from 'node:child_process';
 import sharp from 'sharp';
 import { dialects, seedOrg, startTestApp, PUBLIC_URL, type TestContext } from '../helpers.ts';
 import { childElements, parseXml, textOf, validateSchema, verifyEnvelopedSignature } from '../../src/saml/xml/index.ts';
 import { MD } from '../../src/saml/metadata/index.ts';
 import { rotateSamlKeys, samlKeys } from '../../src/service-providers/index.ts';
-import { withFiles, xmlsec1 } from '../saml/saml-fixtures.ts';
+import { withFiles, xmllintAvailable, xmlsec1 } from '../saml/saml-fixtures.ts';
 
 const ENTITY_ID = `${PUBLIC_URL}/saml2/idp/metadata`;
+const PYSAML2_SCRIPT = join(import.meta.dirname, 'pysaml2-load-metadata.py');
+const pysaml2 = spawnSync('/usr/bin/python3', ['-c', 'import saml2']).status === 0;
+
+/** What pysaml2 read from the metadata after checking its signature with the certificate, or its error. */
+function loadWithPysaml2(xml: string, certificate: string): { status: number; out: string; err: string } {
+  return withFiles({ 'idp.xml': xml, 'cert.pem': certificate }, (d) => {
+    const run = spawnSync('/usr/bin/python3', [PYSAML2_SCRIPT, join(d, 'idp.xml'), join(d, 'cert.pem')], {
+      encoding: 'utf8',
+    });
+    return { status: run.status ?? -1, out: run.stdout, err: run.stderr };
+  });
+}
 const POST = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST';
 const REDIRECT = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
 
@@ -98,6 +111,25 @@ for (const dialect of dialects()) {
       });
     });
 
+    it(
+      'xmllint finds it valid against the SAML metadata schema',
+      { skip: !xmllintAvailable() && 'xmllint is not installed' },
+      async () => {
+        const xml = await fetchMetadata();
+        const schema = join(import.meta.dirname, '../../src/saml/xml/schemas/saml-schema-metadata-2.0.xsd');
+        withFiles(
+          { 'md.xml': xml, 'bad.xml': xml.replace('<md:SingleSignOnService ', '<md:SingleSignOnService Bogus="1" ') },
+          (d) => {
+            const run = (file: string) =>
+              spawnSync('xmllint', ['--noout', '--nonet', '--schema', schema, join(d, file)], { encoding: 'utf8' });
+            const ok = run('md.xml');
+            assert.equal(ok.status, 0, ok.stderr);
+            assert.notEqual(run('bad.xml').status, 0, 'xmllint refuses what the schema does not allow');
+          },
+        );
+      },
+    );
+
     it('names the entity, its endpoints, NameID formats, keys, scopes, branding, organization and contact', async () => {
       const { root } = parseXml(await fetchMetadata());
       assert.equal(root.getAttribute('entityID'), ENTITY_ID);
@@ -154,6 +186,30 @@ for (const dialect of dialects()) {
       assert.equal(textOf(childElements(contact!, MD.md, 'EmailAddress')[0]!), 'mailto:idp-admin@example.org');
     });
 
+    it(
+      'pysaml2 loads it as a service provider does, checking its signature',
+      { skip: !pysaml2 && 'python3-pysaml2 is not installed' },
+      async () => {
+        const xml = await fetchMetadata();
+        const set = await samlKeys(ctx.store, ctx.keys);
+        const loaded = loadWithPysaml2(xml, set.metadata.certificate);
+        assert.equal(loaded.status, 0, loaded.err);
+        assert.deepEqual(JSON.parse(loaded.out), {
+          entity_id: ENTITY_ID,
+          sso_redirect: [`${PUBLIC_URL}/saml2/idp/sso`],
+          sso_post: [`${PUBLIC_URL}/saml2/idp/sso`],
+          slo_redirect: [`${PUBLIC_URL}/saml2/idp/slo`],
+          signing_certificates: 1,
+          encryption_certificates: 1,
+        });
+        const changed = loadWithPysaml2(xml.replace('>uni.example<', '>evil.example<'), set.metadata.certificate);
+        assert.notEqual(changed.status, 0);
+        assert.match(changed.err, /SignatureError/);
+        const otherKey = loadWithPysaml2(xml, set.signing.certificate);
+        assert.notEqual(otherKey.status, 0, 'only the metadata key verifies it');
+      },
+    );
+
     it('is kept in memory, and rebuilt when an organization is added', async () => {
       const first = await fetchMetadata();
       assert.equal(await fetchMetadata(), first, 'the same signed document');
@@ -179,6 +235,30 @@ for (const dialect of dialects()) {
       assert.ok(published.includes(body(before.signing.certificate)));
       assert.ok(after.published.some((k) => k.kid === added!.kid));
       assert.equal(after.signing.kid, before.signing.kid, 'the old key signs until the new one activates');
+    });
+  });
+
+  describe(`IdP metadata over time (${dialect})`, () => {
+    let ctx: TestContext;
+    let clock = Date.now();
+    before(async () => (ctx = await startTestApp(dialect, {}, { now: () => clock })));
+    after(async () => ctx.close());
+    const get = async () => {
+      const res = await ctx.app.inject({ method: 'GET', url: '/saml2/idp/metadata' });
+      assert.equal(res.statusCode, 200);
+      return res.body;
+    };
+
+    it('is built again once a cache duration has passed, so validUntil stays most of a week away', async () => {
+      const first = await get();
+      clock += 5 * 3600_000;
+      assert.equal(await get(), first, 'kept within the cache duration');
+      clock += 3600_000 + 1000;
+      const next = await get();
+      assert.notEqual(next, first);
+      const until = (xml: string) => Date.parse(parseXml(xml).root.getAttribute('validUntil')!);
+      assert.equal(until(next) - until(first), 6 * 3600_000 + 1000);
+      assert.ok(until(next) - clock >= 7 * 24 * 3600_000 - 1000);
     });
   });
 }

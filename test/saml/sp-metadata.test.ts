@@ -225,6 +225,26 @@ describe('SP metadata refused', () => {
     );
   });
 
+  it('refuses an SP that says it signs its requests but publishes no signing key', async () => {
+    const signs = minimalSp().replace('<md:SPSSODescriptor ', '<md:SPSSODescriptor AuthnRequestsSigned="true" ');
+    await refused(signs, /says AuthnRequestsSigned but publishes no signing certificate/);
+    const encryptionOnly = minimalSp({ keys: keyDescriptor(keys.encryption, 'encryption') }).replace(
+      '<md:SPSSODescriptor ',
+      '<md:SPSSODescriptor AuthnRequestsSigned="true" ',
+    );
+    await refused(encryptionOnly, /publishes no signing certificate/);
+    const withKey = minimalSp({ keys: keyDescriptor(keys.signing, 'signing') }).replace(
+      '<md:SPSSODescriptor ',
+      '<md:SPSSODescriptor AuthnRequestsSigned="true" ',
+    );
+    assert.equal((await parseSpMetadata(withKey)).authnRequestsSigned, true);
+  });
+
+  it('refuses a document over 1 MiB before parsing it', async () => {
+    const huge = minimalSp().replace('<md:SPSSODescriptor', `${' '.repeat(1024 * 1024)}<md:SPSSODescriptor`);
+    await refused(huge, /too large/);
+  });
+
   it('refuses an entityID that is empty or too long', async () => {
     await refused(minimalSp({ entityId: '' }), /entityID must be/);
     await refused(minimalSp({ entityId: `https://sp.example.org/${'a'.repeat(1010)}` }), /entityID must be/);

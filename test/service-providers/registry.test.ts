@@ -4,7 +4,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { dialects, startTestApp, cli, seedOrg, PUBLIC_URL, type TestContext } from '../helpers.ts';
+import { dialects, startTestApp, cli, seedOrg, PUBLIC_URL, TEST_SECRET, type TestContext } from '../helpers.ts';
 import {
   addServiceProvider,
   ensureServiceProviderClient,
@@ -18,6 +18,9 @@ import {
   type ServiceProvider,
 } from '../../src/service-providers/index.ts';
 import { findClient } from '../../src/store/clients.ts';
+import { openStore } from '../../src/store/index.ts';
+import { buildApp } from '../../src/app.ts';
+import { keyring } from '../../src/crypto.ts';
 import { upsertPayload, findPayload } from '../../src/store/oidc-payloads.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import { mellonSp, minimalSp, pysaml2Sp, shibbolethSp, spKeys, type SpKeys } from '../saml/sp-metadata-fixtures.ts';
@@ -150,6 +153,11 @@ for (const dialect of dialects()) {
         /name must be 1-200 characters/,
       );
       await assert.rejects(addServiceProvider(ctx.store, { metadata: '<nope' }), /not well-formed/);
+      const wantsSigned = fresh().replace('<md:SPSSODescriptor ', '<md:SPSSODescriptor WantAssertionsSigned="true" ');
+      await assert.rejects(
+        addServiceProvider(ctx.store, { metadata: wantsSigned, sign: 'response' }),
+        /says WantAssertionsSigned: --sign response would not sign them/,
+      );
       // nothing of the refused ones was written
       assert.equal((await listServiceProviders(ctx.store)).length, 3);
     });
@@ -237,6 +245,33 @@ for (const dialect of dialects()) {
       assert.equal((await findClient(ctx.store.db, sp.clientId))?.disabled_at, null);
       assert.ok(accepted(await authorize(ctx, sp.clientId)));
       assert.equal((await audit(ctx, 'sp.enable')).length, 1);
+    });
+
+    it('an SP disabled by the admin command stops within a second on another instance that had it cached', async () => {
+      const store = await openStore(ctx.config.databaseUrl);
+      const other = await buildApp({ config: ctx.config, store, keys: keyring(TEST_SECRET) });
+      await other.app.ready();
+      try {
+        const sp = (await findServiceProvider(ctx.store, 'https://app.example.org/mellon/metadata')) as ServiceProvider;
+        const ask = () => authorize({ ...ctx, app: other.app }, sp.clientId);
+        assert.ok(accepted(await ask()), 'known, and kept, on the other instance');
+        const r = await cli(ctx.config.databaseUrl, ['saml', 'sp', 'disable', sp.entityId]);
+        assert.equal(r.code, 0, r.err);
+        const started = Date.now();
+        let refusedAfter = Infinity;
+        for (let i = 0; i < 30; i++) {
+          if ((await ask()).statusCode === 400) {
+            refusedAfter = Date.now() - started;
+            break;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        assert.ok(refusedAfter < 1000, `refused after ${refusedAfter} ms`);
+        assert.equal((await cli(ctx.config.databaseUrl, ['saml', 'sp', 'enable', sp.entityId])).code, 0);
+      } finally {
+        await other.app.close();
+        await store.close();
+      }
     });
 
     it('removing deletes the SP, its client and its grants', async () => {

@@ -103,6 +103,10 @@ export function spDescriptorOf(entityDescriptor: Element, options: ReadOptions =
     throw refuseMetadata(`the metadata of ${entityId} expired at ${new Date(validUntil).toISOString()} (validUntil)`);
   }
   const keys = keyDescriptors(sp, entityId);
+  // An SP that says it signs its requests must publish the key they are checked with.
+  if (isTrue(sp.getAttribute('AuthnRequestsSigned')) && keys.signing.length === 0) {
+    throw refuseMetadata(`${entityId} says AuthnRequestsSigned but publishes no signing certificate`);
+  }
   const entityAttributes = entityAttributesOf(entityDescriptor);
   const subjectIdRequirement = subjectIdRequirementOf(entityAttributes.get(ENTITY_ATTRIBUTE.subjectIdReq));
   const displayName = displayNameOf(entityDescriptor, sp);

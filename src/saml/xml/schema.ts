@@ -3,14 +3,19 @@
 // libxml2-wasm (WebAssembly, no native addon, no install script). The schemas are compiled once per
 // process, on first use, and kept; each validation then parses the message with libxml2 and checks it
 // synchronously. The schema files are in ./schemas (README.md there says where they come from).
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { refuse } from './errors.ts';
 import type { ParsedXml } from './parse.ts';
 
 /** What is validated: a protocol message (requests, responses, assertions) or metadata. */
 export type SchemaKind = 'protocol' | 'metadata';
 
-const SCHEMA_DIR = new URL('./schemas/', import.meta.url);
+// Beside this file when run from the sources; in the bundle this code sits in a chunk of dist/src/,
+// and the build copies the schemas to dist/src/saml/xml/schemas/.
+const SCHEMA_DIR =
+  [new URL('./schemas/', import.meta.url), new URL('./saml/xml/schemas/', import.meta.url)].find((dir) =>
+    existsSync(new URL('saml-schema-protocol-2.0.xsd', dir)),
+  ) ?? new URL('./schemas/', import.meta.url);
 /** The base URL libxml2 resolves schemaLocation against; served from memory, never from disk or network. */
 const BASE = 'saml-xml-schemas:/';
 
