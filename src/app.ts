@@ -211,7 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(checkuserPlugin({ config, store, verifier, now }));
   await app.register(consolePlugin({ config, store, keys, verifier, now, provider, branding }));
   await app.register(scimPlugin({ config, store, verifier, now }));
-  await app.register(samlIdpPlugin({ config, store, keys, now, logoUrl: branding.site.logo }));
+  await app.register(samlIdpPlugin({ config, store, keys, provider, now, logoUrl: branding.site.logo }));
   await app.register(eventsPlugin({ config, store, keys, verifier, keyManager, now }));
   await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 

@@ -30,6 +30,10 @@ export interface Keyring {
   eventSecrets: Buffer;
   /** AES-256-GCM key for console session cookies */
   consoleSession: Buffer;
+  /** AES-256-GCM key for a SAML request waiting on the sign-in (the authorization request's state) */
+  samlState: Buffer;
+  /** HMAC key of SAML pairwise-id values */
+  samlPairwise: KeyObject;
 }
 
 function derive(secret: string, purpose: string): Buffer {
@@ -46,6 +50,8 @@ export function keyring(secret: string): Keyring {
     dpopNonce: derive(secret, 'dpop-nonce'),
     eventSecrets: derive(secret, 'event-secrets'),
     consoleSession: derive(secret, 'console-session'),
+    samlState: derive(secret, 'saml-state'),
+    samlPairwise: createSecretKey(derive(secret, 'saml-pairwise')),
   };
 }
 

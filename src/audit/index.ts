@@ -78,6 +78,8 @@ export const AUDIT_ACTIONS = [
   'sp.enable',
   'sp.remove',
   'saml_keys.rotate',
+  'saml.sso',
+  'saml.logout',
   'saml_federation.add',
   'saml_federation.remove',
   'saml_federation.refresh',

@@ -1,13 +1,21 @@
 // The SAML 2.0 identity provider (docs/saml.md): its metadata, which is also its entityID, and the
-// protocol endpoints named in it.
+// protocol endpoints named in it: single sign-on for the registered service providers, through the
+// service's own sign-in pages and session.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import formbody from '@fastify/formbody';
+import type { ProviderHolder } from '../oauth/plugin.ts';
+import { findServiceProvider } from '../service-providers/index.ts';
 import { idpMetadataDocument, METADATA_PATH, type MetadataDeps } from './idp-metadata-document.ts';
+import { registerSsoRoutes } from './sso-routes.ts';
 
 export { METADATA_PATH, SSO_PATH, SLO_PATH } from './idp-metadata-document.ts';
 
-export type SamlIdpPluginDeps = MetadataDeps;
+export interface SamlIdpPluginDeps extends MetadataDeps {
+  provider: ProviderHolder;
+}
 
 export function samlIdpPlugin(deps: SamlIdpPluginDeps) {
+  const now = deps.now ?? Date.now;
   return async function samlIdp(app: FastifyInstance) {
     const metadata = idpMetadataDocument(deps);
     app.get(METADATA_PATH, async function serveMetadata(_request: FastifyRequest, reply: FastifyReply) {
@@ -17,6 +25,16 @@ export function samlIdpPlugin(deps: SamlIdpPluginDeps) {
         .header('cache-control', 'public, max-age=3600')
         .header('x-content-type-options', 'nosniff')
         .send(document.xml);
+    });
+    // an HTTP-POST binding message is at most 256 KiB of base64 (the XML layer's cap), and a RelayState
+    await app.register(formbody, { bodyLimit: 300 * 1024 });
+    registerSsoRoutes(app, {
+      config: deps.config,
+      store: deps.store,
+      keys: deps.keys,
+      provider: deps.provider,
+      now,
+      findServiceProvider: (entityId) => findServiceProvider(deps.store, entityId),
     });
   };
 }

@@ -8,6 +8,7 @@ import { deleteOlderThan } from './rate-limits.ts';
 import { deleteExpiredProofs } from './dpop-proofs.ts';
 import { deleteAuditEventsBefore } from './audit.ts';
 import { deleteFinishedEvents } from './events.ts';
+import { deleteExpiredSamlRows } from './saml-sso.ts';
 
 const RATE_LIMIT_RETENTION_MS = 24 * 3600 * 1000;
 
@@ -24,6 +25,7 @@ export async function sweepExpired(
   const payloads = await deleteExpiredPayloads(store.db, now);
   await deleteOlderThan(store.db, now - RATE_LIMIT_RETENTION_MS);
   await deleteExpiredProofs(store.db, now);
+  await deleteExpiredSamlRows(store.db, now);
   await deleteFinishedEvents(store.db, now - EVENT_RETENTION_MS);
   let audit = 0;
   if (auditRetentionDays !== undefined) {

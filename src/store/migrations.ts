@@ -4,6 +4,7 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { migration011 } from './migrations-provisioning.ts';
 import { migration017 } from './migrations-service-providers.ts';
+import { migration018 } from './migrations-saml-sso.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -177,6 +178,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '015_stream_verification': migration015(),
     '016_scim_email_primary': migration016(),
     '017_service_providers': migration017(),
+    '018_saml_sso': migration018(),
     '019_saml_federations': migration019(dialect),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };

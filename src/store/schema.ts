@@ -271,6 +271,9 @@ export interface DB {
   scim_tokens: ScimTokensTable;
   service_providers: ServiceProvidersTable;
   saml_keys: SamlKeysTable;
+  saml_request_ids: SamlRequestIdsTable;
+  saml_persistent_ids: SamlPersistentIdsTable;
+  saml_session_sps: SamlSessionSpsTable;
   saml_federations: SamlFederationsTable;
   saml_federation_entities: SamlFederationEntitiesTable;
 }
@@ -495,5 +498,31 @@ export interface SsfStreamSubjectsTable {
 /** DPoP proofs already accepted: a hash naming the proof, kept until it could no longer be accepted anyway. */
 export interface DpopProofsTable {
   id: string;
+  expires_at: number;
+}
+
+/** SAML request IDs already accepted (sha256 of the SP's entityID and the ID), until they would be too old anyway. */
+export interface SamlRequestIdsTable {
+  id: string;
+  expires_at: number;
+}
+
+/** A user's persistent NameID at one SP: random, opaque, kept for as long as the user exists. */
+export interface SamlPersistentIdsTable {
+  user_id: number;
+  entity_id: string;
+  name_id: string;
+  created_at: number;
+}
+
+/** An SP that received an assertion in a session: where single logout sends LogoutRequests. */
+export interface SamlSessionSpsTable {
+  session_uid: string;
+  entity_id: string;
+  user_id: number;
+  name_id: string;
+  name_id_format: string;
+  session_index: string;
+  created_at: number;
   expires_at: number;
 }

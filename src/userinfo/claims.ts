@@ -5,6 +5,7 @@
 // authorization request was granted a scope that maps onto the group.
 import type { Config } from '../config.ts';
 import type { User } from '../store/directory.ts';
+import { claimNames, groupClaims, USERID_SEC_ALIASES } from '../directory/attribute-release.ts';
 import {
   NIN_NAMESPACE,
   SCOPE_GROUPS,
@@ -12,44 +13,7 @@ import {
   type AttributeGroup,
 } from '../vocabulary.ts';
 
-export interface ClaimNames {
-  useridSec: string;
-  eppn: string;
-  nin: string;
-}
-
-export const USERID_SEC_ALIASES = ['idp-userid_sec', 'connect-userid_sec'] as const;
-
-export function claimNames(config: Pick<Config, 'claimsNamespace'>): ClaimNames {
-  return {
-    useridSec: `${config.claimsNamespace}/userid_sec`,
-    eppn: `${config.claimsNamespace}/eduPersonPrincipalName`,
-    nin: `${config.claimsNamespace}/nin`,
-  };
-}
-
-/** Claim names each group may release. */
-function groupClaims(config: Pick<Config, 'claimsNamespace'>): Record<AttributeGroup, string[]> {
-  const n = claimNames(config);
-  const sec = [n.useridSec, ...USERID_SEC_ALIASES];
-  return {
-    'userid-idp': [...sec, n.eppn],
-    'userid-nin': [...sec, n.nin],
-    'userid-edugain': sec,
-    'userid-social': sec,
-    eidas: sec,
-    email: ['email', 'email_verified'],
-    'userinfo-name': ['name'],
-    'userinfo-photo': ['picture'],
-    // released by the extended userinfo and the groups API only, not as OIDC claims
-    'userinfo-affiliation': [],
-    'userinfo-entitlement': [],
-    'userinfo-numbers': [],
-    'groups-org': [],
-    'groups-edu': [],
-    'groups-other': [],
-  };
-}
+export { claimNames, releasedGroups, USERID_SEC_ALIASES, type ClaimNames } from '../directory/attribute-release.ts';
 
 /**
  * oidc-provider's `claims` setting (scope -> claim names). The provider masks the released claims
@@ -63,16 +27,6 @@ export function providerClaims(config: Pick<Config, 'claimsNamespace'>): Record<
       scope === 'openid' ? ['sub'] : [...new Set(groups.flatMap((g) => byGroup[g]))],
     ]),
   );
-}
-
-/** The groups whose data may be released: authorized for the client and covered by a granted scope. */
-export function releasedGroups(authorized: Iterable<string>, granted: Iterable<string>): Set<AttributeGroup> {
-  const allowed = new Set(authorized);
-  const released = new Set<AttributeGroup>();
-  for (const scope of granted) {
-    for (const group of SCOPE_GROUPS[scope] ?? []) if (allowed.has(group)) released.add(group);
-  }
-  return released;
 }
 
 export interface SecondaryId {

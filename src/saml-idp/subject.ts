@@ -1,0 +1,99 @@
+// Who the assertion is about, as the SP chose: the NameID (persistent, transient, email or none)
+// and the attributes its groups release (src/directory/attribute-release.ts), with the Subject
+// Identifier attributes its metadata asks for.
+import { createHmac, randomBytes, type KeyObject } from 'node:crypto';
+import {
+  PAIRWISE_ID,
+  SUBJECT_ID,
+  samlAttributes,
+  subjectIdValue,
+  type SamlAttributeValue,
+} from '../directory/attribute-release.ts';
+import { NAMEID_FORMAT } from '../saml/metadata/index.ts';
+import type { ServiceProvider } from '../service-providers/index.ts';
+import type { User } from '../store/directory.ts';
+import type { Store } from '../store/index.ts';
+import { persistentNameId } from '../store/saml-sso.ts';
+import type { AttributeGroup } from '../vocabulary.ts';
+
+export interface NameId {
+  value: string;
+  format: string;
+}
+
+/** An opaque random identifier: 32 characters of base64url, 192 bits. */
+const opaque = () => randomBytes(24).toString('base64url');
+
+/** The NameID the SP gets: undefined when it chose none (or email and the user has none). */
+export async function nameIdFor(
+  store: Store,
+  sp: ServiceProvider,
+  user: User,
+  now: number,
+): Promise<NameId | undefined> {
+  switch (sp.nameId) {
+    case 'persistent':
+      return {
+        value: await persistentNameId(store.db, user.id, sp.entityId, opaque(), now),
+        format: NAMEID_FORMAT.persistent,
+      };
+    case 'transient':
+      return { value: opaque(), format: NAMEID_FORMAT.transient };
+    case 'email':
+      return user.email ? { value: user.email, format: NAMEID_FORMAT.email } : undefined;
+    case 'none':
+      return undefined;
+  }
+}
+
+/** The NameIDPolicy Format values the SP's choice satisfies (unspecified: whatever we send). */
+export function nameIdFormatAccepted(sp: ServiceProvider, requested: string | null): boolean {
+  if (!requested || requested === NAMEID_FORMAT.unspecified) return true;
+  const ours: Record<ServiceProvider['nameId'], string | undefined> = {
+    persistent: NAMEID_FORMAT.persistent,
+    transient: NAMEID_FORMAT.transient,
+    email: NAMEID_FORMAT.email,
+    none: undefined,
+  };
+  return ours[sp.nameId] === requested;
+}
+
+/** The realm of the user's organization: what eduPersonPrincipalName is scoped with. */
+export function realmOf(user: User): string {
+  return user.eppn.slice(user.eppn.lastIndexOf('@') + 1);
+}
+
+/**
+ * pairwise-id (SAML V2.0 Subject Identifier Attributes 3.4): `<value>@<realm>`, the value an HMAC
+ * of the user and the SP under a key derived from the service's secret, so it is stable, opaque and
+ * different for every SP; base32-like lower case (the profile allows letters, digits, '=' and '-').
+ */
+export function pairwiseIdValue(key: KeyObject, user: User, sp: ServiceProvider): string {
+  const mac = createHmac('sha256', key).update(`${user.sub}\n${sp.entityId}`).digest('hex');
+  return `${mac}@${realmOf(user)}`;
+}
+
+/**
+ * The attributes released to the SP: its groups, as the table says. The Subject Identifier
+ * attributes follow the SP's subject-id:req: pairwise-id asked for is sent (and subject-id is not),
+ * subject-id (or any) needs the userid-idp group, as the table has it.
+ */
+export function releasedAttributes(
+  sp: ServiceProvider,
+  groups: Iterable<AttributeGroup>,
+  user: User,
+  pairwiseKey: KeyObject,
+): SamlAttributeValue[] {
+  const realm = realmOf(user);
+  const attributes = samlAttributes(user, groups, { realm });
+  const requirement = sp.descriptor.subjectIdRequirement;
+  if (requirement === 'pairwise-id') {
+    const kept = attributes.filter((a) => a.name !== SUBJECT_ID);
+    kept.push({ name: PAIRWISE_ID, friendlyName: 'pairwise-id', values: [pairwiseIdValue(pairwiseKey, user, sp)] });
+    return kept;
+  }
+  if (requirement === 'none') return attributes.filter((a) => a.name !== SUBJECT_ID);
+  return attributes;
+}
+
+export { subjectIdValue };
