@@ -5,6 +5,9 @@
 //   POST /saml2/idp/sso          receivePost -> (the same)
 //   GET  /saml2/idp/continue     openPending -> redeem -> verifyIdToken -> sendAssertion (sso.ts)
 //   GET  /saml2/idp/unsolicited  findAllowedSp -> defaultAcs -> answer
+//   GET|POST /saml2/idp/slo      receive -> checkSchema -> findIssuer -> verifyRequest (signed) ->
+//                                checkDestination -> checkIssueInstant -> sloEndpoint -> checkReplay ->
+//                                end the session -> LogoutResponse (slo.ts)
 // Every refusal before the SP's return address is verified is the error page with the request id.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { childElements, NS, textOf, XmlSecurityError, type Element } from '../saml/xml/index.ts';
@@ -27,7 +30,8 @@ import { sendRefusal, POST_SCRIPT, POST_SCRIPT_PATH } from './pages.ts';
 import { countResponse } from './metrics.ts';
 import type { Pending } from './pending.ts';
 import { SAML_CONTINUE_PATH, type ServiceProvider } from '../service-providers/index.ts';
-import { SSO_PATH } from './idp-metadata-document.ts';
+import { SLO_PATH, SSO_PATH } from './idp-metadata-document.ts';
+import { logoutRequest } from './slo.ts';
 
 export const UNSOLICITED_PATH = '/saml2/idp/unsolicited';
 
@@ -115,6 +119,12 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoDeps): void {
   );
   app.get(UNSOLICITED_PATH, { schema: { hide: true } }, (request, reply) =>
     refusing(request, reply, 'unsolicited', () => unsolicited(deps, request, reply)),
+  );
+  app.get(SLO_PATH, { schema: { hide: true } }, (request, reply) =>
+    refusing(request, reply, 'redirect', () => logoutRequest(deps, request, reply, receiveRedirect(rawQuery(request)))),
+  );
+  app.post(SLO_PATH, { schema: { hide: true } }, (request, reply) =>
+    refusing(request, reply, 'post', () => logoutRequest(deps, request, reply, receivePost(request.body))),
   );
   app.get(POST_SCRIPT_PATH, { schema: { hide: true } }, (_request, reply) =>
     reply.header('cache-control', 'public, max-age=300').type('text/javascript; charset=utf-8').send(POST_SCRIPT),

@@ -15,6 +15,7 @@ import {
 import {
   childElements,
   decodePostMessage,
+  decodeRedirectMessage,
   NS,
   textOf,
   validateSchema,
@@ -313,6 +314,31 @@ for (const dialect of dialects()) {
       } finally {
         await updateServiceProvider(ctx.store, shib.entityId, { allowUnsolicited: false });
       }
+    });
+
+    it('takes only signed LogoutRequests, and answers one for no session of the SP with UnknownPrincipal', async () => {
+      const logout = (id = requestId()) =>
+        `<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ` +
+        `ID="${id}" Version="2.0" IssueInstant="${new Date().toISOString()}" Destination="${ctx.config.publicUrl}/saml2/idp/slo">` +
+        `<saml:Issuer>${shib.entityId}</saml:Issuer><saml:NameID>someone</saml:NameID>` +
+        `<samlp:SessionIndex>no-such-session</samlp:SessionIndex></samlp:LogoutRequest>`;
+      const get = (query: string) => ctx.app.inject({ method: 'GET', url: `/saml2/idp/slo?${query}` });
+      refused(await get(redirectQuery(logout())));
+      refused(await get(redirectQuery(logout(), await party('attacker'))));
+      // an AuthnRequest is not a LogoutRequest
+      refused(await get(redirectQuery(request(), shib.signing)));
+      const res = await get(redirectQuery(logout(), shib.signing));
+      assert.equal(res.statusCode, 303);
+      const location = new URL(String(res.headers.location));
+      assert.equal(`${location.origin}${location.pathname}`, 'https://sp.example.org/Shibboleth.sso/SLO/Redirect');
+      const answer = decodeRedirectMessage(location.searchParams.get('SAMLResponse')!);
+      await validateSchema(answer, 'protocol');
+      const code = childElements(childElements(answer.root, NS.protocol, 'Status')[0]!, NS.protocol, 'StatusCode')[0]!;
+      assert.equal(
+        childElements(code, NS.protocol, 'StatusCode')[0]!.getAttribute('Value'),
+        'urn:oasis:names:tc:SAML:2.0:status:UnknownPrincipal',
+      );
+      assert.ok(location.searchParams.get('Signature'));
     });
 
     it('counts refusals and status answers by outcome and binding', async () => {

@@ -4,10 +4,18 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { addServiceProvider } from '../../../src/service-providers/index.ts';
+import { listAuditEvents } from '../../../src/store/audit.ts';
 import { dialects } from '../../helpers.ts';
-import { launchBrowser, startServer, type E2EServer } from '../helpers.ts';
+import {
+  launchBrowser,
+  passwordSignInThroughRelyingParty,
+  startRelyingParty,
+  startServer,
+  type E2EServer,
+  type RelyingParty,
+} from '../helpers.ts';
 import { pysaml2Missing, startPysaml2, type Pysaml2Sp } from './pysaml2.ts';
-import { idpMetadataOf, seedAda, signInAndAgree } from './fixtures.ts';
+import { idpMetadataOf, PASSWORD, seedAda, signInAndAgree } from './fixtures.ts';
 
 const OID = {
   eppn: 'urn:oid:1.3.6.1.4.1.5923.1.1.1.6',
@@ -84,6 +92,9 @@ for (const dialect of dialects()) {
       assert.deepEqual(a[OID.homeOrganization], ['example.org']);
       assert.equal(a[OID.mail], undefined, 'mail is not among its groups');
       assert.equal(event.friendly_names[OID.eppn], 'eduPersonPrincipalName');
+      const [audit] = await listAuditEvents(server.store.db, { action: 'saml.sso', limit: 1 });
+      assert.equal(audit?.eppn, 'ada@example.org');
+      assert.equal((JSON.parse(audit!.details) as { entity_id: string }).entity_id, sp.entityId);
     });
 
     it('signs in again from the session without a prompt, with the same persistent NameID', async () => {
@@ -104,6 +115,89 @@ for (const dialect of dialects()) {
       assert.equal(event.error, undefined, event.error);
       assert.equal(event.in_response_to, null);
       assert.equal(event.relay_state, '/start');
+    });
+
+    it('logs out from the SP: the session ends and the SP gets a signed LogoutResponse', async () => {
+      const loaded: string[] = [];
+      page.on('request', (r) => loaded.push(r.url()));
+      await page.goto(`${sp.url}/logout`);
+      await page.waitForURL((u) => u.href.startsWith(`${sp.url}/slo`));
+      const answer = new URL(loaded.find((u) => u.startsWith(`${sp.url}/slo?`))!);
+      assert.equal(answer.searchParams.get('SigAlg'), 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256');
+      assert.ok(answer.searchParams.get('Signature'));
+      assert.ok(loaded.some((u) => u.startsWith(`${server.url}/saml2/idp/slo?`) && u.includes('Signature=')));
+      const event = await sp.next('slo-response');
+      assert.equal(event.error, undefined, `${event.error}\n${event.trace}`);
+      assert.equal(event.status, 'urn:oasis:names:tc:SAML:2.0:status:Success');
+      assert.equal(event.issuer, `${server.url}/saml2/idp/metadata`);
+      // the service's session is gone: the next sign-in asks again
+      await page.goto(sp.loginUrl);
+      await page.waitForURL((u) => u.href.startsWith(`${server.url}/interaction/`));
+    });
+  });
+}
+
+for (const dialect of dialects()) {
+  describe(`one sign-in for OpenID Connect and SAML (${dialect})`, { skip }, () => {
+    let server: E2EServer;
+    let sp: Pysaml2Sp;
+    let rp: RelyingParty;
+    let browser: Browser;
+
+    before(async () => {
+      server = await startServer(dialect);
+      await seedAda(server);
+      sp = await startPysaml2({ idpMetadata: await idpMetadataOf(server) });
+      await addServiceProvider(server.store, {
+        metadata: await (await fetch(sp.metadataUrl)).text(),
+        groups: ['userid-idp'],
+        firstParty: true,
+      });
+      rp = await startRelyingParty(server, { firstParty: true, groups: ['userid-idp'] });
+      browser = await launchBrowser();
+    });
+
+    after(async () => {
+      await browser?.close();
+      await rp?.close();
+      await sp?.stop();
+      await server?.close();
+    });
+
+    /** Every URL the page loads, to see whether the sign-in page was among them. */
+    function watch(page: Page): string[] {
+      const seen: string[] = [];
+      page.on('request', (r) => seen.push(r.url()));
+      return seen;
+    }
+
+    it('lets a user signed in at an OpenID Connect application into the SAML SP without a prompt', async () => {
+      const page = await browser.newPage();
+      await passwordSignInThroughRelyingParty(page, rp, 'ada@example.org', PASSWORD);
+      const seen = watch(page);
+      await page.goto(sp.loginUrl);
+      await page.waitForURL((u) => u.href.startsWith(`${sp.url}/acs`));
+      const event = await sp.next('acs');
+      assert.equal(event.error, undefined, event.error);
+      assert.deepEqual(event.attributes['urn:oid:1.3.6.1.4.1.5923.1.1.1.6'], ['ada@example.org']);
+      assert.ok(!seen.some((u) => u.startsWith(`${server.url}/interaction/`)), 'no sign-in page');
+      await page.close();
+    });
+
+    it('lets a user signed in at the SAML SP into an OpenID Connect application without a prompt', async () => {
+      const page = await browser.newPage();
+      await page.goto(sp.loginUrl);
+      await signInAndAgree(page, server);
+      await page.waitForURL((u) => u.href.startsWith(`${sp.url}/acs`));
+      assert.equal((await sp.next('acs')).error, undefined);
+      const seen = watch(page);
+      const begun = await rp.begin();
+      await page.goto(begun.url);
+      await page.waitForURL((u) => u.href.startsWith(rp.redirectUri));
+      const tokens = await rp.finish(page.url(), begun);
+      assert.ok(tokens.id_token);
+      assert.ok(!seen.some((u) => u.startsWith(`${server.url}/interaction/`)), 'no sign-in page');
+      await page.close();
     });
   });
 }
