@@ -163,6 +163,8 @@ async function bundle(): Promise<void> {
     ...OPTIONS,
     entryPoints: [
       { in: join(ROOT, 'src', 'main.ts'), out: 'main' },
+      // the child process that verifies a large SAML federation aggregate (src/service-providers/aggregate-process.ts)
+      { in: join(ROOT, 'src', 'service-providers', 'aggregate-worker.ts'), out: 'aggregate-worker' },
       { in: 'libraries', out: 'libraries' },
     ],
     plugins: [

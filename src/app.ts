@@ -28,6 +28,7 @@ import { basicAccounts, ROUTES } from './oauth/provider.ts';
 import { providerRoutePatterns } from './oauth/metrics.ts';
 import { registerHttpMetrics } from './http/metrics-http.ts';
 import { observeStore } from './http/metrics-db.ts';
+import { runFederationRefresh } from './service-providers/federation-refresh.ts';
 import { observeSigningKeys } from './http/metrics-keys.ts';
 import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -87,6 +88,21 @@ async function receiveInvalidations(app: FastifyInstance, store: Store): Promise
     app.log.warn({ err }, 'cache invalidations: receiving failed, retrying'),
   );
   app.addHook('onClose', async () => receiver?.stop());
+}
+
+/** The background jobs every instance runs, stopped when the app closes. */
+function startJobs(
+  app: FastifyInstance,
+  store: Store,
+  config: Config,
+  provider: ReturnType<typeof createProviderHolder>,
+): void {
+  const jobs = [
+    startHousekeeping(store, app.log, config.auditRetentionDays),
+    startLogoutRetries(store, () => provider.current(), app.log),
+    runFederationRefresh(app, store, config),
+  ];
+  app.addHook('onClose', async () => jobs.forEach((stop) => stop()));
 }
 
 /** The verifier of the service's own access tokens, with the keys the JWKS publishes. */
@@ -191,11 +207,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const now = deps.now ?? Date.now;
   await receiveInvalidations(app, store);
-  const jobs = [
-    startHousekeeping(store, app.log, config.auditRetentionDays),
-    startLogoutRetries(store, () => provider.current(), app.log),
-  ];
-  app.addHook('onClose', async () => jobs.forEach((stop) => stop()));
+  startJobs(app, store, config, provider);
   // Before any route, which takes the error handler in force when it is added; browsers asking
   // for an unknown path get the sign-in pages' 404 page, API clients the JSON body.
   registerErrorHandling(app, { notFoundPage });

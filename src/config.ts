@@ -48,6 +48,7 @@ export interface Config {
   eventsRetryBaseMs: number; // wait after a delivery's first failed attempt; each later wait is 3x longer
   eventsDeadLetterSeconds: number; // a delivery still failing this long after its event is given up
   eventsAllowPrivateTargets: boolean; // webhooks and push streams may reach private and loopback addresses
+  samlFederationMaxMb: number; // the largest federation metadata aggregate fetched and parsed, in MB
   checkuserRateLimit: number; // lookups per client per minute
   loginRateLimitAccount: number; // failed logins per account per 15 minutes
   loginRateLimitIp: number; // login attempts per client IP per 15 minutes
@@ -591,6 +592,14 @@ export const SETTINGS: Setting[] = [
       "true lets webhooks and Shared Signals push streams reach private, loopback and link-local addresses (receivers inside the operator's network). Off, such targets are refused when registered and when a name resolves to one at delivery; loopback receivers are always allowed while PUBLIC_URL is itself on localhost",
     parse: (raw) => ({ eventsAllowPrivateTargets: flag('EVENTS_ALLOW_PRIVATE_TARGETS', raw) }),
   },
+  intSetting(
+    'SAML_FEDERATION_MAX_MB',
+    'samlFederationMaxMb',
+    200,
+    1,
+    2048,
+    "The largest SAML federation metadata aggregate fetched and parsed, in megabytes (1-2048); eduGAIN's is 50-100 MB. A larger one is refused as it arrives",
+  ),
   {
     name: 'WEBAUTHN_RELATED_ORIGINS',
     default: '',

@@ -81,6 +81,9 @@ export const AUDIT_ACTIONS = [
   'saml_keys.rotate',
   'saml.sso',
   'saml.logout',
+  'saml_federation.add',
+  'saml_federation.remove',
+  'saml_federation.refresh',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -11,6 +11,7 @@ import {
 } from '../directory/attribute-release.ts';
 import { NAMEID_FORMAT } from '../saml/metadata/index.ts';
 import type { ServiceProvider } from '../service-providers/index.ts';
+import { categoryReleasesPairwiseId, restrictToCategories } from '../service-providers/entity-categories.ts';
 import type { User } from '../store/directory.ts';
 import type { Store } from '../store/index.ts';
 import { persistentNameId } from '../store/saml-sso.ts';
@@ -76,7 +77,9 @@ export function pairwiseIdValue(key: KeyObject, user: User, sp: ServiceProvider)
 /**
  * The attributes released to the SP: its groups, as the table says. The Subject Identifier
  * attributes follow the SP's subject-id:req: pairwise-id asked for is sent (and subject-id is not),
- * subject-id (or any) needs the userid-idp group, as the table has it.
+ * subject-id (or any) needs the userid-idp group, as the table has it. An SP of a trusted
+ * federation gets only what its entity categories release (src/service-providers/entity-categories.ts):
+ * pairwise-id when one of them says so (Pseudonymous Access), and nothing its groups would add beyond them.
  */
 export function releasedAttributes(
   sp: ServiceProvider,
@@ -87,13 +90,13 @@ export function releasedAttributes(
   const realm = realmOf(user);
   const attributes = samlAttributes(user, groups, { realm });
   const requirement = sp.descriptor.subjectIdRequirement;
-  if (requirement === 'pairwise-id') {
-    const kept = attributes.filter((a) => a.name !== SUBJECT_ID);
-    kept.push({ name: PAIRWISE_ID, friendlyName: 'pairwise-id', values: [pairwiseIdValue(pairwiseKey, user, sp)] });
-    return kept;
-  }
-  if (requirement === 'none') return attributes.filter((a) => a.name !== SUBJECT_ID);
-  return attributes;
+  const pairwise = { name: PAIRWISE_ID, friendlyName: 'pairwise-id', values: [pairwiseIdValue(pairwiseKey, user, sp)] };
+  let released = attributes;
+  if (requirement === 'pairwise-id') released = [...attributes.filter((a) => a.name !== SUBJECT_ID), pairwise];
+  else if (requirement === 'none') released = attributes.filter((a) => a.name !== SUBJECT_ID);
+  if (categoryReleasesPairwiseId(sp) && !released.some((a) => a.name === PAIRWISE_ID))
+    released = [...released, pairwise];
+  return restrictToCategories(released, sp);
 }
 
 export { subjectIdValue };

@@ -15,6 +15,12 @@ import { checkGroups } from '../clients/index.ts';
 import type { AttributeGroup } from '../vocabulary.ts';
 import { parseSpMetadata, type SpDescriptor } from '../saml/metadata/index.ts';
 import { serviceProviderClientId } from './client-id.ts';
+import {
+  findFederatedServiceProvider,
+  findFederatedServiceProviderByClientId,
+  type FederatedServiceProvider,
+} from './federated-providers.ts';
+import { NAMEID_FORMAT } from '../saml/metadata/index.ts';
 
 export const NAMEID_CHOICES = ['persistent', 'transient', 'email', 'none'] as const;
 export const ENCRYPT_CHOICES = ['auto', 'always', 'never'] as const;
@@ -38,6 +44,11 @@ export interface ServiceProvider {
   disabled: boolean;
   federationId: string | null;
   descriptor: SpDescriptor;
+  /**
+   * A federation SP only: the SAML attribute names its entity categories release (entity-categories.ts).
+   * The attribute statement keeps only these of what `groups` would release. Undefined for a registered SP.
+   */
+  releasedAttributes?: string[];
   createdAt: number;
   updatedAt: number;
 }
@@ -81,11 +92,42 @@ function toServiceProvider(row: repo.ServiceProviderRow): ServiceProvider {
   };
 }
 
-/** The SP registered under this entityID, enabled or not (the caller refuses a disabled one). */
+/**
+ * A service provider of a trusted federation, as the SSO sees every SP: never first party (the
+ * consent page is shown), a transient NameID unless its metadata lists persistent first, encrypted
+ * when it publishes a key, signed assertions, and the attribute groups of its entity categories.
+ */
+function federatedToServiceProvider(found: FederatedServiceProvider): ServiceProvider {
+  const { descriptor } = found;
+  return {
+    entityId: descriptor.entityId,
+    clientId: serviceProviderClientId(descriptor.entityId),
+    name: (descriptor.displayName ?? descriptor.entityId).slice(0, 200),
+    groups: found.groups,
+    firstParty: false,
+    nameId: descriptor.nameIdFormats[0] === NAMEID_FORMAT.persistent ? 'persistent' : 'transient',
+    encrypt: 'auto',
+    sign: 'assertion',
+    allowUnsolicited: false,
+    disabled: false,
+    federationId: found.federationId,
+    descriptor,
+    releasedAttributes: found.releasedAttributes,
+    createdAt: 0,
+    updatedAt: 0,
+  };
+}
+
+/**
+ * The SP registered under this entityID, enabled or not (the caller refuses a disabled one); else
+ * one of a trusted federation whose metadata is in force (federated-providers.ts).
+ */
 export async function findServiceProvider(store: Store, entityId: string): Promise<ServiceProvider | undefined> {
   if (typeof entityId !== 'string' || entityId.length === 0 || entityId.length > 1024) return undefined;
   const row = await repo.findServiceProviderRow(store.db, entityId);
-  return row && toServiceProvider(row);
+  if (row) return toServiceProvider(row);
+  const federated = await findFederatedServiceProvider(store, entityId);
+  return federated && federatedToServiceProvider(federated);
 }
 
 export async function findServiceProviderByClientId(
@@ -94,7 +136,9 @@ export async function findServiceProviderByClientId(
 ): Promise<ServiceProvider | undefined> {
   if (typeof clientId !== 'string' || !clientId.startsWith('saml-') || clientId.length > 64) return undefined;
   const row = await repo.findServiceProviderRowByClientId(store.db, clientId);
-  return row && toServiceProvider(row);
+  if (row) return toServiceProvider(row);
+  const federated = await findFederatedServiceProviderByClientId(store, clientId);
+  return federated && federatedToServiceProvider(federated);
 }
 
 export async function getServiceProvider(store: Store, entityId: string): Promise<ServiceProvider> {

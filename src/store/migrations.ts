@@ -179,6 +179,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '016_scim_email_primary': migration016(),
     '017_service_providers': migration017(),
     '018_saml_sso': migration018(),
+    '019_saml_federations': migration019(dialect),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   // Kysely runs the pending migrations and their records in schema_migrations in one transaction
@@ -630,6 +631,53 @@ function migration016(): Migration {
   return {
     async up(db: Kysely<any>) {
       await sql.raw('alter table users add column email_primary integer').execute(db);
+    },
+  };
+}
+
+// SAML federations: each trusted aggregate (its URL, the pinned certificate, the limits and release
+// policy the operator set, and the state of its last fetch), and the service providers the last
+// verified aggregate (or an MDQ answer) held, as parsed descriptors. The service serves them from
+// here, so a restart while the federation is unreachable still knows them until their validUntil.
+function migration019(dialect: Dialect): Migration {
+  const pk = identityKey(dialect);
+  return {
+    async up(db: Kysely<any>) {
+      const statements = [
+        `create table if not exists saml_federations (
+          id ${pk},
+          url text not null unique,
+          certificate text not null,
+          max_validity_ms bigint not null,
+          refresh_ms bigint not null,
+          releases text not null,
+          mdq_url text,
+          state text not null,
+          last_error text,
+          name text,
+          entities integer not null default 0,
+          valid_until bigint,
+          etag text,
+          last_modified text,
+          last_fetched_at bigint,
+          last_attempt_at bigint,
+          next_refresh_at bigint not null,
+          lease_until bigint,
+          created_at bigint not null)`,
+        `create table if not exists saml_federation_entities (
+          federation_id bigint not null references saml_federations(id) on delete cascade,
+          entity_id text not null,
+          client_id text not null,
+          source text not null,
+          descriptor text not null,
+          categories text not null,
+          valid_until bigint not null,
+          fetched_at bigint not null,
+          primary key (federation_id, entity_id))`,
+        'create index if not exists saml_federation_entities_entity on saml_federation_entities(entity_id)',
+        'create index if not exists saml_federation_entities_client on saml_federation_entities(client_id)',
+      ];
+      for (const statement of statements) await sql.raw(statement).execute(db);
     },
   };
 }

@@ -274,6 +274,61 @@ export interface DB {
   saml_request_ids: SamlRequestIdsTable;
   saml_persistent_ids: SamlPersistentIdsTable;
   saml_session_sps: SamlSessionSpsTable;
+  saml_federations: SamlFederationsTable;
+  saml_federation_entities: SamlFederationEntitiesTable;
+}
+
+/** A SAML federation whose signed metadata aggregate the service trusts (src/service-providers/federations.ts). */
+export interface SamlFederationsTable {
+  id: Generated<number>;
+  /** where the aggregate is fetched (https) */
+  url: string;
+  /** the federation's metadata-signing certificate (PEM), pinned when the federation was added */
+  certificate: string;
+  /** how far in the future an aggregate's validUntil may be */
+  max_validity_ms: number;
+  /** how often the aggregate is fetched again */
+  refresh_ms: number;
+  /** JSON array of the entity categories whose attributes are released (research-and-scholarship, ...) */
+  releases: string;
+  /** the Metadata Query (MDQ) base URL, for entities not in the aggregate */
+  mdq_url: string | null;
+  /** fresh (a verified aggregate within its validity), stale (past it), pending (none yet) */
+  state: string;
+  /** why the last fetch failed; null after a success */
+  last_error: string | null;
+  /** the aggregate's Name */
+  name: string | null;
+  /** SPs held from the last verified aggregate */
+  entities: number;
+  /** the verified aggregate's validUntil */
+  valid_until: number | null;
+  etag: string | null;
+  last_modified: string | null;
+  /** the last time the aggregate was fetched and verified (or answered 304) */
+  last_fetched_at: number | null;
+  last_attempt_at: number | null;
+  next_refresh_at: number;
+  /** the refresh in progress holds the federation until then (one instance fetches at a time) */
+  lease_until: number | null;
+  created_at: number;
+}
+
+/** An SP of a federation: from its aggregate or an MDQ answer. */
+export interface SamlFederationEntitiesTable {
+  federation_id: number;
+  entity_id: string;
+  /** the client the SP is paired with (src/service-providers/client-id.ts), made on its first sign-in */
+  client_id: string;
+  /** 'aggregate' | 'mdq' */
+  source: string;
+  /** the SpDescriptor, JSON */
+  descriptor: string;
+  /** JSON array of the entity categories it carries */
+  categories: string;
+  /** not served after this (its own or the aggregate's validUntil; an MDQ answer's cache end) */
+  valid_until: number;
+  fetched_at: number;
 }
 
 /** A group of an organization's directory (SCIM Groups): organization unit, class, teaching group or other. */

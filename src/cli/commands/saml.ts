@@ -1,6 +1,7 @@
 // `saml` commands: the SAML service providers (`saml sp ...`) and the identity provider's SAML
 // keys (`saml keys ...`).
 import * as sps from '../../service-providers/index.ts';
+import { samlFederationCommands } from './saml-federation.ts';
 import { parseList } from '../../clients/index.ts';
 import { readCertificate } from '../../saml/xml/index.ts';
 import { badRequest } from '../../errors.ts';
@@ -297,4 +298,4 @@ const keyCommands: CommandDef[] = [
   },
 ];
 
-export const samlCommands: CommandDef[] = [...spCommands, ...keyCommands];
+export const samlCommands: CommandDef[] = [...spCommands, ...keyCommands, ...samlFederationCommands];

@@ -316,12 +316,26 @@ function displayNameOf(entityDescriptor: Element, sp: Element): string | undefin
   );
 }
 
+/**
+ * The md:Extensions of a metadata element: by the schema it comes first (after ds:Signature), so
+ * only the leading children are read. An aggregate's EntitiesDescriptor has thousands of children,
+ * and each of its entities asks for the aggregate's Extensions.
+ */
+function leadingExtensions(node: Element): Element[] {
+  const found: Element[] = [];
+  for (let child = node.firstChild; child; child = child.nextSibling) {
+    if (child.nodeType !== 1) continue;
+    const element = child as Element;
+    if (element.namespaceURI === MD.md && element.localName === 'Extensions') found.push(element);
+    else if (!(element.namespaceURI === MD.ds && element.localName === 'Signature')) break;
+  }
+  return found;
+}
+
 /** mdrpi:RegistrationInfo of the entity, or of the nearest enclosing aggregate. */
 function registrationAuthorityOf(entityDescriptor: Element): string | undefined {
   for (let node: Element | null = entityDescriptor; node; node = parentElement(node)) {
-    const info = childElements(node, MD.md, 'Extensions').flatMap((ext) =>
-      childElements(ext, MD.mdrpi, 'RegistrationInfo'),
-    )[0];
+    const info = leadingExtensions(node).flatMap((ext) => childElements(ext, MD.mdrpi, 'RegistrationInfo'))[0];
     const authority = info?.getAttribute('registrationAuthority');
     if (authority) return authority;
   }
