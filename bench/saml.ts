@@ -1,0 +1,225 @@
+// npm run bench -- saml [--db sqlite|postgres] [--users N] [--duration S] [--no-write] [--profile DIR]
+// SAML single sign-on for users who already have a session: an AuthnRequest over the HTTP-Redirect
+// binding in, a signed (assertion) and encrypted (AES-256-GCM, RSA-OAEP) Response out, as the
+// HTTP-POST form the browser would submit to the SP. 20 virtual users, each signed in once with
+// its password through the OpenID Connect flow (bench/signin-flow.ts) and once through the SAML
+// bridge to the SP, then asking again and again. Reports responses per second, p50/p99 and the
+// service's CPU per response (and PostgreSQL's backends' on PostgreSQL is not counted here).
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { keyring } from '../src/crypto.ts';
+import { buildRedirectQuery, createSelfSignedCertificate, readCertificate } from '../src/saml/xml/index.ts';
+import { addServiceProvider } from '../src/service-providers/index.ts';
+import { openStore } from '../src/store/index.ts';
+import { shibbolethSp } from '../test/saml/sp-metadata-fixtures.ts';
+import { cpuSeconds, machine, row, runLine, SECRET, startFlags, startService, withFreshPostgres } from './lib.ts';
+import { seedSignIns, signIn, type CookieJar, type Target, type VirtualUser } from './signin-flow.ts';
+
+const GOAL_PER_SECOND = 300;
+const SP_HOST = 'sp.example.org';
+const ENTITY_ID = `https://${SP_HOST}/shibboleth`;
+const ACS = `https://${SP_HOST}/Shibboleth.sso/SAML2/POST`;
+
+interface Options {
+  users: number;
+  duration: number;
+  warmUp: number;
+  dbs: ('sqlite' | 'postgres')[];
+  write: boolean;
+  profileDir?: string;
+}
+
+interface Cell {
+  database: string;
+  responses: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  cpuMsPerResponse: number;
+  errors: number;
+}
+
+function parseOptions(args: string[]): Options {
+  const value = (name: string) => {
+    const at = args.indexOf(`--${name}`);
+    return at >= 0 ? args[at + 1] : undefined;
+  };
+  const db = value('db');
+  return {
+    users: Number(value('users') ?? 20),
+    duration: Number(value('duration') ?? 10),
+    warmUp: 3,
+    dbs: db === 'sqlite' || db === 'postgres' ? [db] : ['sqlite', 'postgres'],
+    write: !args.includes('--no-write'),
+    profileDir: value('profile'),
+  };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+
+function authnRequest(publicUrl: string): string {
+  const id = `_${randomBytes(16).toString('hex')}`;
+  return (
+    `<samlp:AuthnRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ` +
+    `ID="${id}" Version="2.0" IssueInstant="${iso(Date.now())}" Destination="${publicUrl}/saml2/idp/sso" ` +
+    `AssertionConsumerServiceURL="${ACS}" ProtocolBinding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST">` +
+    `<saml:Issuer>${ENTITY_ID}</saml:Issuer><samlp:NameIDPolicy AllowCreate="true"/></samlp:AuthnRequest>`
+  );
+}
+
+/** GET with the user's cookies, following the service's own redirects until an answer. */
+async function follow(target: Target, jar: CookieJar, href: string): Promise<{ status: number; body: string }> {
+  let next = href;
+  for (let hop = 0; hop < 10; hop++) {
+    const url = new URL(next.startsWith(target.publicUrl) ? next.slice(target.publicUrl.length) : next, target.url);
+    const cookie = jar.header(url.pathname);
+    const response = await fetch(url, { headers: cookie ? { cookie } : {}, redirect: 'manual' });
+    jar.keep(response);
+    const location = response.headers.get('location');
+    if (response.status >= 300 && response.status < 400 && location) {
+      next = location;
+      continue;
+    }
+    return { status: response.status, body: await response.text() };
+  }
+  throw new Error('too many redirects');
+}
+
+async function sso(target: Target, user: VirtualUser): Promise<void> {
+  const query = buildRedirectQuery({ parameter: 'SAMLRequest', xml: authnRequest(target.publicUrl) });
+  const answer = await follow(target, user.jar, `/saml2/idp/sso?${query}`);
+  if (answer.status !== 200 || !answer.body.includes('name="SAMLResponse"'))
+    throw new Error(`SSO answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+}
+
+async function spMetadata(): Promise<string> {
+  const key = () => generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+  const cert = async () =>
+    readCertificate(await createSelfSignedCertificate({ privateKey: key(), commonName: SP_HOST })).base64;
+  return shibbolethSp({ signing: await cert(), encryption: await cert() }, SP_HOST);
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0;
+
+async function drive(target: Target, users: VirtualUser[], seconds: number) {
+  const until = performance.now() + seconds * 1000;
+  const times: number[] = [];
+  let errors = 0;
+  await Promise.all(
+    users.map(async (user) => {
+      while (performance.now() < until) {
+        const started = performance.now();
+        try {
+          await sso(target, user);
+          times.push(performance.now() - started);
+        } catch {
+          errors++;
+        }
+      }
+    }),
+  );
+  return { times: times.sort((a, b) => a - b), errors };
+}
+
+async function measureDatabase(database: string, databaseUrl: string, port: number, o: Options): Promise<Cell> {
+  const publicUrl = `http://127.0.0.1:${port}`;
+  const store = await openStore(databaseUrl);
+  const seeded = await seedSignIns(store, keyring(SECRET), publicUrl, o.users);
+  await addServiceProvider(store, {
+    metadata: await spMetadata(),
+    groups: ['userid-idp', 'userinfo-name', 'email', 'groups-org'],
+    firstParty: true,
+  }).finally(() => store.close());
+  const target: Target = { url: publicUrl, publicUrl };
+  const users = seeded.users.map((s) => s.user);
+  const flags = o.profileDir ? [...startFlags(), '--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : startFlags();
+  const service = await startService({ DATABASE_URL: databaseUrl, IDP_SECRET: SECRET }, port, flags);
+  try {
+    // a session per user, and the SP once through the sign-in bridge, so every later request takes the session
+    for (const user of users) {
+      await signIn(target, seeded.rp, user, 'password');
+      await sso(target, user);
+    }
+    await drive(target, users, o.warmUp);
+    const cpuBefore = cpuSeconds(service.pid) ?? 0;
+    const { times, errors } = await drive(target, users, o.duration);
+    const cpuMs = ((cpuSeconds(service.pid) ?? 0) - cpuBefore) * 1000;
+    const round = (x: number) => Math.round(x * 10) / 10;
+    return {
+      database,
+      responses: times.length,
+      perSecond: round(times.length / o.duration),
+      p50: round(percentile(times, 50)),
+      p99: round(percentile(times, 99)),
+      cpuMsPerResponse: round(cpuMs / Math.max(1, times.length)),
+      errors,
+    };
+  } finally {
+    await service.stop();
+  }
+}
+
+function table(cells: Cell[]): string {
+  return [
+    row([
+      'database',
+      'responses/s',
+      'p50 ms',
+      'p99 ms',
+      'service CPU ms per response',
+      'errors',
+      `goal ≥ ${GOAL_PER_SECOND}/s`,
+    ]),
+    row(['---', '---', '---', '---', '---', '---', '---']),
+    ...cells.map((c) =>
+      row([
+        c.database,
+        c.perSecond,
+        c.p50,
+        c.p99,
+        c.cpuMsPerResponse,
+        c.errors,
+        c.perSecond >= GOAL_PER_SECOND ? 'met' : 'not met',
+      ]),
+    ),
+  ].join('\n');
+}
+
+async function writeJson(figures: object): Promise<void> {
+  const path = new URL('./results.json', import.meta.url);
+  const current = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {};
+  const { format, resolveConfig } = await import('prettier');
+  const options = { ...(await resolveConfig(path)), filepath: path.pathname };
+  writeFileSync(path, await format(JSON.stringify({ ...current, saml: figures }), options));
+}
+
+export async function main(args: string[]): Promise<void> {
+  const o = parseOptions(args);
+  const load = () =>
+    loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ');
+  console.log(`# SAML SSO with a session — ${machine()}; load average ${load()}`);
+  console.log(`# ${o.users} users, ${o.duration} s per database after ${o.warmUp} s of warm-up; one process`);
+  const cells: Cell[] = [];
+  if (o.dbs.includes('sqlite')) {
+    const dir = mkdtempSync(join(tmpdir(), 'idp-bench-saml-'));
+    try {
+      cells.push(await measureDatabase('SQLite', join(dir, 'idp.sqlite'), 18121, o));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  if (o.dbs.includes('postgres')) {
+    const cell = await withFreshPostgres('idp_bench_saml', (url) => measureDatabase('PostgreSQL', url, 18122, o));
+    if (cell) cells.push(cell);
+  }
+  console.log(`\n${runLine()}\n\n${table(cells)}`);
+  if (o.write) {
+    await writeJson({ started: new Date().toISOString(), machine: machine(), goalPerSecond: GOAL_PER_SECOND, cells });
+    console.log('written to bench/results.json');
+  }
+}
