@@ -104,7 +104,10 @@ describe('Prometheus rules, Grafana dashboard and the metrics guide', () => {
       config.scrape_configs[0]!.authorization.credentials_file = join(dir, 'token');
       writeFileSync(join(dir, config.rule_files[0]!), readFileSync(ALERTS));
       writeFileSync(join(dir, 'prometheus.yml'), stringify(config));
-      assert.match(promtool(['check', 'config', 'prometheus.yml'], dir), /SUCCESS: 8 rules found/);
+      const rules = (parse(readFileSync(ALERTS, 'utf8')) as { groups: { rules: unknown[] }[] }).groups.flatMap(
+        (g) => g.rules,
+      ).length;
+      assert.match(promtool(['check', 'config', 'prometheus.yml'], dir), new RegExp(`SUCCESS: ${rules} rules found`));
     },
   );
 

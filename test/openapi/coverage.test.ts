@@ -75,6 +75,13 @@ const NOT_DOCUMENTED: [prefix: string, why: string][] = [
   ['/recover/', 'a recovery link’s page and its forms'],
   ['/console', 'the staff console’s first page (docs/console.md); its actions’ API twins are documented under /2/'],
   ['/console/', 'the staff console’s pages, forms, downloads and script'],
+  // SAML's browser bindings: the browser carries the message there and back (docs/saml.md); the
+  // endpoints are named in the metadata, which is documented
+  ['/saml2/idp/sso', 'SAML single sign-on, HTTP-Redirect and HTTP-POST bindings'],
+  ['/saml2/idp/slo', 'SAML single logout, HTTP-Redirect and HTTP-POST bindings'],
+  ['/saml2/idp/continue', 'the return from the sign-in pages to a SAML sign-in'],
+  ['/saml2/idp/unsolicited', 'IdP-initiated SAML sign-in, a link for people'],
+  ['/saml2/idp/post.js', 'the script that submits the HTTP-POST binding’s form'],
   ['/.well-known/webauthn', 'WebAuthn related origins, read by browsers (docs/passkey-lifecycle.md)'],
   ['/docs/', 'the API reference’s own assets and its copies of this document (/docs/json, /docs/yaml)'],
   // 400-only variants of the user-existence paths with the identifier left out (checkuser/index.ts)
