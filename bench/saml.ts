@@ -4,7 +4,7 @@
 // HTTP-POST form the browser would submit to the SP. 20 virtual users, each signed in once with
 // its password through the OpenID Connect flow (bench/signin-flow.ts) and once through the SAML
 // bridge to the SP, then asking again and again. Reports responses per second, p50/p99 and the
-// service's CPU per response (and PostgreSQL's backends' on PostgreSQL is not counted here).
+// service's CPU per response (the PostgreSQL backends' own CPU is not counted).
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
