@@ -1,10 +1,14 @@
 // npm run bench -- saml [--db sqlite|postgres] [--users N] [--duration S] [--no-write] [--profile DIR]
-// SAML single sign-on for users who already have a session: an AuthnRequest over the HTTP-Redirect
-// binding in, a signed (assertion) and encrypted (AES-256-GCM, RSA-OAEP) Response out, as the
-// HTTP-POST form the browser would submit to the SP. 20 virtual users, each signed in once with
-// its password through the OpenID Connect flow (bench/signin-flow.ts) and once through the SAML
-// bridge to the SP, then asking again and again. Reports responses per second, p50/p99 and the
-// service's CPU per response (the PostgreSQL backends' own CPU is not counted).
+// 1. SAML single sign-on for users who already have a session: an AuthnRequest over the HTTP-Redirect
+//    binding in, a signed (assertion) and encrypted (AES-256-GCM, RSA-OAEP) Response out, as the
+//    HTTP-POST form the browser would submit to the SP. 20 virtual users, each signed in once with
+//    its password through the OpenID Connect flow (bench/signin-flow.ts) and once through the SAML
+//    bridge to the SP, then asking again and again. Reports responses per second, p50/p99 and the
+//    service's CPU per response (the PostgreSQL backends' own CPU is not counted).
+// 2. A complete sign-in without a session, with the user's passkey, through each protocol in turn:
+//    SAML (AuthnRequest, the sign-in page, the passkey, the Response form) and OpenID Connect (the
+//    authorization request, the sign-in page, the passkey, the code, the token, userinfo). Reports
+//    each one's sign-ins per second and service CPU per sign-in, and the ratio of SAML's to OIDC's.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -15,9 +19,24 @@ import { addServiceProvider } from '../src/service-providers/index.ts';
 import { openStore } from '../src/store/index.ts';
 import { shibbolethSp } from '../test/saml/sp-metadata-fixtures.ts';
 import { cpuSeconds, machine, row, runLine, SECRET, startFlags, startService, withFreshPostgres } from './lib.ts';
-import { seedSignIns, signIn, type CookieJar, type Target, type VirtualUser } from './signin-flow.ts';
+import {
+  authenticate,
+  exchange,
+  FlowError,
+  registerPasskey,
+  seedSignIns,
+  signIn,
+  signInPage,
+  type CookieJar,
+  type RelyingParty,
+  type StepTimes,
+  type Target,
+  type VirtualUser,
+} from './signin-flow.ts';
 
 const GOAL_PER_SECOND = 300;
+/** A complete SAML sign-in costs at most this many times an OpenID Connect one (service CPU). */
+const GOAL_RATIO = 1.2;
 const SP_HOST = 'sp.example.org';
 const ENTITY_ID = `https://${SP_HOST}/shibboleth`;
 const ACS = `https://${SP_HOST}/Shibboleth.sso/SAML2/POST`;
@@ -38,6 +57,17 @@ interface Cell {
   p50: number;
   p99: number;
   cpuMsPerResponse: number;
+  errors: number;
+  complete?: Comparison;
+}
+
+/** Complete passkey sign-ins without a session, SAML against OpenID Connect. */
+interface Comparison {
+  samlPerSecond: number;
+  oidcPerSecond: number;
+  samlCpuMs: number;
+  oidcCpuMs: number;
+  ratio: number;
   errors: number;
 }
 
@@ -69,29 +99,49 @@ function authnRequest(publicUrl: string): string {
   );
 }
 
-/** GET with the user's cookies, following the service's own redirects until an answer. */
-async function follow(target: Target, jar: CookieJar, href: string): Promise<{ status: number; body: string }> {
+/**
+ * GET with the user's cookies, following the service's own redirects until an answer, or until a
+ * redirect goes where `stopAt` says (then that location is the answer's `location`).
+ */
+async function follow(target: Target, jar: CookieJar, href: string, stopAt?: RegExp) {
   let next = href;
   for (let hop = 0; hop < 10; hop++) {
-    const url = new URL(next.startsWith(target.publicUrl) ? next.slice(target.publicUrl.length) : next, target.url);
-    const cookie = jar.header(url.pathname);
-    const response = await fetch(url, { headers: cookie ? { cookie } : {}, redirect: 'manual' });
-    jar.keep(response);
+    const response = await exchange(target, jar, next);
     const location = response.headers.get('location');
     if (response.status >= 300 && response.status < 400 && location) {
+      await response.body?.cancel();
+      if (stopAt?.test(location)) return { status: response.status, body: '', location };
       next = location;
       continue;
     }
-    return { status: response.status, body: await response.text() };
+    return { status: response.status, body: await response.text(), location: undefined };
   }
   throw new Error('too many redirects');
 }
 
+function expectResponseForm(answer: { status: number; body: string }): void {
+  if (answer.status !== 200 || !answer.body.includes('name="SAMLResponse"'))
+    throw new FlowError(`SSO answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+}
+
 async function sso(target: Target, user: VirtualUser): Promise<void> {
   const query = buildRedirectQuery({ parameter: 'SAMLRequest', xml: authnRequest(target.publicUrl) });
-  const answer = await follow(target, user.jar, `/saml2/idp/sso?${query}`);
-  if (answer.status !== 200 || !answer.body.includes('name="SAMLResponse"'))
-    throw new Error(`SSO answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+  expectResponseForm(await follow(target, user.jar, `/saml2/idp/sso?${query}`));
+}
+
+/**
+ * A complete SAML sign-in without a session: the AuthnRequest, on through the bridge to the sign-in
+ * page, the passkey, then back through the continuation to the Response form.
+ */
+async function samlSignIn(target: Target, user: VirtualUser): Promise<void> {
+  user.jar.retain(/idp_browser$/);
+  const times: StepTimes = {};
+  const query = buildRedirectQuery({ parameter: 'SAMLRequest', xml: authnRequest(target.publicUrl) });
+  const toPage = await follow(target, user.jar, `/saml2/idp/sso?${query}`, /\/interaction\/[^/?]+$/);
+  if (!toPage.location) throw new FlowError(`SSO without a session answered ${toPage.status}, not the sign-in page`);
+  const { uid, csrf } = await signInPage(target, user, toPage.location, times);
+  const resume = await authenticate(target, user, { uid, csrf, mode: 'passkey', times });
+  expectResponseForm(await follow(target, user.jar, resume));
 }
 
 async function spMetadata(): Promise<string> {
@@ -104,7 +154,12 @@ async function spMetadata(): Promise<string> {
 const percentile = (sorted: number[], p: number) =>
   sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0;
 
-async function drive(target: Target, users: VirtualUser[], seconds: number) {
+async function drive(
+  target: Target,
+  users: VirtualUser[],
+  seconds: number,
+  flow: (target: Target, user: VirtualUser) => Promise<unknown> = sso,
+) {
   const until = performance.now() + seconds * 1000;
   const times: number[] = [];
   let errors = 0;
@@ -113,10 +168,10 @@ async function drive(target: Target, users: VirtualUser[], seconds: number) {
       while (performance.now() < until) {
         const started = performance.now();
         try {
-          await sso(target, user);
+          await flow(target, user);
           times.push(performance.now() - started);
-        } catch {
-          errors++;
+        } catch (error) {
+          if (errors++ === 0) console.error(`# first error: ${(error as Error).message}`);
         }
       }
     }),
@@ -144,11 +199,8 @@ async function measureDatabase(database: string, databaseUrl: string, port: numb
       await sso(target, user);
     }
     await drive(target, users, o.warmUp);
-    const cpuBefore = cpuSeconds(service.pid) ?? 0;
-    const { times, errors } = await drive(target, users, o.duration);
-    const cpuMs = ((cpuSeconds(service.pid) ?? 0) - cpuBefore) * 1000;
-    const round = (x: number) => Math.round(x * 10) / 10;
-    return {
+    const { times, errors, cpuMs } = await measured(service.pid, () => drive(target, users, o.duration));
+    const cell: Cell = {
       database,
       responses: times.length,
       perSecond: round(times.length / o.duration),
@@ -157,9 +209,77 @@ async function measureDatabase(database: string, databaseUrl: string, port: numb
       cpuMsPerResponse: round(cpuMs / Math.max(1, times.length)),
       errors,
     };
+    for (const { user, recoveryUrl } of seeded.users) await registerPasskey(target, user, recoveryUrl);
+    return { ...cell, complete: await compareSignIns(target, service.pid, seeded.rp, users, o) };
   } finally {
     await service.stop();
   }
+}
+
+const round = (x: number) => Math.round(x * 10) / 10;
+
+/** Runs fn, adding the service's CPU milliseconds spent meanwhile to its answer. */
+async function measured<T extends object>(pid: number, fn: () => Promise<T>): Promise<T & { cpuMs: number }> {
+  const before = cpuSeconds(pid) ?? 0;
+  const result = await fn();
+  return { ...result, cpuMs: ((cpuSeconds(pid) ?? 0) - before) * 1000 };
+}
+
+/** Complete passkey sign-ins without a session: SAML for o.duration seconds, then OpenID Connect. */
+async function compareSignIns(
+  target: Target,
+  pid: number,
+  rp: RelyingParty,
+  users: VirtualUser[],
+  o: Options,
+): Promise<Comparison> {
+  const oidc = (t: Target, user: VirtualUser) => signIn(t, rp, user, 'passkey');
+  await drive(target, users, o.warmUp, samlSignIn);
+  const saml = await measured(pid, () => drive(target, users, o.duration, samlSignIn));
+  await drive(target, users, o.warmUp, oidc);
+  const openid = await measured(pid, () => drive(target, users, o.duration, oidc));
+  const samlCpuMs = saml.cpuMs / Math.max(1, saml.times.length);
+  const oidcCpuMs = openid.cpuMs / Math.max(1, openid.times.length);
+  return {
+    samlPerSecond: round(saml.times.length / o.duration),
+    oidcPerSecond: round(openid.times.length / o.duration),
+    samlCpuMs: round(samlCpuMs),
+    oidcCpuMs: round(oidcCpuMs),
+    ratio: Math.round((samlCpuMs / oidcCpuMs) * 100) / 100,
+    errors: saml.errors + openid.errors,
+  };
+}
+
+function comparisonTable(cells: Cell[]): string {
+  return [
+    row([
+      'database',
+      'SAML sign-ins/s',
+      'OIDC sign-ins/s',
+      'SAML CPU ms',
+      'OIDC CPU ms',
+      'SAML / OIDC',
+      'errors',
+      `goal ≤ ${GOAL_RATIO}`,
+    ]),
+    row(['---', '---', '---', '---', '---', '---', '---', '---']),
+    ...cells.flatMap(({ database, complete: c }) =>
+      c
+        ? [
+            row([
+              database,
+              c.samlPerSecond,
+              c.oidcPerSecond,
+              c.samlCpuMs,
+              c.oidcCpuMs,
+              c.ratio,
+              c.errors,
+              c.ratio <= GOAL_RATIO ? 'met' : 'not met',
+            ]),
+          ]
+        : [],
+    ),
+  ].join('\n');
 }
 
 function table(cells: Cell[]): string {
@@ -217,9 +337,16 @@ export async function main(args: string[]): Promise<void> {
     const cell = await withFreshPostgres('idp_bench_saml', (url) => measureDatabase('PostgreSQL', url, 18122, o));
     if (cell) cells.push(cell);
   }
-  console.log(`\n${runLine()}\n\n${table(cells)}`);
+  console.log(`\n${runLine()}\n\nWith a session:\n\n${table(cells)}`);
+  console.log(`\nComplete passkey sign-in without a session (service CPU per sign-in):\n\n${comparisonTable(cells)}`);
   if (o.write) {
-    await writeJson({ started: new Date().toISOString(), machine: machine(), goalPerSecond: GOAL_PER_SECOND, cells });
+    await writeJson({
+      started: new Date().toISOString(),
+      machine: machine(),
+      goalPerSecond: GOAL_PER_SECOND,
+      goalRatio: GOAL_RATIO,
+      cells,
+    });
     console.log('written to bench/results.json');
   }
 }

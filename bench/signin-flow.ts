@@ -173,7 +173,7 @@ export class FlowError extends Error {
 }
 
 /** One HTTP exchange with the browser's cookies; redirects are the caller's to follow. */
-async function exchange(
+export async function exchange(
   target: Target,
   jar: CookieJar,
   href: string,
@@ -244,7 +244,7 @@ async function timed<T>(times: StepTimes, name: Step, fn: () => Promise<T>): Pro
 }
 
 /** The sign-in page's part: the passkey options and assertion, or the password form. Returns where it sent the browser. */
-async function authenticate(
+export async function authenticate(
   target: Target,
   user: VirtualUser,
   { uid, csrf, mode, times }: { uid: string; csrf: string; mode: SignInMode; times: StepTimes },
@@ -294,6 +294,11 @@ async function openSignIn(target: Target, user: VirtualUser, rp: RelyingParty, c
     expectStatus('authorization request', res, 303, res.status === 303 ? undefined : await res.text());
     return location('authorization request', res);
   });
+  return { ...(await signInPage(target, user, pageUrl, times)), state: query.get('state')! };
+}
+
+/** The sign-in page an authorization request sent the browser to: the interaction's uid and the form's CSRF token. */
+export async function signInPage(target: Target, user: VirtualUser, pageUrl: string, times: StepTimes) {
   const uid = /\/interaction\/([^/?]+)$/.exec(pageUrl)?.[1];
   if (!uid) throw new FlowError(`authorization request: sent to ${pageUrl}, not a sign-in page`);
   const csrf = await timed(times, 'page', async () => {
@@ -303,7 +308,7 @@ async function openSignIn(target: Target, user: VirtualUser, rp: RelyingParty, c
     return csrfOf(body);
   });
   if (!csrf) throw new FlowError('sign-in page: no CSRF token');
-  return { uid, csrf, state: query.get('state')! };
+  return { uid, csrf };
 }
 
 /** Back at the authorization endpoint after the sign-in: the code at the redirect URI. */
