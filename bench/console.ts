@@ -5,7 +5,7 @@
 // search over 200 prefixes of eppn, names and addresses; the organization report as the report
 // API runs it (three functions under Promise.all); one CSV list walked in pages of 5000; the cost
 // of migration 010's upkeep to each passkey write. Goal: search p95 and report p95 under
-// 200 ms on both databases. Figures and query plans go to bench/RESULTS.md.
+// 200 ms on both databases. Figures go to bench/RESULTS.md, query plans to bench/PLANS.md.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -489,8 +489,13 @@ function section(results: Result[], quick: boolean): string {
     ]),
     '',
   ];
-  lines.push(...NOTES, '');
-  for (const r of results) lines.push(`Query plans (${r.dialect}):`, '', '```', r.plans, '```', '');
+  lines.push(...NOTES, '', 'Query plans: [PLANS.md](PLANS.md#staff-console-store).', '');
+  return lines.join('\n');
+}
+
+function planSection(results: Result[]): string {
+  const lines = [HEADING, '', runLine(), ''];
+  for (const r of results) lines.push(`${r.dialect}:`, '', '```', r.plans, '```', '');
   return lines.join('\n');
 }
 
@@ -515,6 +520,7 @@ export async function main(args: string[]): Promise<void> {
   console.log(`\n${text}`);
   if (!args.includes('--no-write') && results.length > 0) {
     writeResultsSection(HEADING, text);
+    writeResultsSection(HEADING, planSection(results), 'PLANS.md');
     console.log('written to bench/RESULTS.md');
   }
 }

@@ -292,10 +292,14 @@ export async function withFreshPostgres<T>(prefix: string, fn: (url: string) => 
   }
 }
 
-/** Replaces (or appends) the section under `heading` in bench/RESULTS.md, leaving the rest alone. */
-export function writeResultsSection(heading: string, section: string): void {
-  const path = new URL('./RESULTS.md', import.meta.url);
-  const current = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmark results\n';
+/**
+ * Replaces (or appends) the section under `heading` in bench/RESULTS.md (or `file`, such as
+ * PLANS.md for the query plans behind the figures), leaving the rest alone.
+ */
+export function writeResultsSection(heading: string, section: string, file = 'RESULTS.md'): void {
+  const path = new URL(`./${file}`, import.meta.url);
+  const title = file === 'RESULTS.md' ? 'Benchmark results' : 'Query plans behind the benchmark results';
+  const current = existsSync(path) ? readFileSync(path, 'utf8') : `# ${title}\n`;
   const start = current.indexOf(heading);
   let next;
   if (start < 0) next = `${current.trimEnd()}\n\n${section}`;

@@ -2,7 +2,7 @@
 // The passkey administration API over one large organization, on SQLite and PostgreSQL:
 // seeding rate, first page vs a deep page (keyset pagination must not slow down with depth),
 // a full walk following Link headers with the service's peak RSS, and one user's list under
-// 50 connections beside the Fastify constant-JSON floor. Figures go to bench/RESULTS.md.
+// 50 connections beside the Fastify constant-JSON floor. Figures go to bench/RESULTS.md, query plans to bench/PLANS.md.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -22,6 +22,7 @@ import {
   machine,
   printLoad,
   row,
+  runLine,
   startFlags,
   startFloor,
   startService,
@@ -469,13 +470,18 @@ function report(results: DialectResult[], quick: boolean, serviceNodeOptions: st
   lines.push(
     row([
       'organization page plan uses the (org_id, id) index',
-      ...results.map((r) => (r.usesOrgIndex ? 'yes' : 'no (see plans)')),
+      ...results.map((r) => (r.usesOrgIndex ? 'yes' : 'no (see PLANS.md)')),
       'yes',
     ]),
   );
   lines.push('');
-  lines.push(...NOTES, '');
-  for (const r of results) lines.push(`Query plans (${r.dialect}):`, '', '```', r.plan, '```', '');
+  lines.push(...NOTES, '', 'Query plans: [PLANS.md](PLANS.md#passkey-api).', '');
+  return lines.join('\n');
+}
+
+function planSection(results: DialectResult[]): string {
+  const lines = ['## Passkey API', '', runLine(), ''];
+  for (const r of results) lines.push(`${r.dialect}:`, '', '```', r.plan, '```', '');
   return lines.join('\n');
 }
 
@@ -500,6 +506,7 @@ export async function main(args: string[]): Promise<void> {
   console.log(`\n${section}`);
   if (!args.includes('--no-write')) {
     writeResultsSection('## Passkey API', section);
+    writeResultsSection('## Passkey API', planSection(results), 'PLANS.md');
     console.log('written to bench/RESULTS.md');
   }
 }
