@@ -21,13 +21,12 @@ import { shibbolethSp } from '../test/saml/sp-metadata-fixtures.ts';
 import { cpuSeconds, machine, row, runLine, SECRET, startFlags, startService, withFreshPostgres } from './lib.ts';
 import {
   authenticate,
-  exchange,
+  follow,
   FlowError,
   registerPasskey,
   seedSignIns,
   signIn,
   signInPage,
-  type CookieJar,
   type RelyingParty,
   type StepTimes,
   type Target,
@@ -97,26 +96,6 @@ function authnRequest(publicUrl: string): string {
     `AssertionConsumerServiceURL="${ACS}" ProtocolBinding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST">` +
     `<saml:Issuer>${ENTITY_ID}</saml:Issuer><samlp:NameIDPolicy AllowCreate="true"/></samlp:AuthnRequest>`
   );
-}
-
-/**
- * GET with the user's cookies, following the service's own redirects until an answer, or until a
- * redirect goes where `stopAt` says (then that location is the answer's `location`).
- */
-async function follow(target: Target, jar: CookieJar, href: string, stopAt?: RegExp) {
-  let next = href;
-  for (let hop = 0; hop < 10; hop++) {
-    const response = await exchange(target, jar, next);
-    const location = response.headers.get('location');
-    if (response.status >= 300 && response.status < 400 && location) {
-      await response.body?.cancel();
-      if (stopAt?.test(location)) return { status: response.status, body: '', location };
-      next = location;
-      continue;
-    }
-    return { status: response.status, body: await response.text(), location: undefined };
-  }
-  throw new Error('too many redirects');
 }
 
 function expectResponseForm(answer: { status: number; body: string }): void {

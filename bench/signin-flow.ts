@@ -194,6 +194,26 @@ export async function exchange(
   return response;
 }
 
+/**
+ * GET with the user's cookies, following the service's own redirects until an answer, or until a
+ * redirect goes where `stopAt` says (then that location is the answer's `location`).
+ */
+export async function follow(target: Target, jar: CookieJar, href: string, stopAt?: RegExp) {
+  let next = href;
+  for (let hop = 0; hop < 10; hop++) {
+    const response = await exchange(target, jar, next);
+    const location = response.headers.get('location');
+    if (response.status >= 300 && response.status < 400 && location) {
+      await response.body?.cancel();
+      if (stopAt?.test(location)) return { status: response.status, body: '', location };
+      next = location;
+      continue;
+    }
+    return { status: response.status, body: await response.text(), location: undefined };
+  }
+  throw new Error('too many redirects');
+}
+
 function expectStatus(step: string, response: Response, status: number, body?: string): void {
   if (response.status !== status)
     throw new FlowError(`${step}: ${response.status} instead of ${status}${body ? `: ${body.slice(0, 300)}` : ''}`);

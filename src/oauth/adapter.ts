@@ -57,7 +57,8 @@ function registration(row: ClientRow, publicUrl: string): AdapterPayload {
     redirect_uris: redirectUris(row, publicUrl),
     post_logout_redirect_uris: saml ? [] : (JSON.parse(row.post_logout_redirect_uris) as string[]),
     grant_types: grantTypes,
-    response_types: grantTypes.includes('authorization_code') ? ['code'] : [],
+    // an SP's sign-ins end in the session (response_type=none, src/saml-idp/sso.ts): no code, no token
+    response_types: saml ? ['none'] : grantTypes.includes('authorization_code') ? ['code'] : [],
     token_endpoint_auth_method: secret === null || saml ? 'none' : 'client_secret_basic',
     scope: [...allowedScopes(row)].join(' '),
     ...(row.userinfo_signed_response_alg ? { userinfo_signed_response_alg: row.userinfo_signed_response_alg } : {}),

@@ -344,7 +344,7 @@ function discovery(publicUrl: string, operationId: string, summary: string): Jso
           jwks_uri: `${publicUrl}${ROUTES.jwks}`,
           userinfo_endpoint: `${publicUrl}${ROUTES.userinfo}`,
           end_session_endpoint: `${publicUrl}${ROUTES.end_session}`,
-          response_types_supported: ['code'],
+          response_types_supported: ['code', 'none'],
           grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
           scopes_supported: ['openid', 'offline_access', 'profile', 'email'],
         },

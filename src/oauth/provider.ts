@@ -225,7 +225,8 @@ export function createProvider(
     },
     enabledJWA: ENABLED_JWA,
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
-    responseTypes: ['code'],
+    // 'none' is for the SAML service providers' clients only (their registration lists nothing else)
+    responseTypes: ['code', 'none'],
     pkce: { required: (_ctx, client) => client.clientAuthMethod === 'none' },
     // Every use of a refresh token returns a new one, for every kind of client, so a reused
     // (stolen) one is always detected and revokes its grant.

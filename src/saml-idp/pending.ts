@@ -1,7 +1,6 @@
 // A verified SAML request waiting on the sign-in: carried through the authorization request as its
 // `state`, sealed (AES-256-GCM under a key derived from the service's secret), so it comes back to
 // /saml2/idp/continue exactly as it was verified and no one can make one up.
-import { createHash, randomBytes } from 'node:crypto';
 import { open, seal } from '../crypto.ts';
 import type { Binding } from './requests.ts';
 
@@ -20,17 +19,13 @@ export interface Pending {
   /** the NameIDPolicy Format asked for */
   nameIdFormat: string | null;
   binding: Binding | 'unsolicited';
-  /** PKCE verifier and nonce of the authorization request */
-  verifier: string;
-  nonce: string;
+  /** when the request was verified (ms) */
   at: number;
 }
 
 /** A sign-in may take a while (a new passkey, a forgotten password), but not forever. */
 export const PENDING_TTL_MS = 30 * 60_000;
 const AAD = 'saml-pending';
-
-export const randomToken = () => randomBytes(32).toString('base64url');
 
 export function sealPending(key: Buffer, pending: Pending): string {
   return seal(key, Buffer.from(JSON.stringify(pending)), AAD);
@@ -48,5 +43,3 @@ export function openPending(key: Buffer, box: unknown, now: number): Pending | u
     return undefined;
   }
 }
-
-export const codeChallenge = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');

@@ -25,7 +25,7 @@ import {
   type Binding,
   type Received,
 } from './requests.ts';
-import { answer, continueSignIn, pendingSecrets, type SsoDeps } from './sso.ts';
+import { answer, continueSignIn, type SsoDeps } from './sso.ts';
 import { sendRefusal, POST_SCRIPT, POST_SCRIPT_PATH } from './pages.ts';
 import { countResponse } from './metrics.ts';
 import type { Pending } from './pending.ts';
@@ -59,7 +59,6 @@ export function readAuthnRequest(
     acrs,
     nameIdFormat: policy?.getAttribute('Format') || null,
     binding: received.binding,
-    ...pendingSecrets(),
     at: Date.now(),
   };
 }
@@ -155,7 +154,6 @@ async function unsolicited(deps: SsoDeps, request: FastifyRequest, reply: Fastif
     acrs: [],
     nameIdFormat: null,
     binding: 'unsolicited',
-    ...pendingSecrets(),
     at: deps.now(),
   };
   return answer(deps, request, reply, sp, pending);

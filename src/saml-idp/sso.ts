@@ -1,10 +1,10 @@
 // Single sign-on: a verified AuthnRequest (or an IdP-initiated request) is answered from the
 // browser's session when it already covers the SP (fast path), and otherwise goes through the
-// service's own sign-in: an authorization request for the SP's paired client, whose code
-// /saml2/idp/continue redeems in-process before the Response is built from the ID token.
+// service's own sign-in: an authorization request (response_type=none) for the SP's paired client,
+// which signs the user in, asks for consent and records the authorization in the session; back at
+// /saml2/idp/continue the Response is built from that session, as the fast path does.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
@@ -21,7 +21,7 @@ import {
   SAML_CONTINUE_PATH,
   type ServiceProvider,
 } from '../service-providers/index.ts';
-import { codeChallenge, openPending, randomToken, sealPending, type Pending } from './pending.ts';
+import { openPending, sealPending, type Pending } from './pending.ts';
 import { finishResponse, statusResponse, STATUS, successResponse, type Envelope } from './response.ts';
 import { nameIdFor, releasedAttributes, nameIdFormatAccepted } from './subject.ts';
 import { sendPostForm } from './pages.ts';
@@ -81,11 +81,10 @@ export function exactClasses(acrs: string[]): { ours: string[]; unknown: boolean
   return { ours, unknown: ours.length < acrs.length && ours.length === 0 };
 }
 
-/** The fast path: the session already signed the user in to this SP's client, as the request asks. */
-async function sessionSignIn(deps: SsoDeps, session: BrowserSession, sp: ServiceProvider, pending: Pending) {
+/** The session's sign-in to this SP's client, when it has one and the grant still covers the SP's groups. */
+async function sessionGrant(deps: SsoDeps, session: BrowserSession, sp: ServiceProvider) {
   const auth = session.accountId ? session.authorizations?.[sp.clientId] : undefined;
-  if (!auth?.grantId || !auth.sid || pending.force) return undefined;
-  if (pending.acrs.length > 0 && !pending.acrs.includes(session.acr ?? '')) return undefined;
+  if (!auth?.grantId || !auth.sid) return undefined;
   const grant = await deps.provider.current().Grant.find(auth.grantId);
   if (!grant || grant.accountId !== session.accountId || grant.clientId !== sp.clientId) return undefined;
   const scopes = (grant.getOIDCScope() ?? '').split(' ').filter(Boolean);
@@ -100,6 +99,13 @@ async function sessionSignIn(deps: SsoDeps, session: BrowserSession, sp: Service
     scopes,
   };
   return signIn;
+}
+
+/** The fast path: the session already signed the user in to this SP's client, as the request asks. */
+async function sessionSignIn(deps: SsoDeps, session: BrowserSession, sp: ServiceProvider, pending: Pending) {
+  if (pending.force) return undefined;
+  if (pending.acrs.length > 0 && !pending.acrs.includes(session.acr ?? '')) return undefined;
+  return sessionGrant(deps, session, sp);
 }
 
 /**
@@ -141,25 +147,22 @@ export async function answer(
 }
 
 function authorizationUrl(deps: SsoDeps, sp: ServiceProvider, pending: Pending): string {
+  // response_type=none: the sign-in's result is the session itself, read at /saml2/idp/continue;
+  // no code or token is issued for an SP's client.
   const params = new URLSearchParams({
     client_id: sp.clientId,
-    response_type: 'code',
+    response_type: 'none',
     scope: ['openid', ...sp.groups].join(' '),
     redirect_uri: `${deps.config.publicUrl}${SAML_CONTINUE_PATH}`,
     state: sealPending(deps.keys.samlState, pending),
-    nonce: pending.nonce,
-    code_challenge: codeChallenge(pending.verifier),
-    code_challenge_method: 'S256',
   });
   if (pending.force) params.set('prompt', 'login');
   else if (pending.passive) params.set('prompt', 'none');
+  // the sign-in pages step up for acr_values as they do for an OpenID Connect client
   const { ours } = exactClasses(pending.acrs);
-  if (ours.length) params.set('claims', JSON.stringify({ id_token: { acr: { essential: true, values: ours } } }));
+  if (ours.length) params.set('acr_values', ours.join(' '));
   return `${ROUTES.authorization}?${params.toString()}`;
 }
-
-/** A new pending request's secrets. */
-export const pendingSecrets = () => ({ verifier: randomToken(), nonce: randomToken() });
 
 /** The authorization server's error, as the SAML status the SP understands. */
 function statusForError(error: string, pending: Pending): { codes: string[]; outcome: Outcome } {
@@ -183,74 +186,17 @@ export async function continueSignIn(deps: SsoDeps, request: FastifyRequest, rep
     const { codes, outcome } = statusForError(query.error, pending);
     return sendStatus(deps, request, reply, sp, pending, codes, outcome);
   }
-  if (typeof query.code !== 'string' || query.code.length > 200)
-    throw new SamlRefusal('state', 'the sign-in returned no code');
-  const tokens = await redeem(deps, request, sp, query.code, pending.verifier);
-  const claims = tokens && (await verifyIdToken(deps, request, sp, tokens.idToken, pending.nonce));
-  if (!tokens || !claims) throw new SamlRefusal('code', 'the sign-in could not be completed');
-  if (pending.acrs.length > 0 && !pending.acrs.includes(claims.acr)) {
+  // The authorization request ended in the session: it now holds this SP's client, signed in as asked.
+  const session = await browserSession(deps, request, reply);
+  const signIn = await sessionGrant(deps, session, sp);
+  if (!signIn) throw new SamlRefusal('session', 'the sign-in is not this browser’s');
+  // ForceAuthn: the sign-in happened after the request (login times are whole seconds)
+  if (pending.force && signIn.authTime < Math.floor(pending.at / 1000) * 1000)
+    throw new SamlRefusal('session', 'the sign-in the request asked for did not happen');
+  if (pending.acrs.length > 0 && !pending.acrs.includes(signIn.acr)) {
     return sendStatus(deps, request, reply, sp, pending, [STATUS.responder, STATUS.noAuthnContext], 'no_authn_context');
   }
-  // The session the sign-in made or used: the SessionIndex is its id for the SP's client (sid).
-  const session = await browserSession(deps, request, reply);
-  const sid = session.authorizations?.[sp.clientId]?.sid;
-  if (session.accountId !== claims.sub || !sid) throw new SamlRefusal('session', 'the sign-in is not this browser’s');
-  return sendAssertion(deps, request, reply, sp, pending, {
-    ...claims,
-    sid,
-    sessionUid: session.uid,
-    scopes: tokens.scopes,
-  });
-}
-
-/** The token endpoint, called in-process: the code never leaves the service. */
-async function redeem(deps: SsoDeps, request: FastifyRequest, sp: ServiceProvider, code: string, verifier: string) {
-  const res = await request.server.inject({
-    method: 'POST',
-    url: ROUTES.token,
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({
-      grant_type: 'authorization_code',
-      code,
-      redirect_uri: `${deps.config.publicUrl}${SAML_CONTINUE_PATH}`,
-      client_id: sp.clientId,
-      code_verifier: verifier,
-    }).toString(),
-  });
-  if (res.statusCode !== 200) {
-    request.log.warn({ status: res.statusCode }, 'saml sign-in: the code was not redeemed');
-    return undefined;
-  }
-  const body = res.json<{ id_token?: unknown; scope?: unknown }>();
-  if (typeof body.id_token !== 'string') return undefined;
-  return { idToken: body.id_token, scopes: typeof body.scope === 'string' ? body.scope.split(' ') : [] };
-}
-
-async function verifyIdToken(
-  deps: SsoDeps,
-  request: FastifyRequest,
-  sp: ServiceProvider,
-  idToken: string,
-  nonce: string,
-) {
-  const jwks = (await request.server.inject({ method: 'GET', url: ROUTES.jwks })).json<JSONWebKeySet>();
-  try {
-    const { payload } = await jwtVerify(idToken, createLocalJWKSet(jwks), {
-      issuer: deps.config.publicUrl,
-      audience: sp.clientId,
-      requiredClaims: ['sub', 'nonce', 'auth_time'],
-      maxTokenAge: '5 minutes',
-    });
-    if (payload.nonce !== nonce || typeof payload.sub !== 'string') return undefined;
-    return {
-      sub: payload.sub,
-      acr: typeof payload.acr === 'string' ? payload.acr : '',
-      authTime: Number(payload.auth_time) * 1000,
-    };
-  } catch (err) {
-    request.log.warn({ err: err instanceof Error ? err.message : 'invalid' }, 'saml sign-in: ID token refused');
-    return undefined;
-  }
+  return sendAssertion(deps, request, reply, sp, pending, signIn);
 }
 
 function envelope(deps: SsoDeps, pending: Pending): Envelope {
