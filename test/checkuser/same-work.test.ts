@@ -6,7 +6,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import {
   dialects,
-  freshDatabase,
+  migratedDatabase,
   testConfig,
   TEST_SECRET,
   seedOrg,
@@ -34,7 +34,7 @@ for (const dialect of dialects()) {
     let legacy: string;
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       migrated = await openStore(database.url);
       // The background jobs (event delivery, cache invalidation) query on their own clock: not the request's work.
       // (A job's transaction shows as begin and commit around its statements.)
