@@ -36,9 +36,9 @@ for (const dialect of dialects()) {
     before(async () => {
       database = await migratedDatabase(dialect);
       migrated = await openStore(database.url);
-      // The background jobs (event delivery, cache invalidation) query on their own clock: not the request's work.
-      // (A job's transaction shows as begin and commit around its statements.)
-      const background = /"event_deliveries"|"invalidations"|^(begin( immediate)?|commit|rollback)$/;
+      // The background jobs (event delivery, cache invalidation, SAML federation refresh) query on their own
+      // clock: not the request's work. (A job's transaction shows as begin and commit around its statements.)
+      const background = /"event_deliveries"|"invalidations"|"saml_federations"|^(begin( immediate)?|commit|rollback)$/;
       const log = (event: { level: string; query: { sql: string } }) =>
         void (background.test(event.query.sql) || statements.push(event.query.sql));
       const pgPool = () => {
