@@ -383,7 +383,10 @@ export async function spawnService(
     } catch {
       // not listening yet
     }
-    if (i > 300) throw new Error(`service did not become ready: ${err}`);
+    if (i > 300) {
+      child.kill('SIGKILL'); // else the test's process waits for it forever
+      throw new Error(`service did not become ready: ${err}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
