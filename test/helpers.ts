@@ -1,7 +1,7 @@
 // Shared test fixtures: stores on both dialects, a configured app, clients and tokens.
-import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { isoCBOR } from '@simplewebauthn/server/helpers';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,21 +29,48 @@ export interface TestDatabase {
 
 /** A fresh, empty database: a temp SQLite file, or a new PostgreSQL database. */
 export async function freshDatabase(dialect: Dialect): Promise<TestDatabase> {
-  if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'idp-test-'));
-    return { url: join(dir, 'idp.sqlite'), drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
+  if (dialect === 'sqlite') return sqliteDatabase();
+  return postgresDatabase();
+}
+
+/** A temp SQLite file, empty or a copy of template. */
+function sqliteDatabase(template?: string): TestDatabase {
+  const dir = mkdtempSync(join(tmpdir(), 'idp-test-'));
+  const url = join(dir, 'idp.sqlite');
+  if (template) copyFileSync(template, url);
+  return { url, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+function adminUrl(): string {
   const admin = process.env.TEST_POSTGRES_URL;
   if (!admin) throw new Error('TEST_POSTGRES_URL is not set');
+  return admin;
+}
+
+function databaseUrl(admin: string, name: string): string {
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/**
+ * A new PostgreSQL database, empty or a copy of template. Its commits do not wait for the WAL to
+ * reach the disk (synchronous_commit off): what a transaction makes visible, and when, is the same;
+ * only surviving a crash of the database server, which no test does, is given up.
+ */
+async function postgresDatabase(template?: string): Promise<TestDatabase> {
+  const admin = adminUrl();
   const name = `idp_test_${randomBytes(6).toString('hex')}`;
   const client = new pg.Client({ connectionString: admin });
   await client.connect();
-  await client.query(`create database ${name}`);
-  await client.end();
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
+  try {
+    await whileInUse(() => client.query(`create database ${name}${template ? ` template ${template}` : ''}`));
+    await client.query(`alter database ${name} set synchronous_commit = off`);
+  } finally {
+    await client.end();
+  }
   return {
-    url: url.toString(),
+    url: databaseUrl(admin, name),
     async drop() {
       const c = new pg.Client({ connectionString: admin });
       await c.connect();
@@ -51,6 +78,97 @@ export async function freshDatabase(dialect: Dialect): Promise<TestDatabase> {
       await c.end();
     },
   };
+}
+
+/**
+ * What the schema a migration run leaves depends on: every file of src/store. A migrated template
+ * is kept per fingerprint, so a changed migration (on any branch sharing the database server) gets
+ * a template of its own.
+ */
+const storeFingerprint = (() => {
+  let fingerprint: string | undefined;
+  return () => {
+    if (fingerprint) return fingerprint;
+    const dir = new URL('../src/store/', import.meta.url);
+    const hash = createHash('sha256');
+    for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort()) {
+      if (!name.endsWith('.ts')) continue;
+      hash
+        .update(name)
+        .update('\0')
+        .update(readFileSync(new URL(name, dir)))
+        .update('\0');
+    }
+    return (fingerprint = hash.digest('hex').slice(0, 16));
+  };
+})();
+
+/** Retries what PostgreSQL refuses while a closed pool's server processes are still exiting. */
+async function whileInUse(run: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await run();
+      return;
+    } catch (err) {
+      // 55006 object_in_use: "source database ... is being accessed by other users"
+      if ((err as { code?: string }).code !== '55006' || attempt >= 50) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+/** A SQLite file migrated once per fingerprint (shared by the test processes), as a template. */
+async function sqliteTemplate(): Promise<string> {
+  const template = join(tmpdir(), `idp-test-template-${storeFingerprint()}.sqlite`);
+  if (existsSync(template)) return template;
+  const dir = mkdtempSync(join(tmpdir(), 'idp-template-'));
+  try {
+    const path = join(dir, 'idp.sqlite');
+    await (await openStore(path)).close();
+    if (existsSync(`${path}-wal`)) throw new Error('the migrated SQLite template kept its WAL open');
+    renameSync(path, template); // atomic: another process copies a whole template or none
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return template;
+}
+
+let postgresTemplateReady: Promise<string> | undefined;
+
+/**
+ * A PostgreSQL database migrated once per fingerprint, as a template. Test processes running at
+ * once agree through an advisory lock on who builds it; it gets its name only when complete.
+ */
+function postgresTemplate(admin: string): Promise<string> {
+  postgresTemplateReady ??= (async () => {
+    const name = `idp_template_${storeFingerprint()}`;
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    try {
+      await client.query(`select pg_advisory_lock(hashtext('idp test template'))`);
+      const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
+      if (exists.rowCount) return name;
+      const building = `idp_building_${randomBytes(6).toString('hex')}`;
+      await client.query(`create database ${building}`);
+      await (await openStore(databaseUrl(admin, building))).close();
+      await whileInUse(() => client.query(`alter database ${building} rename to ${name}`));
+      return name;
+    } finally {
+      await client.end(); // ends the advisory lock with the session
+    }
+  })();
+  postgresTemplateReady.catch(() => (postgresTemplateReady = undefined));
+  return postgresTemplateReady;
+}
+
+/**
+ * A fresh database with the schema as migrations leave it: a copy of a template migrated once
+ * (SQLite: a file; PostgreSQL: CREATE DATABASE ... TEMPLATE). Opening it runs the migrations too,
+ * which find nothing left to do. Tests of migrating itself start from freshDatabase instead.
+ */
+export async function migratedDatabase(dialect: Dialect): Promise<TestDatabase> {
+  if (dialect === 'sqlite') return sqliteDatabase(await sqliteTemplate());
+  return postgresDatabase(await postgresTemplate(adminUrl()));
 }
 
 export function testConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
@@ -77,7 +195,7 @@ export async function startTestApp(
   env: Record<string, string> = {},
   options: { now?: () => number; listen?: number } = {},
 ): Promise<TestContext> {
-  const database = await freshDatabase(dialect);
+  const database = await migratedDatabase(dialect);
   const config = testConfig(database.url, env);
   const store = await openStore(config.databaseUrl);
   const keys = keyring(TEST_SECRET);
@@ -265,7 +383,10 @@ export async function spawnService(
     } catch {
       // not listening yet
     }
-    if (i > 300) throw new Error(`service did not become ready: ${err}`);
+    if (i > 300) {
+      child.kill('SIGKILL'); // else the test's process waits for it forever
+      throw new Error(`service did not become ready: ${err}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {

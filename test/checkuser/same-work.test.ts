@@ -6,7 +6,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import {
   dialects,
-  freshDatabase,
+  migratedDatabase,
   testConfig,
   TEST_SECRET,
   seedOrg,
@@ -34,11 +34,11 @@ for (const dialect of dialects()) {
     let legacy: string;
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       migrated = await openStore(database.url);
-      // The background jobs (event delivery, cache invalidation) query on their own clock: not the request's work.
-      // (A job's transaction shows as begin and commit around its statements.)
-      const background = /"event_deliveries"|"invalidations"|^(begin( immediate)?|commit|rollback)$/;
+      // The background jobs (event delivery, cache invalidation, SAML federation refresh) query on their own
+      // clock: not the request's work. (A job's transaction shows as begin and commit around its statements.)
+      const background = /"event_deliveries"|"invalidations"|"saml_federations"|^(begin( immediate)?|commit|rollback)$/;
       const log = (event: { level: string; query: { sql: string } }) =>
         void (background.test(event.query.sql) || statements.push(event.query.sql));
       const pgPool = () => {

@@ -4,7 +4,7 @@
 // following every writer of passkeys, a backfill of existing passkeys, and concurrent writers.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { dialects, freshDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
+import { dialects, freshDatabase, migratedDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
 import { passkeyRow } from '../passkey-admin/fixtures.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { migrate } from '../../src/store/migrations.ts';
@@ -83,7 +83,7 @@ for (const dialect of dialects()) {
     const search = async (q: string, limit = 50) => eppns(await searchUsers(store.db, 1, q, limit));
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       store = await openStore(database.url);
       await seedOrg(ctx());
       await seedOrg(ctx(), 2, 'other.org', 'Other');
@@ -200,7 +200,7 @@ for (const dialect of dialects()) {
     let passkeys: { id: number; user: string; uv: boolean; synced: boolean; unused: boolean }[] = [];
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       store = await openStore(database.url);
       await seedOrg(ctx());
       await seedOrg(ctx(), 2, 'other.org', 'Other');

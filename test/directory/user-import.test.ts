@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cli, dialects, freshDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
+import { cli, dialects, migratedDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { findUserByEppn } from '../../src/store/directory.ts';
 import { IMPORT_BATCH } from '../../src/directory/user-import.ts';
@@ -55,7 +55,7 @@ for (const dialect of dialects()) {
       );
 
     before(async () => {
-      db = await freshDatabase(dialect);
+      db = await migratedDatabase(dialect);
       store = await openStore(db.url);
     });
     after(async () => {

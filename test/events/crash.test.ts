@@ -6,7 +6,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   dialects,
-  freshDatabase,
+  migratedDatabase,
   cli,
   spawnService,
   basicAuth,
@@ -146,7 +146,7 @@ for (const dialect of dialects()) {
     let receiver: Receiver;
     let services: ServiceProcess[] = [];
     before(async () => {
-      db = await freshDatabase(dialect);
+      db = await migratedDatabase(dialect);
       receiver = await startReceiver();
     });
     after(async () => {
@@ -195,7 +195,7 @@ describe('two instances on one PostgreSQL', { skip: !dialects().includes('postgr
   let receiver: Receiver;
   const services: ServiceProcess[] = [];
   before(async () => {
-    db = await freshDatabase('postgres');
+    db = await migratedDatabase('postgres');
     receiver = await startReceiver();
   });
   after(async () => {

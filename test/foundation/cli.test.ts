@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dialects, freshDatabase, cli, coseP256PublicKey, TEST_SECRET, type TestDatabase } from '../helpers.ts';
+import { dialects, migratedDatabase, cli, coseP256PublicKey, TEST_SECRET, type TestDatabase } from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { listOrganizationPasskeys } from '../../src/store/passkeys.ts';
 import { keyring } from '../../src/crypto.ts';
@@ -34,7 +34,7 @@ for (const dialect of dialects()) {
       );
 
     before(async () => {
-      db = await freshDatabase(dialect);
+      db = await migratedDatabase(dialect);
       store = await openStore(db.url);
     });
     after(async () => {

@@ -3,7 +3,15 @@
 // PostgreSQL more than 65,535, so each runs in chunks and answers as for a short list. Both databases.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { dialects, freshDatabase, seedOrg, seedUser, seedClient, TEST_SECRET, type TestDatabase } from '../helpers.ts';
+import {
+  dialects,
+  migratedDatabase,
+  seedOrg,
+  seedUser,
+  seedClient,
+  TEST_SECRET,
+  type TestDatabase,
+} from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { keyring } from '../../src/crypto.ts';
 import * as events from '../../src/store/events.ts';
@@ -23,7 +31,7 @@ for (const dialect of dialects()) {
     let user: { id: number; sub: string };
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       store = await openStore(database.url);
       await seedOrg({ store }, 1, 'example.org');
       user = await seedUser({ store }, 1, 'ada@example.org', { email: 'ada@example.org', nin: '01017012345' });

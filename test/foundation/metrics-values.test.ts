@@ -14,7 +14,7 @@ import {
   clientToken,
   clearOfWindowEnd,
   dialects,
-  freshDatabase,
+  migratedDatabase,
   seedClient,
   seedOrg,
   seedUser,
@@ -34,7 +34,7 @@ interface World extends App {
 }
 
 async function startWorld(dialect: 'sqlite' | 'postgres'): Promise<World> {
-  const database = await freshDatabase(dialect);
+  const database = await migratedDatabase(dialect);
   const config = testConfig(database.url, { LOG_LEVEL: 'info', CHECKUSER_RATE_LIMIT: '1' });
   const store = await openStore(config.databaseUrl);
   const logStream = new PassThrough();

@@ -5,7 +5,7 @@ import { openStore, type Store } from '../../src/store/index.ts';
 import { prepare } from '../../src/store/prepared.ts';
 import { SqliteLimitsInText, sqliteDialect } from '../../src/store/sqlite.ts';
 import type { DB } from '../../src/store/schema.ts';
-import { dialects, freshDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
+import { dialects, migratedDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
 
 // SQLite compiles a statement again each time a value is bound to a LIMIT or OFFSET parameter, so
 // on SQLite whole-number limits are written into the SQL text (the statement kept for the text is
@@ -27,7 +27,7 @@ for (const dialect of dialects()) {
     let store: Store;
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       store = await openStore(database.url);
       await seedOrg({ store });
       for (let i = 1; i <= 5; i++) await seedUser({ store }, 1, `user${i}@example.org`);

@@ -11,7 +11,7 @@ import {
   basicAuth,
   cli,
   dialects,
-  freshDatabase,
+  migratedDatabase,
   spawnService,
   type ServiceProcess,
   type TestDatabase,
@@ -69,7 +69,7 @@ for (const dialect of dialects()) {
       });
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       assert.equal(
         (await cli(database.url, ['org', 'add', '--id', '1', '--realm', 'example.org', '--name', 'Example'])).code,
         0,

@@ -8,7 +8,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import {
   dialects,
-  freshDatabase,
+  migratedDatabase,
   testConfig,
   seedOrg,
   seedUser,
@@ -34,7 +34,7 @@ interface LoggedApp extends App {
 
 /** The app with its log captured as JSON lines. */
 async function loggedApp(dialect: 'sqlite' | 'postgres'): Promise<LoggedApp> {
-  const database: TestDatabase = await freshDatabase(dialect);
+  const database: TestDatabase = await migratedDatabase(dialect);
   const config = testConfig(database.url, { LOG_LEVEL: 'info' });
   const store = await openStore(config.databaseUrl);
   const keys = keyring(TEST_SECRET);

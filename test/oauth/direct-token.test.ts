@@ -14,7 +14,7 @@ import { listAuditEvents } from '../../src/store/audit.ts';
 import {
   basicAuth,
   dialects,
-  freshDatabase,
+  migratedDatabase,
   seedClient,
   testConfig,
   TEST_SECRET,
@@ -43,7 +43,7 @@ for (const dialect of dialects()) {
     let config: Config;
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       // one proxy in front: X-Forwarded-For's last hop is the client
       config = testConfig(database.url, { LOG_LEVEL: 'info', TRUST_PROXY: '1' });
       store = await openStore(config.databaseUrl);

@@ -2,7 +2,7 @@
 // retry job on any instance leaves it alone, and an attempt that outlived its lease records nothing.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { dialects, freshDatabase, type TestDatabase } from '../helpers.ts';
+import { dialects, migratedDatabase, type TestDatabase } from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import {
   claimLogoutDelivery,
@@ -16,7 +16,7 @@ for (const dialect of dialects()) {
     let db: TestDatabase;
     let store: Store;
     before(async () => {
-      db = await freshDatabase(dialect);
+      db = await migratedDatabase(dialect);
       store = await openStore(db.url);
     });
     after(async () => {

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import {
   dialects,
-  freshDatabase,
+  migratedDatabase,
   testConfig,
   seedClient,
   basicAuth,
@@ -42,7 +42,7 @@ for (const dialect of dialects()) {
     const lines: Line[] = [];
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       const config = testConfig(database.url, { LOG_LEVEL: 'info' });
       store = await openStore(config.databaseUrl);
       const keys = keyring(TEST_SECRET);

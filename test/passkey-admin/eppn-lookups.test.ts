@@ -8,7 +8,7 @@ import { insertPasskeys, listPasskeysByEppn, listPasskeysOfEppn } from '../../sr
 import { eppnExists } from '../../src/store/checkuser.ts';
 import { openSqlite, SqliteLimitsInText, sqliteDialect } from '../../src/store/sqlite.ts';
 import type { DB } from '../../src/store/schema.ts';
-import { dialects, freshDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
+import { dialects, migratedDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
 import { passkeyRow } from './fixtures.ts';
 
 // Lookups of one user by eppn: the user is found by the unique eppn index and the organization is
@@ -77,7 +77,7 @@ for (const dialect of dialects()) {
     let alice: number;
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       store = await openStore(database.url);
       await seedOrg({ store }, 1, 'example.org');
       await seedOrg({ store }, 2, 'other.org');

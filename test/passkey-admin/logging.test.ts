@@ -1,7 +1,15 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { dialects, freshDatabase, seedOrg, seedUser, seedClient, TEST_SECRET, type TestDatabase } from '../helpers.ts';
+import {
+  dialects,
+  migratedDatabase,
+  seedOrg,
+  seedUser,
+  seedClient,
+  TEST_SECRET,
+  type TestDatabase,
+} from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { keyring } from '../../src/crypto.ts';
 import { seedPasskeys } from './fixtures.ts';
@@ -18,7 +26,7 @@ for (const dialect of dialects()) {
     let keys: number[];
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       const store: Store = await openStore(database.url);
       const ctx = { store, keys: keyring(TEST_SECRET) };
       await seedOrg(ctx, 1, 'example.org');

@@ -3,7 +3,7 @@
 // entity categories), precedence of registered SPs, stale metadata, their clients, and MDQ.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { dialects, freshDatabase, testConfig, type TestDatabase } from '../helpers.ts';
+import { dialects, migratedDatabase, testConfig, type TestDatabase } from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import {
   addFederation,
@@ -142,7 +142,7 @@ for (const dialect of dialects()) {
     let id: number;
 
     before(async () => {
-      db = await freshDatabase(dialect);
+      db = await migratedDatabase(dialect);
       store = await openStore(db.url);
       server = await metadataServer();
       settings = federationSettings(testConfig(db.url, LOCAL));

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cli, dialects, freshDatabase, testConfig, type TestDatabase } from '../helpers.ts';
+import { cli, dialects, migratedDatabase, testConfig, type TestDatabase } from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import {
   federationSettings,
@@ -64,7 +64,7 @@ for (const dialect of dialects()) {
     const run = (args: string[]) => cli(db.url, args, '', LOCAL);
 
     before(async () => {
-      db = await freshDatabase(dialect);
+      db = await migratedDatabase(dialect);
       server = await metadataServer();
       dir = mkdtempSync(join(tmpdir(), 'fed-'));
       certFile = join(dir, 'federation.pem');

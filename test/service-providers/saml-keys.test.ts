@@ -4,7 +4,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createPublicKey, X509Certificate } from 'node:crypto';
-import { dialects, freshDatabase, testConfig, TEST_SECRET, type TestDatabase } from '../helpers.ts';
+import { dialects, migratedDatabase, testConfig, TEST_SECRET, type TestDatabase } from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { keyring } from '../../src/crypto.ts';
 import { listSamlKeys as listRows } from '../../src/store/saml.ts';
@@ -19,7 +19,7 @@ for (const dialect of dialects()) {
     let store: Store;
     let other: Store;
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       const config = testConfig(database.url);
       store = await openStore(config.databaseUrl);
       other = await openStore(config.databaseUrl);

@@ -9,7 +9,7 @@ import { DatabaseSync } from 'node:sqlite';
 import {
   clientToken,
   dialects,
-  freshDatabase,
+  migratedDatabase,
   PUBLIC_URL,
   seedClient,
   seedOrg,
@@ -95,7 +95,7 @@ for (const dialect of dialects())
     let loaded: LoadedService;
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       loaded = await startLoadedService(database.url, { users: 20, passkeysEach: 60 });
     });
 

@@ -5,7 +5,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { dialects, freshDatabase, type TestDatabase } from '../helpers.ts';
+import { dialects, migratedDatabase, type TestDatabase } from '../helpers.ts';
 import { call, startLoadedService, underLoad, type LoadedService } from './loaded-service.ts';
 
 const CUTS = 15;
@@ -28,7 +28,7 @@ if (dialects().includes('postgres')) {
     let admin: pg.Client;
 
     before(async () => {
-      database = await freshDatabase('postgres');
+      database = await migratedDatabase('postgres');
       loaded = await startLoadedService(database.url, { users: 20, passkeysEach: 40 });
       admin = new pg.Client({ connectionString: process.env.TEST_POSTGRES_URL });
       await admin.connect();

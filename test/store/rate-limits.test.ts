@@ -2,7 +2,7 @@
 // window, also when refunds run at once, and that starts afresh in a new window.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { dialects, freshDatabase, type TestDatabase } from '../helpers.ts';
+import { dialects, migratedDatabase, type TestDatabase } from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { rateLimit } from '../../src/http/rate-limit.ts';
 import { AppError } from '../../src/errors.ts';
@@ -16,7 +16,7 @@ for (const dialect of dialects()) {
     let clock = 10 * WINDOW + 1;
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       store = await openStore(database.url);
     });
     after(async () => {

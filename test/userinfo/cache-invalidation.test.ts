@@ -8,7 +8,7 @@ import {
   basicAuth,
   cli,
   dialects,
-  freshDatabase,
+  migratedDatabase,
   seedClient,
   seedOrg,
   seedUser,
@@ -160,7 +160,7 @@ for (const dialect of dialects()) {
     const timings: Record<string, number> = {};
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       a = await instance(database.url);
       b = await instance(database.url);
       await seedOrg(a);

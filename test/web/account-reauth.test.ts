@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import {
   cookieBrowser,
   dialects,
-  freshDatabase,
+  migratedDatabase,
   testConfig,
   seedOrg,
   seedUser,
@@ -34,7 +34,7 @@ for (const dialect of dialects()) {
     let ada: User;
 
     before(async () => {
-      database = await freshDatabase(dialect);
+      database = await migratedDatabase(dialect);
       const config = testConfig(database.url);
       store = await openStore(config.databaseUrl);
       built = await buildApp({ config, store, keys: keyring(TEST_SECRET), now: () => clock });

@@ -6,7 +6,15 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dialects, freshDatabase, cli, coseP256PublicKey, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
+import {
+  dialects,
+  migratedDatabase,
+  cli,
+  coseP256PublicKey,
+  seedOrg,
+  seedUser,
+  type TestDatabase,
+} from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import {
@@ -102,7 +110,7 @@ for (const dialect of dialects()) {
     let ids: number[] = [];
 
     before(async () => {
-      db = await freshDatabase(dialect);
+      db = await migratedDatabase(dialect);
       store = await openStore(db.url);
       await seedOrg({ store }, 1, 'example.org', 'Example University');
       await seedOrg({ store }, 2, 'other.org', 'Other');
