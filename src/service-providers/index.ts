@@ -5,3 +5,4 @@ export * from './metadata-source.ts';
 export * from './registry.ts';
 export * from './saml-keys.ts';
 export * from './release.ts';
+export * from './applications.ts';
