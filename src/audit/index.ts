@@ -78,6 +78,7 @@ export const AUDIT_ACTIONS = [
   'sp.disable',
   'sp.enable',
   'sp.remove',
+  'sp.client',
   'saml_keys.rotate',
   'saml.sso',
   'saml.logout',

@@ -68,7 +68,7 @@ export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_CODE_GRANT] as const;
 
 /** Grants that sign a person in (and so may release the standard OpenID Connect scopes). */
-const SIGN_IN_GRANTS: readonly string[] = ['authorization_code', DEVICE_CODE_GRANT];
+export const SIGN_IN_GRANTS: readonly string[] = ['authorization_code', DEVICE_CODE_GRANT];
 
 /** `device_code` is short for the device grant's URN (RFC 8628). */
 function grantName(grant: string): string {

@@ -23,6 +23,7 @@ import { endSessions, finishSignIn, forgetAuthState, writeSession } from './cons
 import { organizationsView } from './console-views.ts';
 import { userPages } from './console-user-pages.ts';
 import { organizationPages } from './console-org-pages.ts';
+import { applicationPages } from './console-app-pages.ts';
 
 const SCRIPT = readFileSync(packageFile('console/static/console.js'));
 
@@ -112,6 +113,7 @@ export function consolePages(deps: ConsoleDeps) {
     app.get(CONSOLE_SIGNED_OUT, signedOut);
     await app.register(userPages(deps));
     await app.register(organizationPages(deps));
+    await app.register(applicationPages(deps));
     app.get('/console/*', (request, reply) => sendConsoleNotFound(request, reply));
   };
 }

@@ -34,6 +34,7 @@ function orgNav(v: ConsoleView, org: OrgRef | undefined): Html {
       [`${base}/report`, 'console.nav_report'],
       [`${base}/offboard`, 'console.nav_offboard'],
       [`${base}/staff`, 'console.nav_staff'],
+      [`${base}/applications`, 'console.nav_applications'],
     );
   const many = v.staff.access.operator || v.staff.access.helpdesk.length > 1;
   if (many) links.push(['/console', 'console.nav_organizations']);

@@ -151,6 +151,27 @@ export function releasedGroups(authorized: Iterable<string>, granted: Iterable<s
   return released;
 }
 
+/** The SAML attributes the groups release, each once (groups may share one), in the table's order. */
+export function samlAttributeDefinitions(groups: Iterable<AttributeGroup>): SamlAttributeDefinition[] {
+  const released = new Set(groups);
+  const out = new Map<string, SamlAttributeDefinition>();
+  for (const [group, release] of Object.entries(ATTRIBUTE_RELEASE) as [AttributeGroup, GroupRelease][]) {
+    if (!released.has(group)) continue;
+    for (const definition of release.saml) if (!out.has(definition.name)) out.set(definition.name, definition);
+  }
+  return [...out.values()];
+}
+
+/** The OpenID Connect claims the groups may release, each once, in the table's order. */
+export function oidcClaims(config: Pick<Config, 'claimsNamespace'>, groups: Iterable<AttributeGroup>): string[] {
+  const names = claimNames(config);
+  const released = new Set(groups);
+  const out = new Set<string>();
+  for (const [group, release] of Object.entries(ATTRIBUTE_RELEASE) as [AttributeGroup, GroupRelease][])
+    if (released.has(group)) for (const claim of release.claims(names)) out.add(claim);
+  return [...out];
+}
+
 export interface SamlAttributeValue {
   name: string;
   friendlyName: string;
@@ -166,16 +187,10 @@ export function samlAttributes(
   groups: Iterable<AttributeGroup>,
   context: SamlReleaseContext,
 ): SamlAttributeValue[] {
-  const released = new Set(groups);
-  const out = new Map<string, SamlAttributeValue>();
-  for (const [group, release] of Object.entries(ATTRIBUTE_RELEASE) as [AttributeGroup, GroupRelease][]) {
-    if (!released.has(group)) continue;
-    for (const definition of release.saml) {
-      if (out.has(definition.name)) continue;
-      const values = definition.values(user, context).filter((v) => v.length > 0);
-      if (values.length)
-        out.set(definition.name, { name: definition.name, friendlyName: definition.friendlyName, values });
-    }
+  const out: SamlAttributeValue[] = [];
+  for (const definition of samlAttributeDefinitions(groups)) {
+    const values = definition.values(user, context).filter((v) => v.length > 0);
+    if (values.length) out.push({ name: definition.name, friendlyName: definition.friendlyName, values });
   }
-  return [...out.values()];
+  return out;
 }

@@ -2,16 +2,9 @@
 // and the attributes its groups release (src/directory/attribute-release.ts), with the Subject
 // Identifier attributes its metadata asks for.
 import { createHmac, randomBytes, type KeyObject } from 'node:crypto';
-import {
-  PAIRWISE_ID,
-  SUBJECT_ID,
-  samlAttributes,
-  subjectIdValue,
-  type SamlAttributeValue,
-} from '../directory/attribute-release.ts';
+import { PAIRWISE_ID, subjectIdValue, type SamlAttributeValue } from '../directory/attribute-release.ts';
 import { NAMEID_FORMAT } from '../saml/metadata/index.ts';
-import type { ServiceProvider } from '../service-providers/index.ts';
-import { categoryReleasesPairwiseId, restrictToCategories } from '../service-providers/entity-categories.ts';
+import { releasedAttributeNames, type ServiceProvider } from '../service-providers/index.ts';
 import type { User } from '../store/directory.ts';
 import type { Store } from '../store/index.ts';
 import { persistentNameId } from '../store/saml-sso.ts';
@@ -75,11 +68,10 @@ export function pairwiseIdValue(key: KeyObject, user: User, sp: ServiceProvider)
 }
 
 /**
- * The attributes released to the SP: its groups, as the table says. The Subject Identifier
- * attributes follow the SP's subject-id:req: pairwise-id asked for is sent (and subject-id is not),
- * subject-id (or any) needs the userid-idp group, as the table has it. An SP of a trusted
- * federation gets only what its entity categories release (src/service-providers/entity-categories.ts):
- * pairwise-id when one of them says so (Pseudonymous Access), and nothing its groups would add beyond them.
+ * The attributes released to the SP, with the user's values: the names releasedAttributeNames()
+ * gives (its groups as the table says, the Subject Identifier attributes its subject-id:req asks
+ * for, and for an SP of a trusted federation only what its entity categories release), each the
+ * user has a value for; pairwise-id with the SP's own value.
  */
 export function releasedAttributes(
   sp: ServiceProvider,
@@ -87,16 +79,15 @@ export function releasedAttributes(
   user: User,
   pairwiseKey: KeyObject,
 ): SamlAttributeValue[] {
-  const realm = realmOf(user);
-  const attributes = samlAttributes(user, groups, { realm });
-  const requirement = sp.descriptor.subjectIdRequirement;
-  const pairwise = { name: PAIRWISE_ID, friendlyName: 'pairwise-id', values: [pairwiseIdValue(pairwiseKey, user, sp)] };
-  let released = attributes;
-  if (requirement === 'pairwise-id') released = [...attributes.filter((a) => a.name !== SUBJECT_ID), pairwise];
-  else if (requirement === 'none') released = attributes.filter((a) => a.name !== SUBJECT_ID);
-  if (categoryReleasesPairwiseId(sp) && !released.some((a) => a.name === PAIRWISE_ID))
-    released = [...released, pairwise];
-  return restrictToCategories(released, sp);
+  const context = { realm: realmOf(user) };
+  const out: SamlAttributeValue[] = [];
+  for (const { name, friendlyName, definition } of releasedAttributeNames(sp, groups)) {
+    const values =
+      name === PAIRWISE_ID ? [pairwiseIdValue(pairwiseKey, user, sp)] : (definition?.values(user, context) ?? []);
+    const present = values.filter((v) => v.length > 0);
+    if (present.length) out.push({ name, friendlyName, values: present });
+  }
+  return out;
 }
 
 export { subjectIdValue };

@@ -4,3 +4,5 @@ export * from './client-id.ts';
 export * from './metadata-source.ts';
 export * from './registry.ts';
 export * from './saml-keys.ts';
+export * from './release.ts';
+export * from './applications.ts';

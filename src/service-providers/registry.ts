@@ -7,9 +7,11 @@ import type { Store } from '../store/index.ts';
 import type { ClientsTable, DB } from '../store/schema.ts';
 import * as clients from '../store/clients.ts';
 import * as repo from '../store/saml.ts';
+import { deletePersistentIdsOfEntity, deleteSessionSpsOfEntity } from '../store/saml-sso.ts';
+import { isUniqueViolation } from '../store/index.ts';
 import { deleteClientArtifacts } from '../store/oidc-payloads.ts';
 import { publish } from '../store/invalidation.ts';
-import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
+import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { checkGroups } from '../clients/index.ts';
 import type { AttributeGroup } from '../vocabulary.ts';
@@ -97,7 +99,7 @@ function toServiceProvider(row: repo.ServiceProviderRow): ServiceProvider {
  * consent page is shown), a transient NameID unless its metadata lists persistent first, encrypted
  * when it publishes a key, signed assertions, and the attribute groups of its entity categories.
  */
-function federatedToServiceProvider(found: FederatedServiceProvider): ServiceProvider {
+function federatedToServiceProvider(found: FederatedServiceProvider, blocked: boolean): ServiceProvider {
   const { descriptor } = found;
   return {
     entityId: descriptor.entityId,
@@ -109,7 +111,7 @@ function federatedToServiceProvider(found: FederatedServiceProvider): ServicePro
     encrypt: 'auto',
     sign: 'assertion',
     allowUnsolicited: false,
-    disabled: false,
+    disabled: blocked,
     federationId: found.federationId,
     descriptor,
     releasedAttributes: found.releasedAttributes,
@@ -127,7 +129,13 @@ export async function findServiceProvider(store: Store, entityId: string): Promi
   const row = await repo.findServiceProviderRow(store.db, entityId);
   if (row) return toServiceProvider(row);
   const federated = await findFederatedServiceProvider(store, entityId);
-  return federated && federatedToServiceProvider(federated);
+  return federated && withBlock(store, federated);
+}
+
+/** A federation SP as the SSO sees it: disabled while an operator blocks it (`saml sp disable`). */
+async function withBlock(store: Store, found: FederatedServiceProvider): Promise<ServiceProvider> {
+  const blockedAt = await repo.serviceProviderBlockedAt(store.db, found.descriptor.entityId);
+  return federatedToServiceProvider(found, blockedAt !== undefined);
 }
 
 export async function findServiceProviderByClientId(
@@ -138,7 +146,7 @@ export async function findServiceProviderByClientId(
   const row = await repo.findServiceProviderRowByClientId(store.db, clientId);
   if (row) return toServiceProvider(row);
   const federated = await findFederatedServiceProviderByClientId(store, clientId);
-  return federated && federatedToServiceProvider(federated);
+  return federated && withBlock(store, federated);
 }
 
 export async function getServiceProvider(store: Store, entityId: string): Promise<ServiceProvider> {
@@ -290,11 +298,32 @@ export async function addServiceProvider(
   };
   checkSettings(sp);
   const metadata = Buffer.isBuffer(input.metadata) ? input.metadata.toString('utf8') : input.metadata;
+  try {
+    await insertServiceProvider(store, sp, metadata, actor, now);
+  } catch (err) {
+    // Two registrations of one entityID at once on PostgreSQL: both found none, the second insert
+    // waits for the first to commit and then violates the primary key. It is the same conflict.
+    if (isUniqueViolation(err)) throw alreadyRegistered(sp.entityId);
+    throw err;
+  }
+  return sp;
+}
+
+const alreadyRegistered = (entityId: string) =>
+  conflict(`service provider '${entityId}' is already registered (change it with saml sp update)`);
+
+async function insertServiceProvider(
+  store: Store,
+  sp: ServiceProvider,
+  metadata: string,
+  actor: Actor,
+  now: number,
+): Promise<void> {
   await store.db.transaction().execute(async (trx) => {
-    if (await repo.findServiceProviderRow(trx, sp.entityId)) {
-      throw conflict(`service provider '${sp.entityId}' is already registered (change it with saml sp update)`);
-    }
+    if (await repo.findServiceProviderRow(trx, sp.entityId)) throw alreadyRegistered(sp.entityId);
     if (await clients.findClient(trx, sp.clientId)) {
+      // PostgreSQL: a registration of the same entityID committed since the first look
+      if (await repo.findServiceProviderRow(trx, sp.entityId)) throw alreadyRegistered(sp.entityId);
       throw conflict(`a client with the id '${sp.clientId}' already exists`);
     }
     await repo.insertServiceProvider(trx, {
@@ -315,7 +344,6 @@ export async function addServiceProvider(
       details: auditDetails(sp),
     });
   });
-  return sp;
 }
 
 /** How the audit record names each setting. */
@@ -399,16 +427,28 @@ export async function updateServiceProvider(
 
 /**
  * Disables or re-enables an SP and its client. Disabled, the SP is refused at once on every
- * instance, and its client's grants and tokens are deleted as `client disable` deletes them, so no
- * session's authorization of it lets a sign-in through; re-enabling brings none of them back.
+ * instance, its client's grants and tokens are deleted as `client disable` deletes them, and the
+ * sessions it received assertions in are forgotten for it (saml_session_sps), so no session's
+ * authorization of it lets a sign-in through; re-enabling brings none of them back. Users' consents
+ * and persistent NameIDs are kept, as `client disable` keeps consents: enabling gives the same SP
+ * back. An SP known only from a trusted federation is blocked instead (saml_sp_blocks), which
+ * outlives the aggregate's refreshes until it is enabled again.
  */
 export async function setServiceProviderEnabled(
   store: Store,
   entityId: string,
   enabled: boolean,
   { actor = SYSTEM, now = Date.now() }: Change = {},
-): Promise<{ serviceProvider: ServiceProvider; changed: boolean }> {
-  const changed = await store.db.transaction().execute(async (trx) => {
+): Promise<{ serviceProvider: ServiceProvider | undefined; changed: boolean }> {
+  const registered = await repo.findServiceProviderRow(store.db, entityId);
+  const changed = registered
+    ? await setRegisteredEnabled(store, entityId, enabled, actor, now)
+    : await setFederatedEnabled(store, entityId, enabled, actor, now);
+  return { serviceProvider: await findServiceProvider(store, entityId), changed };
+}
+
+function setRegisteredEnabled(store: Store, entityId: string, enabled: boolean, actor: Actor, now: number) {
+  return store.db.transaction().execute(async (trx) => {
     const row = await repo.findServiceProviderRow(trx, entityId);
     if (!row) throw notFound(`service provider '${entityId}' is not registered`);
     if ((row.disabled_at === null) === enabled) return false;
@@ -416,21 +456,60 @@ export async function setServiceProviderEnabled(
     await repo.updateServiceProviderRow(trx, entityId, { disabled_at: disabledAt, updated_at: now });
     await clients.updateClient(trx, row.client_id, { disabled_at: disabledAt, updated_at: now });
     await publishBoth(trx, { entityId, clientId: row.client_id });
-    const artifacts = enabled ? 0 : await deleteClientArtifacts(trx, row.client_id, store.dialect);
+    const ended = enabled ? undefined : await endClientUse(trx, store, entityId, row.client_id);
     await recordAudit(trx, {
       action: enabled ? 'sp.enable' : 'sp.disable',
       actor,
       at: now,
       subject: entityId,
       clientId: row.client_id,
-      details: enabled ? { entity_id: entityId } : { entity_id: entityId, artifacts },
+      details: { entity_id: entityId, ...ended },
     });
     return true;
   });
-  return { serviceProvider: await getServiceProvider(store, entityId), changed };
 }
 
-/** Removes an SP with its client, the client's grants and tokens, and users' consents to it. */
+/** What a disabled or removed SP's client had: its grants and tokens, and the sessions' SAML sign-ins to it. */
+async function endClientUse(trx: Transaction<DB>, store: Store, entityId: string, clientId: string) {
+  const artifacts = await deleteClientArtifacts(trx, clientId, store.dialect);
+  const sessions = await deleteSessionSpsOfEntity(trx, entityId);
+  return { artifacts, sessions };
+}
+
+/** Blocks (or unblocks) an SP of a trusted federation; its client, if it has signed anyone in, follows. */
+async function setFederatedEnabled(store: Store, entityId: string, enabled: boolean, actor: Actor, now: number) {
+  const federated = await findFederatedServiceProvider(store, entityId, now);
+  return store.db.transaction().execute(async (trx) => {
+    const blocked = (await repo.serviceProviderBlockedAt(trx, entityId)) !== undefined;
+    if (!federated && !blocked) {
+      throw notFound(`service provider '${entityId}' is neither registered nor in a trusted federation`);
+    }
+    if (blocked !== enabled) return false;
+    if (enabled) await repo.deleteServiceProviderBlock(trx, entityId);
+    else await repo.insertServiceProviderBlock(trx, entityId, now);
+    const clientId = serviceProviderClientId(entityId);
+    const client = await clients.findClient(trx, clientId);
+    if (client?.protocol === 'saml')
+      await clients.updateClient(trx, clientId, { disabled_at: enabled ? null : now, updated_at: now });
+    await publishBoth(trx, { entityId, clientId });
+    const ended = enabled ? undefined : await endClientUse(trx, store, entityId, clientId);
+    await recordAudit(trx, {
+      action: enabled ? 'sp.enable' : 'sp.disable',
+      actor,
+      at: now,
+      subject: entityId,
+      clientId,
+      details: { entity_id: entityId, federation_id: federated?.federationId ?? null, ...ended },
+    });
+    return true;
+  });
+}
+
+/**
+ * Removes an SP with its client, the client's grants and tokens, users' consents to it (they go
+ * with the client), the sessions' record of sign-ins to it and every user's persistent NameID at
+ * it: an SP added again later starts afresh, with new NameIDs.
+ */
 export async function removeServiceProvider(
   store: Store,
   entityId: string,
@@ -439,8 +518,10 @@ export async function removeServiceProvider(
   return store.db.transaction().execute(async (trx) => {
     const row = await repo.findServiceProviderRow(trx, entityId);
     if (!row) throw notFound(`service provider '${entityId}' is not registered`);
-    const artifacts = await deleteClientArtifacts(trx, row.client_id, store.dialect);
+    const { artifacts, sessions } = await endClientUse(trx, store, entityId, row.client_id);
+    const nameIds = await deletePersistentIdsOfEntity(trx, entityId);
     await repo.deleteServiceProviderRow(trx, entityId);
+    // users' consents reference the client (on delete cascade)
     await clients.deleteClient(trx, row.client_id);
     await publishBoth(trx, { entityId, clientId: row.client_id });
     await recordAudit(trx, {
@@ -449,7 +530,7 @@ export async function removeServiceProvider(
       at: now,
       subject: entityId,
       clientId: row.client_id,
-      details: { entity_id: entityId, name: row.name, artifacts },
+      details: { entity_id: entityId, name: row.name, artifacts, sessions, persistent_ids: nameIds },
     });
     return { artifacts };
   });
@@ -458,6 +539,7 @@ export async function removeServiceProvider(
 /**
  * Makes sure the SP's client row exists and matches it (name, groups, first party, enabled): an SP
  * of a federation aggregate has none until its first sign-in. Idempotent; safe when instances race.
+ * Each change is audited (`sp.client`, by the system) in its transaction.
  */
 export async function ensureServiceProviderClient(store: Store, sp: ServiceProvider, now = Date.now()): Promise<void> {
   const existing = await clients.findClient(store.db, sp.clientId);
@@ -478,6 +560,21 @@ export async function ensureServiceProviderClient(store: Store, sp: ServiceProvi
       return;
     }
     await publish(trx, 'client', sp.clientId);
+    await recordAudit(trx, {
+      action: 'sp.client',
+      actor: SYSTEM,
+      at: now,
+      subject: sp.entityId,
+      clientId: sp.clientId,
+      details: {
+        entity_id: sp.entityId,
+        federation_id: sp.federationId,
+        created: row === undefined,
+        name: sp.name,
+        groups: sp.groups,
+        disabled: sp.disabled,
+      },
+    });
   });
 }
 

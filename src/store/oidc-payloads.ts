@@ -4,6 +4,7 @@ import type { DB } from './schema.ts';
 import { publish, type Topic } from './invalidation.ts';
 import { prepare } from './prepared.ts';
 import { endConsoleSessions } from './directory.ts';
+import { deleteSessionSpsOfAccount } from './saml-sso.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 
@@ -185,12 +186,15 @@ export async function findSessionsByAccount(db: Q, accountId: string, now: numbe
 
 /**
  * Removes everything the authorization server holds for an account: its sessions, its grants and
- * all that was issued under them (codes, access and refresh tokens), in one statement.
+ * all that was issued under them (codes, access and refresh tokens), in one statement; with the
+ * sessions go the SAML SPs recorded in them (saml_session_sps).
  */
 export async function deleteAccountArtifacts(db: Q, accountId: string): Promise<number> {
   const remove = async (q: Q) => {
-    // the account's console sessions end with its other sessions
+    // the account's console sessions end with its other sessions, and so does what single logout
+    // kept of the SAML sign-ins in them
     await endConsoleSessions(q, accountId);
+    await deleteSessionSpsOfAccount(q, accountId);
     return deleteArtifactsOfAccount(q, accountId);
   };
   return withInvalidations(db, remove, ['user', accountId]);

@@ -117,6 +117,27 @@ export async function deleteSessionSps(db: Q, sessionUid: string): Promise<void>
   await db.deleteFrom('saml_session_sps').where('session_uid', '=', sessionUid).execute();
 }
 
+/** Forgets which sessions an SP received assertions in (the SP disabled or removed); returns how many. */
+export async function deleteSessionSpsOfEntity(db: Q, entityId: string): Promise<number> {
+  const r = await db.deleteFrom('saml_session_sps').where('entity_id', '=', entityId).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Forgets the SAML sign-ins of every session of a user, by the user's sub (their sessions ended). */
+export async function deleteSessionSpsOfAccount(db: Q, sub: string): Promise<number> {
+  const r = await db
+    .deleteFrom('saml_session_sps')
+    .where('user_id', 'in', (eb) => eb.selectFrom('users').select('users.id').where('users.sub', '=', sub))
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Deletes every user's persistent NameID at an SP (the SP removed); returns how many. */
+export async function deletePersistentIdsOfEntity(db: Q, entityId: string): Promise<number> {
+  const r = await db.deleteFrom('saml_persistent_ids').where('entity_id', '=', entityId).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
 export async function deleteExpiredSamlRows(db: Q, now: number): Promise<void> {
   await db.deleteFrom('saml_request_ids').where('expires_at', '<=', now).execute();
   await db.deleteFrom('saml_session_sps').where('expires_at', '<=', now).execute();

@@ -87,3 +87,29 @@ export function inSamlKeyTransaction<T>(store: Store, fn: (trx: Transaction<DB>)
     return fn(trx);
   });
 }
+
+/** Blocks a federation SP (one that is not registered); false when it already was. */
+export async function insertServiceProviderBlock(db: Q, entityId: string, now: number): Promise<boolean> {
+  const r = await db
+    .insertInto('saml_sp_blocks')
+    .values({ entity_id: entityId, blocked_at: now })
+    .onConflict((oc) => oc.column('entity_id').doNothing())
+    .executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+}
+
+/** Lifts a block; false when there was none. */
+export async function deleteServiceProviderBlock(db: Q, entityId: string): Promise<boolean> {
+  const r = await db.deleteFrom('saml_sp_blocks').where('entity_id', '=', entityId).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}
+
+const blockOf = prepare<{ entityId: string }, { blocked_at: number }>((db, p) =>
+  db.selectFrom('saml_sp_blocks').select('blocked_at').where('entity_id', '=', p.entityId),
+);
+
+/** When the SP was blocked, or undefined when it is not. */
+export async function serviceProviderBlockedAt(db: Q, entityId: string): Promise<number | undefined> {
+  const [row] = await blockOf(db, { entityId });
+  return row === undefined ? undefined : Number(row.blocked_at);
+}

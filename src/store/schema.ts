@@ -276,6 +276,7 @@ export interface DB {
   saml_session_sps: SamlSessionSpsTable;
   saml_federations: SamlFederationsTable;
   saml_federation_entities: SamlFederationEntitiesTable;
+  saml_sp_blocks: SamlSpBlocksTable;
 }
 
 /** A SAML federation whose signed metadata aggregate the service trusts (src/service-providers/federations.ts). */
@@ -525,4 +526,10 @@ export interface SamlSessionSpsTable {
   session_index: string;
   created_at: number;
   expires_at: number;
+}
+
+/** A federation SP an operator blocked (`saml sp disable`); outlives the aggregate's refreshes (migration 021). */
+export interface SamlSpBlocksTable {
+  entity_id: string;
+  blocked_at: number;
 }

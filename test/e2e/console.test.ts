@@ -2,7 +2,8 @@
 // passkey, finds a user, deletes one passkey with a reason, creates a recovery link; a fresh
 // browser opens the link and registers a new passkey; the link then fails; the audit trail shows
 // the actions with actor and reason, and the passkey API agrees. The keyboard alone does the
-// deletion. axe-core checks every console page in English and Bokmål at 390 and 1280 px wide.
+// deletion. axe-core checks every console page (the applications too) in English and Bokmål at 390
+// and 1280 px wide.
 // With CONSOLE_SCREENSHOTS=<dir> the pages are also saved there (docs/console/ holds them).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +14,8 @@ import { cli, clientToken, dialects, p256Credential, seedClient, seedOrg, seedUs
 import { insertPasskeys, listUserCredentials } from '../../src/store/passkeys.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import { grantRole } from '../../src/directory/roles.ts';
+import { addServiceProvider, serviceProviderClientId } from '../../src/service-providers/index.ts';
+import { shibboleth } from '../saml-idp/sso-fixtures.ts';
 import type { User } from '../../src/store/directory.ts';
 import {
   addVirtualAuthenticator,
@@ -54,6 +57,7 @@ for (const dialect of dialects()) {
     let helen: User;
     let olga: User;
     let ada: User;
+    let spClientId: string;
 
     before(async () => {
       server = await startServer(dialect);
@@ -69,6 +73,19 @@ for (const dialect of dialects()) {
       await grantRole(server.store, { eppn: olga.eppn, role: 'operator' });
       await seedPasskey(server, ada, 'Work phone', GOOGLE_PASSWORD_MANAGER, true);
       await seedPasskey(server, ada, 'Security key', '00000000-0000-0000-0000-000000000000', false);
+      // applications: a SAML service provider and an OpenID Connect client
+      const sp = await shibboleth();
+      spClientId = serviceProviderClientId(sp.entityId);
+      await addServiceProvider(server.store, {
+        metadata: sp.metadata,
+        name: 'Library',
+        groups: ['userid-idp', 'userinfo-name', 'groups-org'],
+      });
+      await seedClient(server, {
+        name: 'Learning platform',
+        redirectUris: ['https://lms.example.org/callback'],
+        groups: ['userid-idp', 'email'],
+      });
       browser = await launchBrowser();
     });
     after(async () => {
@@ -242,6 +259,8 @@ for (const dialect of dialects()) {
               await go('/console/org/1/audit', 'audit');
               await go('/console/org/1/report', 'report');
               await go('/console/org/1/staff', 'staff');
+              await go('/console/org/1/applications', 'applications');
+              await go(`/console/org/1/applications/${spClientId}`, 'application');
               await go('/console/org/1/offboard', 'offboard');
               await page.fill('#eppns', 'adam@example.org\nghost@example.org');
               await Promise.all([
@@ -262,7 +281,7 @@ for (const dialect of dialects()) {
                 GOOGLE_PASSWORD_MANAGER,
                 true,
               );
-              assert.equal(visited.length, 11);
+              assert.equal(visited.length, 13);
             }
           } finally {
             await staff.context.close();

@@ -228,7 +228,7 @@ for (const dialect of dialects()) {
       });
       const { serviceProvider, changed } = await setServiceProviderEnabled(ctx.store, sp.entityId, false);
       assert.equal(changed, true);
-      assert.equal(serviceProvider.disabled, true);
+      assert.equal(serviceProvider?.disabled, true);
       assert.notEqual((await findClient(ctx.store.db, sp.clientId))?.disabled_at, null);
       assert.equal(await findPayload(ctx.store.db, 'Grant', 'id', grantId), undefined, 'its grants are gone');
       const refused = await authorize(ctx, sp.clientId);
@@ -239,7 +239,7 @@ for (const dialect of dialects()) {
       assert.equal((await setServiceProviderEnabled(ctx.store, sp.entityId, false)).changed, false);
 
       const enabled = await setServiceProviderEnabled(ctx.store, sp.entityId, true);
-      assert.equal(enabled.serviceProvider.disabled, false);
+      assert.equal(enabled.serviceProvider?.disabled, false);
       assert.equal((await findClient(ctx.store.db, sp.clientId))?.disabled_at, null);
       assert.ok(accepted(await authorize(ctx, sp.clientId)));
       assert.equal((await audit(ctx, 'sp.enable')).length, 1);

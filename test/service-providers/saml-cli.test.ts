@@ -140,6 +140,12 @@ for (const dialect of dialects()) {
       assert.equal(sp.sign, 'assertion');
       assert.equal(sp.status, 'active');
       assert.equal(sp.encryption_certificates.length, 1);
+      // what the groups release, from the one release table
+      assert.deepEqual(sp.attributes, [
+        { friendly_name: 'eduPersonPrincipalName', name: 'urn:oid:1.3.6.1.4.1.5923.1.1.1.6' },
+        { friendly_name: 'subject-id', name: 'urn:oasis:names:tc:SAML:attribute:subject-id' },
+        { friendly_name: 'mail', name: 'urn:oid:0.9.2342.19200300.100.1.3' },
+      ]);
       assert.match(
         sp.assertion_consumer_services[0],
         /^1 urn:oasis:names:tc:SAML:2\.0:bindings:HTTP-POST https:\/\/sp\.example\.org\/Shibboleth\.sso\/SAML2\/POST$/,
@@ -239,6 +245,11 @@ for (const dialect of dialects()) {
       await fails(/unknown option '--bogus'/, 'saml', 'sp', 'add', '--metadata', join(dir, 'mellon.xml'), '--bogus');
       const list = await json('saml', 'sp', 'list');
       assert.equal(list.length, 2);
+      assert.deepEqual(
+        list.map((entry: { attributes: { friendly_name: string }[] }) => entry.attributes.map((a) => a.friendly_name)),
+        [['eduPersonPrincipalName', 'subject-id', 'mail'], []],
+      );
+      assert.deepEqual((await json('saml', 'sp', 'show', list[1].entity_id)).attributes, []);
     });
 
     it('lists, shows, updates, disables, enables and removes', async () => {

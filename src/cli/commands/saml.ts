@@ -27,6 +27,8 @@ function spView(sp: sps.ServiceProvider) {
     name: sp.name,
     status: sp.disabled ? 'disabled' : 'active',
     groups: sp.groups,
+    // what the groups release to this SP, from the one release table (src/directory/attribute-release.ts)
+    attributes: sps.releasedAttributeNames(sp).map((a) => ({ friendly_name: a.friendlyName, name: a.name })),
     first_party: sp.firstParty,
     nameid: sp.nameId,
     encrypt: sp.encrypt,
@@ -48,12 +50,21 @@ function spView(sp: sps.ServiceProvider) {
   };
 }
 
+type AttributeView = { friendly_name: string; name: string };
+
 function showSp(ctx: Ctx, sp: sps.ServiceProvider) {
   const view = spView(sp);
   if (ctx.json) return view;
   return Object.entries(view)
     .map(([k, v]) => {
-      if (Array.isArray(v)) return `${k.padEnd(28)} ${v.length ? v.join(`\n${' '.repeat(29)}`) : '-'}`;
+      if (Array.isArray(v)) {
+        const lines = v.map((item: unknown) =>
+          typeof item === 'string'
+            ? item
+            : `${(item as AttributeView).friendly_name} (${(item as AttributeView).name})`,
+        );
+        return `${k.padEnd(28)} ${lines.length ? lines.join(`\n${' '.repeat(29)}`) : '-'}`;
+      }
       return `${k.padEnd(28)} ${v === null ? '-' : String(v)}`;
     })
     .join('\n');
@@ -174,7 +185,11 @@ function enable(name: 'enable' | 'disable', enabled: boolean, summary: string): 
     options: {},
     async run(ctx, _v, [entityId]) {
       const r = await sps.setServiceProviderEnabled(ctx.store, entityId!, enabled, by(ctx));
-      if (ctx.json) return { ...spView(r.serviceProvider), changed: r.changed };
+      if (ctx.json) {
+        // a block of a federation SP that no trusted federation lists any more is lifted all the same
+        const view = r.serviceProvider ? spView(r.serviceProvider) : { entity_id: entityId };
+        return { ...view, changed: r.changed };
+      }
       return r.changed ? `service provider ${entityId} ${name}d` : `service provider ${entityId} was already ${name}d`;
     },
   };
@@ -205,7 +220,7 @@ const spCommands: CommandDef[] = [
     run: async (ctx, _v, [entityId]) => showSp(ctx, await sps.getServiceProvider(ctx.store, entityId!)),
   },
   update,
-  enable('disable', false, 'refuse the SP at once on every instance; its grants are revoked'),
+  enable('disable', false, 'refuse the SP at once on every instance (a federation SP too); its grants are revoked'),
   enable('enable', true, 'accept a disabled SP again'),
   {
     group: 'saml',
