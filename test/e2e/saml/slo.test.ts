@@ -175,6 +175,24 @@ for (const dialect of dialects()) {
       assert.ok(rp.frontchannelLoads.length > frames, 'the client’s front-channel logout URI was loaded');
     });
 
+    it('a logout at pysaml2 loads the front-channel logout of the session’s OpenID Connect client', async () => {
+      await page.context().clearCookies();
+      const begun = await rp.begin();
+      await visit(begun.url, (u) => u.href.startsWith(rp.redirectUri));
+      await rp.finish(page.url(), begun);
+      await visit(sp.loginUrl, (u) => u.href.startsWith(`${sp.url}/acs`));
+      await sp.next('acs');
+      const frames = rp.frontchannelLoads.length;
+      const from = loaded.length;
+      await page.goto(`${sp.url}/logout`);
+      await page.waitForURL((u) => u.href.startsWith(`${sp.url}/slo?`), { timeout: 20_000 });
+      const event = await sp.next('slo-response');
+      assert.equal(event.status, SUCCESS);
+      assert.equal(event.detail, null);
+      assert.ok(rp.frontchannelLoads.length > frames, 'the client’s front-channel logout URI was loaded');
+      assert.ok(loaded.slice(from).some((u) => u === `${server.url}/saml2/idp/slo/continue`));
+    });
+
     it('an SP that cannot be reached: the browser comes back, and the one that asked hears PartialLogout', async () => {
       await signInToBoth();
       await mellon.stop();
