@@ -38,7 +38,7 @@ import { checkuserPlugin } from './checkuser/index.ts';
 import { eventsPlugin } from './events/index.ts';
 import { consolePlugin } from './console/index.ts';
 import { scimPlugin } from './scim/index.ts';
-import { samlIdpPlugin } from './saml-idp/index.ts';
+import { samlIdpPlugin, samlLogoutHook } from './saml-idp/index.ts';
 import {
   createBranding,
   deviceViews,
@@ -194,6 +194,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       ...providerViews(app.log),
       ...deviceViews(),
       loadExistingGrant: loadExistingGrant(store),
+      // an OpenID Connect logout reaches the session's SAML SPs too
+      sessionLogout: samlLogoutHook({ config, store, keys, now: deps.now }),
     },
     log: app.log,
   });

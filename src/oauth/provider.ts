@@ -31,6 +31,7 @@ import {
   frontchannelLogout,
   includeSidForFrontchannelClients,
   type FrontchannelLogoutSource,
+  type SessionLogoutHook,
 } from './frontchannel-logout.ts';
 import type { KeySet } from './keys.ts';
 
@@ -76,6 +77,8 @@ export interface AccountSource {
   deviceFlowSources?: DeviceFlowSources;
   /** the signed-out page that loads the session's front-channel logout URIs (frontchannel-logout.ts) */
   frontchannelLogoutSource?: FrontchannelLogoutSource;
+  /** what else an ended session was signed in to hears of the logout (SAML SPs; frontchannel-logout.ts) */
+  sessionLogout?: SessionLogoutHook;
   /** the grant a signed-in user already has for the client (remembered consent, first-party clients) */
   loadExistingGrant?: Configuration['loadExistingGrant'];
 }
@@ -266,7 +269,8 @@ export function createProvider(
     }),
   );
   provider.use(userinfoDpopChallenge());
-  if (accounts.frontchannelLogoutSource) provider.use(frontchannelLogout(store, accounts.frontchannelLogoutSource));
+  if (accounts.frontchannelLogoutSource)
+    provider.use(frontchannelLogout(store, accounts.frontchannelLogoutSource, accounts.sessionLogout));
   provider.use(devicePollPace(store, config.deviceCodeTtl));
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client
   // Client secrets are stored as keyed hashes; compare in constant time against the hash.

@@ -7,8 +7,24 @@ import type { ProviderHolder } from '../oauth/plugin.ts';
 import { findServiceProvider } from '../service-providers/index.ts';
 import { idpMetadataDocument, METADATA_PATH, type MetadataDeps } from './idp-metadata-document.ts';
 import { registerSsoRoutes } from './sso-routes.ts';
+import { samlSessionLogout } from './slo.ts';
+import type { SessionLogoutHook } from '../oauth/frontchannel-logout.ts';
 
 export { METADATA_PATH, SSO_PATH, SLO_PATH } from './idp-metadata-document.ts';
+
+/**
+ * The OpenID Connect logout's hook (src/oauth/frontchannel-logout.ts): the SAML SPs of the ended
+ * session are sent LogoutRequests before the browser continues (docs/saml.md, Single logout).
+ */
+export function samlLogoutHook(deps: Omit<SamlIdpPluginDeps, 'provider' | 'logoUrl'>): SessionLogoutHook {
+  return samlSessionLogout({
+    config: deps.config,
+    store: deps.store,
+    keys: deps.keys,
+    now: deps.now ?? Date.now,
+    findServiceProvider: (entityId) => findServiceProvider(deps.store, entityId),
+  });
+}
 
 export interface SamlIdpPluginDeps extends MetadataDeps {
   provider: ProviderHolder;

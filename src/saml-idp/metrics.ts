@@ -11,7 +11,9 @@ export type Outcome =
   | 'request_denied'
   | 'invalid_nameid_policy'
   | 'logout'
-  | 'partial_logout';
+  | 'partial_logout'
+  | 'logout_propagated'
+  | 'logout_not_propagated';
 
 const responses = new Counter({
   name: 'idp_saml_responses_total',

@@ -30,18 +30,41 @@ export function sendPostForm(
   request: FastifyRequest,
   reply: FastifyReply,
   to: { url: string; parameter: 'SAMLResponse' | 'SAMLRequest'; message: string; relayState?: string },
+  title: 'saml.sending' | 'saml.signing_out' = 'saml.sending',
 ) {
   const frame = frameFor(request);
-  const body = html`<h1>${frame.t('saml.sending')}</h1>
+  const body = html`<h1>${frame.t(title)}</h1>
 <form id="saml-post" method="post" action="${to.url}">
 <input type="hidden" name="${to.parameter}" value="${to.message}">
 ${to.relayState === undefined ? html`` : html`<input type="hidden" name="RelayState" value="${to.relayState}">`}
 <button type="submit" class="primary">${frame.t('saml.continue')}</button>
 </form>`;
-  const page = layout(frame, frame.t('saml.sending'), body, [POST_SCRIPT_PATH]);
+  const page = layout(frame, frame.t(title), body, [POST_SCRIPT_PATH]);
   const origin = originOf(to.url);
   return reply
     .code(200)
     .headers(pageHeaders({ formTargets: origin ? [origin] : [] }))
     .send(page);
+}
+
+/** Seconds the signed-out page's iframes get before the browser moves on. */
+const CONTINUE_AFTER = 2;
+
+/**
+ * The signed-out page of a SAML logout whose session had OpenID Connect clients with a
+ * front-channel logout URI: hidden iframes to them (framing allowed for exactly their origins),
+ * then on to `next` (the logout's next step, on this service) by a refresh, not a script.
+ */
+export function sendFrontchannelFrames(request: FastifyRequest, reply: FastifyReply, frames: string[], next: string) {
+  const frame = frameFor(request);
+  const body = html`<h1>${frame.t('logout.done_title')}</h1>
+<p class="message">${frame.t('logout.done')}</p>
+${frames.map((src) => html`<iframe src="${src}" hidden title="" width="0" height="0" class="frontchannel-logout"></iframe>`)}
+<p><a href="${next}" id="logout-continue">${frame.t('logout.continue')}</a></p>`;
+  const frameTargets = frames.map(originOf).filter((o): o is string => o !== undefined);
+  return reply
+    .code(200)
+    .headers(pageHeaders({ frameTargets }))
+    .header('refresh', `${CONTINUE_AFTER};url=${next}`)
+    .send(layout(frame, frame.t('logout.done_title'), body));
 }

@@ -24,7 +24,7 @@ import type { Store } from '../store/index.ts';
 import { recordRequestId } from '../store/saml-sso.ts';
 
 export type Binding = 'redirect' | 'post';
-export type RequestKind = 'AuthnRequest' | 'LogoutRequest';
+export type RequestKind = 'AuthnRequest' | 'LogoutRequest' | 'LogoutResponse';
 
 /** A request refused before anything could be sent back to the SP: the error page says why. */
 export class SamlRefusal extends Error {

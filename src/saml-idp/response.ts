@@ -62,7 +62,7 @@ export interface AssertionContent {
   attributes: SamlAttributeValue[];
 }
 
-function child(document: Document, parent: Element, namespace: string, name: string, text?: string): Element {
+export function child(document: Document, parent: Element, namespace: string, name: string, text?: string): Element {
   const element = document.createElementNS(namespace, name);
   if (text !== undefined) element.appendChild(document.createTextNode(text));
   parent.appendChild(element);
@@ -96,16 +96,25 @@ export function appendStatus(document: Document, root: Element, codes: readonly 
   if (message) child(document, status, NS.protocol, 'samlp:StatusMessage', message);
 }
 
+/** The NameID an SP is given (in its assertion, and again in a LogoutRequest to it). */
+export function appendNameId(
+  document: Document,
+  parent: Element,
+  nameId: NameId,
+  idpEntityId: string,
+  spEntityId: string,
+): void {
+  const element = child(document, parent, NS.assertion, 'saml:NameID', nameId.value);
+  element.setAttribute('Format', nameId.format);
+  if (nameId.format.endsWith(':persistent') || nameId.format.endsWith(':transient')) {
+    element.setAttribute('NameQualifier', idpEntityId);
+    element.setAttribute('SPNameQualifier', spEntityId);
+  }
+}
+
 function appendSubject(document: Document, assertion: Element, envelope: Envelope, content: AssertionContent): void {
   const subject = child(document, assertion, NS.assertion, 'saml:Subject');
-  if (content.nameId) {
-    const nameId = child(document, subject, NS.assertion, 'saml:NameID', content.nameId.value);
-    nameId.setAttribute('Format', content.nameId.format);
-    if (content.nameId.format.endsWith(':persistent') || content.nameId.format.endsWith(':transient')) {
-      nameId.setAttribute('NameQualifier', envelope.idpEntityId);
-      nameId.setAttribute('SPNameQualifier', content.audience);
-    }
-  }
+  if (content.nameId) appendNameId(document, subject, content.nameId, envelope.idpEntityId, content.audience);
   const confirmation = child(document, subject, NS.assertion, 'saml:SubjectConfirmation');
   confirmation.setAttribute('Method', BEARER);
   const data = child(document, confirmation, NS.assertion, 'saml:SubjectConfirmationData');

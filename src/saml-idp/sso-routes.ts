@@ -5,9 +5,13 @@
 //   POST /saml2/idp/sso          receivePost -> (the same)
 //   GET  /saml2/idp/continue     openPending -> redeem -> verifyIdToken -> sendAssertion (sso.ts)
 //   GET  /saml2/idp/unsolicited  findAllowedSp -> defaultAcs -> answer
-//   GET|POST /saml2/idp/slo      receive -> checkSchema -> findIssuer -> verifyRequest (signed) ->
-//                                checkDestination -> checkIssueInstant -> sloEndpoint -> checkReplay ->
-//                                end the session -> LogoutResponse (slo.ts)
+//   GET|POST /saml2/idp/slo      a LogoutRequest: receive -> checkSchema -> findIssuer -> verifyRequest
+//                                (signed) -> checkDestination -> checkIssueInstant -> sloEndpoint ->
+//                                checkReplay -> end the session -> propagate (slo.ts)
+//                                a LogoutResponse: chainOf -> checkSchema -> findIssuer (the awaited SP)
+//                                -> verifyRequest (signed) -> checkDestination -> checkIssueInstant ->
+//                                InResponseTo -> next SP, or the end (logout-propagation.ts)
+//   GET  /saml2/idp/slo/continue chainOf -> next SP, or the end
 // Every refusal before the SP's return address is verified is the error page with the request id.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { childElements, NS, textOf, XmlSecurityError, type Element } from '../saml/xml/index.ts';
@@ -32,6 +36,7 @@ import type { Pending } from './pending.ts';
 import { SAML_CONTINUE_PATH, type ServiceProvider } from '../service-providers/index.ts';
 import { SLO_PATH, SSO_PATH } from './idp-metadata-document.ts';
 import { logoutRequest } from './slo.ts';
+import { continueLogout, logoutResponse, SLO_CONTINUE_PATH } from './logout-propagation.ts';
 
 export const UNSOLICITED_PATH = '/saml2/idp/unsolicited';
 
@@ -120,10 +125,23 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoDeps): void {
     refusing(request, reply, 'unsolicited', () => unsolicited(deps, request, reply)),
   );
   app.get(SLO_PATH, { schema: { hide: true } }, (request, reply) =>
-    refusing(request, reply, 'redirect', () => logoutRequest(deps, request, reply, receiveRedirect(rawQuery(request)))),
+    refusing(request, reply, 'redirect', () => {
+      const query = rawQuery(request);
+      return /(^|&)SAMLResponse=/.test(query)
+        ? logoutResponse(deps, request, reply, receiveRedirect(query, 'SAMLResponse'))
+        : logoutRequest(deps, request, reply, receiveRedirect(query));
+    }),
   );
   app.post(SLO_PATH, { schema: { hide: true } }, (request, reply) =>
-    refusing(request, reply, 'post', () => logoutRequest(deps, request, reply, receivePost(request.body))),
+    refusing(request, reply, 'post', () => {
+      const form = (request.body ?? {}) as Record<string, unknown>;
+      return form.SAMLResponse !== undefined
+        ? logoutResponse(deps, request, reply, receivePost(form, 'SAMLResponse'))
+        : logoutRequest(deps, request, reply, receivePost(form));
+    }),
+  );
+  app.get(SLO_CONTINUE_PATH, { schema: { hide: true } }, (request, reply) =>
+    refusing(request, reply, 'redirect', () => continueLogout(deps, request, reply)),
   );
   app.get(POST_SCRIPT_PATH, { schema: { hide: true } }, (_request, reply) =>
     reply.header('cache-control', 'public, max-age=300').type('text/javascript; charset=utf-8').send(POST_SCRIPT),

@@ -79,6 +79,7 @@ const NOT_DOCUMENTED: [prefix: string, why: string][] = [
   // endpoints are named in the metadata, which is documented
   ['/saml2/idp/sso', 'SAML single sign-on, HTTP-Redirect and HTTP-POST bindings'],
   ['/saml2/idp/slo', 'SAML single logout, HTTP-Redirect and HTTP-POST bindings'],
+  ['/saml2/idp/slo/continue', 'the way on through a SAML single logout: after the signed-out page, or back from an SP'],
   ['/saml2/idp/continue', 'the return from the sign-in pages to a SAML sign-in'],
   ['/saml2/idp/unsolicited', 'IdP-initiated SAML sign-in, a link for people'],
   ['/saml2/idp/post.js', 'the script that submits the HTTP-POST binding’s form'],

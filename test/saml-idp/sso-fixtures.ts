@@ -132,3 +132,57 @@ export function postSso(ctx: TestContext, xml: string, relayState?: string) {
     payload: form.toString(),
   });
 }
+
+const REDIRECT = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
+
+/** An SP with the logout endpoints given (`redirect`, `post`, or none), named by its host. */
+export async function logoutSp(host: string, slo: ('redirect' | 'post')[]): Promise<TestSp> {
+  const { signing, encryption, keys } = await keysOf(host);
+  const entityId = `https://${host}/sp`;
+  const acs = `https://${host}/acs`;
+  const key = (cert: string, use: string) =>
+    `<md:KeyDescriptor use="${use}"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>${cert}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></md:KeyDescriptor>`;
+  const services = slo
+    .map(
+      (b) =>
+        `<md:SingleLogoutService Binding="${b === 'post' ? POST : REDIRECT}" Location="https://${host}/slo/${b}"/>`,
+    )
+    .join('');
+  const metadata =
+    `<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" xmlns:ds="http://www.w3.org/2000/09/xmldsig#" entityID="${entityId}">` +
+    `<md:SPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">` +
+    `${key(keys.signing, 'signing')}${key(keys.encryption, 'encryption')}${services}` +
+    `<md:AssertionConsumerService Binding="${POST}" Location="${acs}" index="0"/></md:SPSSODescriptor></md:EntityDescriptor>`;
+  return { entityId, acs, metadata, signing, encryption };
+}
+
+/** A LogoutRequest from an SP for a NameID and SessionIndex. */
+export function logoutRequestXml(
+  ctx: TestContext,
+  shape: { issuer: string; nameId: string; sessionIndex: string; id?: string; issueInstant?: number },
+): string {
+  return (
+    `<samlp:LogoutRequest xmlns:samlp="${PROTOCOL}" xmlns:saml="${ASSERTION}" ID="${shape.id ?? requestId()}" Version="2.0" ` +
+    `IssueInstant="${iso(shape.issueInstant ?? Date.now())}" Destination="${ctx.config.publicUrl}/saml2/idp/slo">` +
+    `<saml:Issuer>${shape.issuer}</saml:Issuer><saml:NameID>${shape.nameId}</saml:NameID>` +
+    `<samlp:SessionIndex>${shape.sessionIndex}</samlp:SessionIndex></samlp:LogoutRequest>`
+  );
+}
+
+/** An SP's LogoutResponse: a status code (and a second-level one) in response to a request. */
+export function logoutResponseXml(
+  ctx: TestContext,
+  shape: { issuer: string; inResponseTo: string; status?: string[]; issueInstant?: number; destination?: string },
+): string {
+  const codes = shape.status ?? ['urn:oasis:names:tc:SAML:2.0:status:Success'];
+  const status = codes.reduceRight(
+    (inner, code) => `<samlp:StatusCode Value="${code}">${inner}</samlp:StatusCode>`,
+    '',
+  );
+  return (
+    `<samlp:LogoutResponse xmlns:samlp="${PROTOCOL}" xmlns:saml="${ASSERTION}" ID="${requestId()}" Version="2.0" ` +
+    `IssueInstant="${iso(shape.issueInstant ?? Date.now())}" ` +
+    `Destination="${shape.destination ?? `${ctx.config.publicUrl}/saml2/idp/slo`}" InResponseTo="${shape.inResponseTo}">` +
+    `<saml:Issuer>${shape.issuer}</saml:Issuer><samlp:Status>${status}</samlp:Status></samlp:LogoutResponse>`
+  );
+}

@@ -96,8 +96,8 @@ export async function startPysaml2(options: Pysaml2Options): Promise<Pysaml2Sp> 
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let seen = 0;
-  const next = async (event: string, timeoutMs = 10_000): Promise<SpEvent> => {
-    for (let i = 0; i < timeoutMs / 50; i++) {
+  const next = async (event: string, waitMs = 10_000): Promise<SpEvent> => {
+    for (let i = 0; i < waitMs / 50; i++) {
       const index = events.findIndex((e, n) => n >= seen && e.event === event);
       if (index !== -1) {
         seen = index + 1;
@@ -116,7 +116,7 @@ export async function startPysaml2(options: Pysaml2Options): Promise<Pysaml2Sp> 
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    // Python importing pysaml2 and reading metadata through xmlsec1 is slow on a busy machine
+    // importing pysaml2 alone takes seconds on a busy machine
     await next('ready', 60_000);
   } catch (err) {
     await stop();

@@ -14,7 +14,9 @@ Routes:
                               stdout gets one line of, {"event": "acs", ...} with the NameID, the
                               attributes under their names, the AuthnStatement and the issuer
   GET  /logout                a LogoutRequest for the signed-in subject (HTTP-Redirect)
-  GET|POST /slo               a LogoutResponse (or an IdP's LogoutRequest, answered)
+  GET|POST /slo               a LogoutResponse (or an IdP's LogoutRequest: its Redirect binding signature
+                              verified with the IdP's metadata keys, then answered)
+  GET  /fail-next-logout      the next LogoutRequest from the IdP is answered UnknownPrincipal
 
 Every outcome, refusals included, is a JSON line on stdout ({"event": ..., "error": ...}).
 """
@@ -34,6 +36,7 @@ from saml2.metadata import entity_descriptor
 from saml2.saml import NAMEID_FORMAT_UNSPECIFIED
 from saml2.samlp import RequestedAuthnContext
 from saml2.saml import AuthnContextClassRef
+from saml2.sigver import verify_redirect_signature
 
 SHA256 = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256'
 DIGEST_SHA256 = 'http://www.w3.org/2001/04/xmlenc#sha256'
@@ -74,6 +77,7 @@ client = Saml2Client(config)
 idp_entity_id = next(iter(client.metadata.identity_providers()))
 outstanding = {}
 signed_in = {}  # cookie value -> NameID
+failing = {'next_logout': False}
 
 
 def emit(event):
@@ -165,6 +169,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.logout()
             elif url.path == '/slo':
                 self.slo(query, BINDING_HTTP_REDIRECT)
+            elif url.path == '/fail-next-logout':
+                failing['next_logout'] = True
+                self.send(200, 'ok', 'text/plain')
             else:
                 self.send(404, 'not found', 'text/plain')
         except Exception as err:  # every failure is an answer the test can read
@@ -236,16 +243,43 @@ class Handler(BaseHTTPRequestHandler):
     def slo(self, params, binding):
         if 'SAMLResponse' in params:
             response = client.parse_logout_request_response(params['SAMLResponse'], binding)
-            status = response.response.status.status_code.value if response else None
+            status = response.response.status.status_code if response else None
             signed_in.pop(self.cookie(), None)
-            self.show(200, {'event': 'slo-response', 'status': status, 'issuer': response.issuer() if response else None})
+            self.show(200, {
+                'event': 'slo-response',
+                'status': status.value if status else None,
+                'detail': status.status_code.value if status and status.status_code else None,
+                'in_response_to': response.response.in_response_to if response else None,
+                'issuer': response.issuer() if response else None,
+            })
             return
-        name_id = signed_in.get(self.cookie())
-        info = client.handle_logout_request(params['SAMLRequest'], name_id, binding, sign=True,
+        verified = None
+        if binding == BINDING_HTTP_REDIRECT:
+            # pysaml2 leaves the Redirect binding's signature to its caller: the IdP's keys from its metadata
+            certs = client.metadata.certs(idp_entity_id, 'idpsso', 'signing')
+            verified = 'Signature' in params and any(
+                verify_redirect_signature(params, client.sec.sec_backend, cert=cert) for cert in certs
+            )
+            if not verified:
+                raise ValueError('the LogoutRequest is not signed by the IdP')
+        cookie = self.cookie()
+        name_id = signed_in.get(cookie)
+        request = client.parse_logout_request(params['SAMLRequest'], binding).message
+        fail = failing['next_logout']
+        failing['next_logout'] = False
+        info = client.handle_logout_request(params['SAMLRequest'], None if fail else name_id, binding, sign=True,
                                             sign_alg=SHA256, digest_alg=DIGEST_SHA256,
                                             relay_state=params.get('RelayState', ''))
-        signed_in.pop(self.cookie(), None)
-        emit({'event': 'slo-request', 'known': name_id is not None})
+        if not fail:
+            signed_in.pop(cookie, None)
+        emit({
+            'event': 'slo-request',
+            'known': name_id is not None,
+            'matches': name_id is not None and request.name_id == name_id,
+            'verified': verified,
+            'session_index': [s.text for s in request.session_index],
+            'failed': fail,
+        })
         self.send_binding(info)
 
 
