@@ -101,7 +101,7 @@ function queryMetadataServices(
 }
 
 async function lookUp(store: Store, entityId: string, now: number): Promise<FederatedServiceProvider | undefined> {
-  const federations = await repo.mdqFederations(store.db);
+  const federations = await repo.mdqFederations(store.db, now);
   let missedFor = NOT_FOUND_MS;
   for (const federation of federations) {
     try {

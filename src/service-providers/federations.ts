@@ -22,7 +22,7 @@ import { readCertificate, rsaPublicKey } from '../saml/xml/index.ts';
 import type { VerifiedAggregate } from '../saml/metadata/index.ts';
 import { ISOLATE_ABOVE_BYTES, verifyAggregateIsolated } from './aggregate-process.ts';
 import { countFederationRefresh } from '../http/metrics-federations.ts';
-import { isReleasePolicy, RELEASE_POLICIES, type ReleasePolicy } from './entity-categories.ts';
+import { ENTITY_CATEGORIES, isReleasePolicy, RELEASE_POLICIES, type ReleasePolicy } from './entity-categories.ts';
 import { checkMetadataUrl, fetchMetadata, type FetchPolicy } from './metadata-fetch.ts';
 import { serviceProviderClientId } from './client-id.ts';
 
@@ -265,6 +265,19 @@ export async function addFederation(
     });
     return summary;
   });
+}
+
+/**
+ * The REFEDS entity categories the identity provider supports, as its metadata advertises them
+ * (http://macedir.org/entity-category-support): those released (`--release`) for at least one
+ * trusted federation, in the table's order. A category no federation releases is not claimed: an SP
+ * carrying it would receive none of its attributes.
+ */
+export async function supportedEntityCategories(store: Store): Promise<string[]> {
+  const released = new Set(
+    (await repo.listFederations(store.db)).flatMap((row) => JSON.parse(row.releases) as string[]),
+  );
+  return ENTITY_CATEGORIES.filter((c) => released.has(c.policy)).map((c) => c.uri);
 }
 
 export async function findFederationView(store: Store, id: number): Promise<FederationView> {

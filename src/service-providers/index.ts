@@ -4,3 +4,4 @@ export * from './client-id.ts';
 export * from './metadata-source.ts';
 export * from './registry.ts';
 export * from './saml-keys.ts';
+export { supportedEntityCategories } from './federations.ts';

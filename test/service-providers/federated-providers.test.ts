@@ -251,6 +251,42 @@ for (const dialect of dialects()) {
       assert.ok(Number(cached.valid_until) <= Date.now() + 3600_000);
     });
 
+    it('MDQ: once the aggregate is stale, an SP its metadata service answered is refused and none is asked for', async () => {
+      const answered = 'https://mdq-only.example.edu/sp';
+      const fresh = 'https://mdq-new.example.edu/sp';
+      for (const entityId of [answered, fresh])
+        server.documents.set(
+          `/mdq${mdqPath(entityId)}`,
+          signedEntity(federation, { entityId, categories: [RS], cacheDuration: 'PT1H' }),
+        );
+      assert.ok(await findServiceProvider(store, answered), 'answered by the metadata service');
+      const row = await store.db
+        .selectFrom('saml_federations')
+        .select(['valid_until', 'state'])
+        .executeTakeFirstOrThrow();
+      // the aggregate's validUntil has passed; the MDQ answer's own (cacheDuration) has not
+      await store.db
+        .updateTable('saml_federations')
+        .set({ valid_until: Date.now() - 1, state: 'stale' })
+        .execute();
+      try {
+        forgetMetadataQueryMisses();
+        server.requests.length = 0;
+        assert.equal(await findServiceProvider(store, answered), undefined);
+        assert.equal(await findServiceProvider(store, JOURNAL), undefined);
+        assert.equal(await findServiceProvider(store, fresh), undefined);
+        assert.deepEqual(server.requests, [], 'a stale federation’s metadata service is not asked');
+      } finally {
+        await store.db
+          .updateTable('saml_federations')
+          .set({ valid_until: Number(row.valid_until), state: row.state })
+          .execute();
+      }
+      forgetMetadataQueryMisses();
+      assert.ok(await findServiceProvider(store, answered));
+      assert.equal((await findServiceProvider(store, fresh))?.entityId, fresh);
+    });
+
     it('MDQ: an unknown entity is asked about once, then remembered as unknown', async () => {
       forgetMetadataQueryMisses();
       server.requests.length = 0;
