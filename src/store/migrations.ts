@@ -3,7 +3,7 @@
 // SQLite the transaction's write lock (BEGIN IMMEDIATE) does the same.
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { migration011 } from './migrations-provisioning.ts';
-import { migration017 } from './migrations-service-providers.ts';
+import { migration017, migration022 } from './migrations-service-providers.ts';
 import { migration018 } from './migrations-saml-sso.ts';
 
 type Dialect = 'sqlite' | 'postgres';
@@ -180,6 +180,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '017_service_providers': migration017(),
     '018_saml_sso': migration018(),
     '019_saml_federations': migration019(dialect),
+    '022_federation_signed_requests': migration022(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   // Kysely runs the pending migrations and their records in schema_migrations in one transaction

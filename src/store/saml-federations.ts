@@ -128,7 +128,7 @@ export async function upsertEntities(db: Q, rows: Insertable<SamlFederationEntit
     .execute();
 }
 
-export type FederatedEntityRow = FederationEntityRow & { releases: string };
+export type FederatedEntityRow = FederationEntityRow & { releases: string; require_signed_requests: number };
 
 /**
  * Entities of federations' metadata in force at `now` with this entityID, first-added federation
@@ -149,7 +149,7 @@ function federatedEntities(db: Q, now: number) {
     .selectFrom('saml_federation_entities as e')
     .innerJoin('saml_federations as f', 'f.id', 'e.federation_id')
     .selectAll('e')
-    .select('f.releases')
+    .select(['f.releases', 'f.require_signed_requests'])
     .where('e.valid_until', '>', now)
     .where('f.valid_until', '>', now)
     .orderBy('f.id');

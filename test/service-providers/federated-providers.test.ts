@@ -9,6 +9,7 @@ import {
   addFederation,
   federationSettings,
   removeFederation,
+  updateFederation,
   type FederationSettings,
 } from '../../src/service-providers/federations.ts';
 import {
@@ -285,6 +286,25 @@ for (const dialect of dialects()) {
       forgetMetadataQueryMisses();
       assert.ok(await findServiceProvider(store, answered));
       assert.equal((await findServiceProvider(store, fresh))?.entityId, fresh);
+    });
+
+    it("the federation's requireSignedRequests reaches its SPs, those of the aggregate and of MDQ", async () => {
+      const answered = 'https://mdq-signed.example.edu/sp';
+      server.documents.set(`/mdq${mdqPath(answered)}`, signedEntity(federation, { entityId: answered }));
+      assert.equal((await findServiceProvider(store, WIKI))?.requireSignedRequests, false);
+      await updateFederation(store, id, { requireSignedRequests: true });
+      try {
+        forgetMetadataQueryMisses();
+        assert.equal((await findServiceProvider(store, WIKI))?.requireSignedRequests, true);
+        assert.equal((await findServiceProvider(store, answered))?.requireSignedRequests, true);
+        assert.equal(
+          (await findServiceProviderByClientId(store, serviceProviderClientId(WIKI)))?.requireSignedRequests,
+          true,
+        );
+      } finally {
+        await updateFederation(store, id, { requireSignedRequests: false });
+      }
+      assert.equal((await findServiceProvider(store, answered))?.requireSignedRequests, false);
     });
 
     it('MDQ: an unknown entity is asked about once, then remembered as unknown', async () => {
