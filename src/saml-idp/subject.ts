@@ -3,6 +3,8 @@
 // Identifier attributes its metadata asks for.
 import { createHmac, randomBytes, type KeyObject } from 'node:crypto';
 import {
+  EPTID,
+  groupsRelease,
   PAIRWISE_ID,
   SUBJECT_ID,
   samlAttributes,
@@ -47,6 +49,35 @@ export async function nameIdFor(
   }
 }
 
+/**
+ * eduPersonTargetedID (eduPerson 201602, its SAML 2.0 form): only for an SP whose metadata
+ * requests it (RequestedAttribute) and whose released groups hold it (userid-idp); never for
+ * others. Its value is the SP's persistent NameID, whatever NameID the SP itself receives, sent as
+ * a saml:NameID (Format persistent, NameQualifier the IdP, SPNameQualifier the SP).
+ */
+export async function targetedIdAttribute(
+  store: Store,
+  sp: ServiceProvider,
+  groups: Iterable<AttributeGroup>,
+  user: User,
+  nameId: NameId | undefined,
+  idpEntityId: string,
+  now: number,
+): Promise<SamlAttributeValue | undefined> {
+  if (!sp.descriptor.requestedAttributes.some((a) => a.name === EPTID)) return undefined;
+  if (!groupsRelease(groups, EPTID)) return undefined;
+  const value =
+    nameId?.format === NAMEID_FORMAT.persistent
+      ? nameId.value
+      : await persistentNameId(store.db, user.id, sp.entityId, opaque(), now);
+  return {
+    name: EPTID,
+    friendlyName: 'eduPersonTargetedID',
+    values: [value],
+    nameId: { format: NAMEID_FORMAT.persistent, nameQualifier: idpEntityId, spNameQualifier: sp.entityId },
+  };
+}
+
 /** The NameIDPolicy Format values the SP's choice satisfies (unspecified: whatever we send). */
 export function nameIdFormatAccepted(sp: ServiceProvider, requested: string | null): boolean {
   if (!requested || requested === NAMEID_FORMAT.unspecified) return true;
@@ -75,7 +106,8 @@ export function pairwiseIdValue(key: KeyObject, user: User, sp: ServiceProvider)
 }
 
 /**
- * The attributes released to the SP: its groups, as the table says. The Subject Identifier
+ * The attributes released to the SP: its groups, as the table says, and eduPersonTargetedID when
+ * targetedIdAttribute() made it. The Subject Identifier
  * attributes follow the SP's subject-id:req: pairwise-id asked for is sent (and subject-id is not),
  * subject-id (or any) needs the userid-idp group, as the table has it. An SP of a trusted
  * federation gets only what its entity categories release (src/service-providers/entity-categories.ts):
@@ -86,9 +118,10 @@ export function releasedAttributes(
   groups: Iterable<AttributeGroup>,
   user: User,
   pairwiseKey: KeyObject,
+  targetedId?: SamlAttributeValue,
 ): SamlAttributeValue[] {
   const realm = realmOf(user);
-  const attributes = samlAttributes(user, groups, { realm });
+  const attributes = [...samlAttributes(user, groups, { realm }), ...(targetedId ? [targetedId] : [])];
   const requirement = sp.descriptor.subjectIdRequirement;
   const pairwise = { name: PAIRWISE_ID, friendlyName: 'pairwise-id', values: [pairwiseIdValue(pairwiseKey, user, sp)] };
   let released = attributes;
