@@ -236,7 +236,7 @@ export async function pickFreePort(): Promise<number> {
 export async function spawnService(
   env: Record<string, string>,
   port?: number,
-  options: { stdout?: boolean } = {},
+  options: { stdout?: boolean; readyWithinMs?: number } = {},
 ): Promise<ServiceProcess> {
   const { spawn } = await import('node:child_process');
   const freePort = port ?? (await pickFreePort());
@@ -265,7 +265,7 @@ export async function spawnService(
     } catch {
       // not listening yet
     }
-    if (i > 300) throw new Error(`service did not become ready: ${err}`);
+    if (i > (options.readyWithinMs ?? 30_000) / 100) throw new Error(`service did not become ready: ${err}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
