@@ -354,7 +354,7 @@ export async function pickFreePort(): Promise<number> {
 export async function spawnService(
   env: Record<string, string>,
   port?: number,
-  options: { stdout?: boolean } = {},
+  options: { stdout?: boolean; readyWithinMs?: number } = {},
 ): Promise<ServiceProcess> {
   const { spawn } = await import('node:child_process');
   const freePort = port ?? (await pickFreePort());
@@ -383,7 +383,7 @@ export async function spawnService(
     } catch {
       // not listening yet
     }
-    if (i > 300) {
+    if (i > (options.readyWithinMs ?? 30_000) / 100) {
       child.kill('SIGKILL'); // else the test's process waits for it forever
       throw new Error(`service did not become ready: ${err}`);
     }

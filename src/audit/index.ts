@@ -83,6 +83,7 @@ export const AUDIT_ACTIONS = [
   'saml.sso',
   'saml.logout',
   'saml_federation.add',
+  'saml_federation.update',
   'saml_federation.remove',
   'saml_federation.refresh',
 ] as const;

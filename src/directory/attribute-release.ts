@@ -34,6 +34,12 @@ export interface SamlAttributeDefinition {
   name: string;
   friendlyName: string;
   values(user: User, context: SamlReleaseContext): string[];
+  /**
+   * Released only to an SP whose metadata requests it (a RequestedAttribute of its
+   * AttributeConsumingService), with a value the SSO makes for that SP (eduPersonTargetedID: its
+   * persistent NameID); samlAttributes() leaves it out.
+   */
+  onlyIfRequested?: boolean;
 }
 
 const list = (value: string | null | undefined): string[] => (value ?? '').split(' ').filter(Boolean);
@@ -91,6 +97,12 @@ const A = {
   },
   ou: { name: 'urn:oid:2.5.4.11', friendlyName: 'ou', values: (u: User) => one(u.org_unit) },
   title: { name: 'urn:oid:2.5.4.12', friendlyName: 'title', values: (u: User) => one(u.title) },
+  targetedId: {
+    name: EPTID,
+    friendlyName: 'eduPersonTargetedID',
+    values: () => [],
+    onlyIfRequested: true,
+  },
   entitlement: {
     name: 'urn:oid:1.3.6.1.4.1.5923.1.1.1.7',
     friendlyName: 'eduPersonEntitlement',
@@ -114,7 +126,7 @@ const none = () => [];
  * SAML counterpart yet (national identity numbers and secondary ids are not sent to SAML SPs).
  */
 export const ATTRIBUTE_RELEASE: Readonly<Record<AttributeGroup, GroupRelease>> = {
-  'userid-idp': { claims: (n) => [...sec(n), n.eppn], saml: [A.eppn, A.subjectId] },
+  'userid-idp': { claims: (n) => [...sec(n), n.eppn], saml: [A.eppn, A.subjectId, A.targetedId] },
   'userid-nin': { claims: (n) => [...sec(n), n.nin], saml: [] },
   'userid-edugain': { claims: sec, saml: [] },
   'userid-social': { claims: sec, saml: [] },
@@ -176,6 +188,13 @@ export interface SamlAttributeValue {
   name: string;
   friendlyName: string;
   values: string[];
+  /** the values are NameIDs with this format and these qualifiers (eduPersonTargetedID), not strings */
+  nameId?: { format: string; nameQualifier: string; spNameQualifier: string };
+}
+
+/** Whether one of the released groups releases the SAML attribute of this name. */
+export function groupsRelease(groups: Iterable<AttributeGroup>, name: string): boolean {
+  return [...groups].some((group) => ATTRIBUTE_RELEASE[group]?.saml.some((a) => a.name === name));
 }
 
 /**

@@ -1,13 +1,14 @@
 // The identity provider's metadata document as served: built from the keys, the organizations'
-// realms, the branding and the settings, signed, and kept in memory until one of them changes or
-// a cache duration has passed (so the validUntil served is always most of a week away).
+// realms, the entity categories released for trusted federations, the branding and the settings,
+// signed, and kept in memory until one of them changes or a cache duration has passed (so the
+// validUntil served is always most of a week away).
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import type { Logo } from '../brand.ts';
 import { listOrganizations } from '../store/directory.ts';
 import { buildIdpMetadata, type IdpContact, type IdpLogo } from '../saml/metadata/index.ts';
-import { SAML_KEY_TIMING, samlKeys } from '../service-providers/index.ts';
+import { SAML_KEY_TIMING, samlKeys, supportedEntityCategories } from '../service-providers/index.ts';
 
 export const METADATA_PATH = '/saml2/idp/metadata';
 export const SSO_PATH = '/saml2/idp/sso';
@@ -65,6 +66,7 @@ export function idpMetadataDocument(deps: MetadataDeps) {
     const now = clock();
     const set = await samlKeys(store, keys, now, host);
     const scopes = [...new Set((await listOrganizations(store.db)).map((o) => o.realm))].sort();
+    const categories = await supportedEntityCategories(store);
     const fingerprint = [
       set.metadata.kid,
       ...set.published.map((k) => k.kid),
@@ -72,6 +74,8 @@ export function idpMetadataDocument(deps: MetadataDeps) {
       ...set.encryption.map((k) => k.kid),
       '|',
       ...scopes,
+      '|',
+      ...categories,
     ].join(' ');
     const fresh =
       cached && cached.fingerprint === fingerprint && now - cached.document.builtAt < SAML_KEY_TIMING.cacheDurationMs;
@@ -92,6 +96,7 @@ export function idpMetadataDocument(deps: MetadataDeps) {
           ? { name: config.saml.organizationName, url: config.saml.organizationUrl }
           : undefined,
       contacts: contacts(config),
+      entityCategorySupport: categories,
       validUntil,
       cacheDurationMs: SAML_KEY_TIMING.cacheDurationMs,
       signingKey: set.metadata,

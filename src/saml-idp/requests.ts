@@ -115,29 +115,40 @@ export interface Verified {
 }
 
 /**
+ * Why the SP's request must be signed, or undefined when an unsigned one is accepted: the endpoint
+ * requires it (`required`: logout), the SP's metadata says it signs its requests
+ * (AuthnRequestsSigned), or its federation's policy requires signed requests
+ * (`saml federation add --require-signed-requests`).
+ */
+export function signatureRequirement(sp: ServiceProvider, required: boolean): string | undefined {
+  if (required) return 'this request must be signed';
+  if (sp.descriptor.authnRequestsSigned) return 'the service provider signs its requests';
+  if (sp.requireSignedRequests) return 'the federation of the service provider requires signed requests';
+  return undefined;
+}
+
+/**
  * Step: the signature, with the SP's keys from its metadata. Redirect: over the raw query octets.
  * POST: an enveloped signature of the root, and from then on only the element it covered is read.
- * An SP whose metadata says it signs its requests (or any policy that requires it) gets unsigned
- * ones refused; SHA-1 is accepted on input only.
+ * An unsigned request is refused, on both bindings, whenever signatureRequirement() says so; SHA-1
+ * is accepted on input only.
  */
 export function verifyRequest(received: Received, sp: ServiceProvider, required: boolean): Verified {
   const keys = sp.descriptor.signingCertificates;
-  const mustSign = required || sp.descriptor.authnRequestsSigned;
+  const mustSign = signatureRequirement(sp, required);
+  const unsigned = (): Verified => {
+    if (mustSign) throw refuse('unsigned', `${mustSign}, and this one is not signed`);
+    return { request: received.parsed.root, signed: false, signatureAlgorithm: undefined };
+  };
   if (received.binding === 'redirect') {
     const query = received.query!;
-    if (query.signature === undefined) {
-      if (mustSign) throw refuse('unsigned', 'the service provider signs its requests, and this one is not signed');
-      return { request: received.parsed.root, signed: false, signatureAlgorithm: undefined };
-    }
+    if (query.signature === undefined) return unsigned();
     if (keys.length === 0) throw refuse('no-key', 'the service provider publishes no signing key');
     verifyRedirectSignature(query, { keys, allowSha1: true });
     return { request: received.parsed.root, signed: true, signatureAlgorithm: query.sigAlg };
   }
   const signatures = childElements(received.parsed.root, NS.dsig, 'Signature');
-  if (signatures.length === 0) {
-    if (mustSign) throw refuse('unsigned', 'the service provider signs its requests, and this one is not signed');
-    return { request: received.parsed.root, signed: false, signatureAlgorithm: undefined };
-  }
+  if (signatures.length === 0) return unsigned();
   if (keys.length === 0) throw refuse('no-key', 'the service provider publishes no signing key');
   const verified = verifyEnvelopedSignature(received.parsed, received.parsed.root, { keys, allowSha1: true });
   return { request: verified.element, signed: true, signatureAlgorithm: verified.signatureAlgorithm };

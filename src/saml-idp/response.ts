@@ -132,6 +132,15 @@ function appendAttributes(document: Document, assertion: Element, attributes: Sa
     element.setAttribute('NameFormat', ATTRNAME_FORMAT_URI);
     element.setAttribute('FriendlyName', attribute.friendlyName);
     for (const value of attribute.values) {
+      if (attribute.nameId) {
+        // a NameID as the value (eduPersonTargetedID), as the eduPerson specification has it
+        const valueElement = child(document, element, NS.assertion, 'saml:AttributeValue');
+        const nameId = child(document, valueElement, NS.assertion, 'saml:NameID', value);
+        nameId.setAttribute('Format', attribute.nameId.format);
+        nameId.setAttribute('NameQualifier', attribute.nameId.nameQualifier);
+        nameId.setAttribute('SPNameQualifier', attribute.nameId.spNameQualifier);
+        continue;
+      }
       // typed as xs:string, as Shibboleth IdP and most others send them
       const valueElement = child(document, element, NS.assertion, 'saml:AttributeValue', value);
       valueElement.setAttributeNS(XMLNS, 'xmlns:xs', XS);

@@ -23,7 +23,7 @@ import {
 } from '../service-providers/index.ts';
 import { openPending, sealPending, type Pending } from './pending.ts';
 import { finishResponse, statusResponse, STATUS, successResponse, type Envelope } from './response.ts';
-import { nameIdFor, releasedAttributes, nameIdFormatAccepted } from './subject.ts';
+import { nameIdFor, releasedAttributes, nameIdFormatAccepted, targetedIdAttribute } from './subject.ts';
 import { sendPostForm } from './pages.ts';
 import { countResponse, type Outcome } from './metrics.ts';
 import { SamlRefusal } from './requests.ts';
@@ -255,13 +255,14 @@ async function sendAssertion(
   const now = deps.now();
   const nameId = await nameIdFor(deps.store, sp, user, now);
   const groups = releasedGroups(sp.groups, signIn.scopes);
+  const targetedId = await targetedIdAttribute(deps.store, sp, groups, user, nameId, idpEntityId(deps.config), now);
   const built = successResponse(envelope(deps, pending), {
     audience: sp.entityId,
     nameId,
     authnInstant: signIn.authTime,
     sessionIndex: signIn.sid,
     classRef: signIn.acr,
-    attributes: releasedAttributes(sp, groups, user, deps.keys.samlPairwise),
+    attributes: releasedAttributes(sp, groups, user, deps.keys.samlPairwise, targetedId),
   });
   await recordSso(deps, request, sp, pending, user, signIn, nameId, now);
   countResponse('success', pending.binding);

@@ -2,7 +2,13 @@
 // and the attributes its groups release (src/directory/attribute-release.ts), with the Subject
 // Identifier attributes its metadata asks for.
 import { createHmac, randomBytes, type KeyObject } from 'node:crypto';
-import { PAIRWISE_ID, subjectIdValue, type SamlAttributeValue } from '../directory/attribute-release.ts';
+import {
+  EPTID,
+  groupsRelease,
+  PAIRWISE_ID,
+  subjectIdValue,
+  type SamlAttributeValue,
+} from '../directory/attribute-release.ts';
 import { NAMEID_FORMAT } from '../saml/metadata/index.ts';
 import { releasedAttributeNames, type ServiceProvider } from '../service-providers/index.ts';
 import type { User } from '../store/directory.ts';
@@ -40,6 +46,35 @@ export async function nameIdFor(
   }
 }
 
+/**
+ * eduPersonTargetedID (eduPerson 201602, its SAML 2.0 form): only for an SP whose metadata
+ * requests it (RequestedAttribute) and whose released groups hold it (userid-idp); never for
+ * others. Its value is the SP's persistent NameID, whatever NameID the SP itself receives, sent as
+ * a saml:NameID (Format persistent, NameQualifier the IdP, SPNameQualifier the SP).
+ */
+export async function targetedIdAttribute(
+  store: Store,
+  sp: ServiceProvider,
+  groups: Iterable<AttributeGroup>,
+  user: User,
+  nameId: NameId | undefined,
+  idpEntityId: string,
+  now: number,
+): Promise<SamlAttributeValue | undefined> {
+  if (!sp.descriptor.requestedAttributes.some((a) => a.name === EPTID)) return undefined;
+  if (!groupsRelease(groups, EPTID)) return undefined;
+  const value =
+    nameId?.format === NAMEID_FORMAT.persistent
+      ? nameId.value
+      : await persistentNameId(store.db, user.id, sp.entityId, opaque(), now);
+  return {
+    name: EPTID,
+    friendlyName: 'eduPersonTargetedID',
+    values: [value],
+    nameId: { format: NAMEID_FORMAT.persistent, nameQualifier: idpEntityId, spNameQualifier: sp.entityId },
+  };
+}
+
 /** The NameIDPolicy Format values the SP's choice satisfies (unspecified: whatever we send). */
 export function nameIdFormatAccepted(sp: ServiceProvider, requested: string | null): boolean {
   if (!requested || requested === NAMEID_FORMAT.unspecified) return true;
@@ -71,17 +106,23 @@ export function pairwiseIdValue(key: KeyObject, user: User, sp: ServiceProvider)
  * The attributes released to the SP, with the user's values: the names releasedAttributeNames()
  * gives (its groups as the table says, the Subject Identifier attributes its subject-id:req asks
  * for, and for an SP of a trusted federation only what its entity categories release), each the
- * user has a value for; pairwise-id with the SP's own value.
+ * user has a value for; pairwise-id with the SP's own value; eduPersonTargetedID when
+ * targetedIdAttribute() made it (only for an SP that requests it).
  */
 export function releasedAttributes(
   sp: ServiceProvider,
   groups: Iterable<AttributeGroup>,
   user: User,
   pairwiseKey: KeyObject,
+  targetedId?: SamlAttributeValue,
 ): SamlAttributeValue[] {
   const context = { realm: realmOf(user) };
   const out: SamlAttributeValue[] = [];
   for (const { name, friendlyName, definition } of releasedAttributeNames(sp, groups)) {
+    if (name === EPTID) {
+      if (targetedId) out.push(targetedId);
+      continue;
+    }
     const values =
       name === PAIRWISE_ID ? [pairwiseIdValue(pairwiseKey, user, sp)] : (definition?.values(user, context) ?? []);
     const present = values.filter((v) => v.length > 0);

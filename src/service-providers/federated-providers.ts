@@ -25,6 +25,8 @@ export interface FederatedServiceProvider {
   groups: AttributeGroup[];
   /** exactly the SAML attribute names its entity categories release (categoryAttributes) */
   releasedAttributes: string[];
+  /** its federation requires every AuthnRequest to be signed (`--require-signed-requests`) */
+  requireSignedRequests: boolean;
 }
 
 function fromRow(row: repo.FederatedEntityRow): FederatedServiceProvider {
@@ -36,6 +38,7 @@ function fromRow(row: repo.FederatedEntityRow): FederatedServiceProvider {
     releases,
     groups: categoryGroups(descriptor, releases),
     releasedAttributes: [...categoryAttributes(descriptor, releases)],
+    requireSignedRequests: Number(row.require_signed_requests) === 1,
   };
 }
 
@@ -101,7 +104,7 @@ function queryMetadataServices(
 }
 
 async function lookUp(store: Store, entityId: string, now: number): Promise<FederatedServiceProvider | undefined> {
-  const federations = await repo.mdqFederations(store.db);
+  const federations = await repo.mdqFederations(store.db, now);
   let missedFor = NOT_FOUND_MS;
   for (const federation of federations) {
     try {
@@ -155,7 +158,11 @@ async function askOne(
     fetched_at: now,
   };
   await repo.upsertEntities(store.db, [row]);
-  return fromRow({ ...row, releases: federation.releases });
+  return fromRow({
+    ...row,
+    releases: federation.releases,
+    require_signed_requests: federation.require_signed_requests,
+  });
 }
 
 /** Forgets the entityIDs remembered as unknown (tests; a federation added or removed). */

@@ -22,7 +22,7 @@ import { readCertificate, rsaPublicKey } from '../saml/xml/index.ts';
 import type { VerifiedAggregate } from '../saml/metadata/index.ts';
 import { ISOLATE_ABOVE_BYTES, verifyAggregateIsolated } from './aggregate-process.ts';
 import { countFederationRefresh } from '../http/metrics-federations.ts';
-import { isReleasePolicy, RELEASE_POLICIES, type ReleasePolicy } from './entity-categories.ts';
+import { ENTITY_CATEGORIES, isReleasePolicy, RELEASE_POLICIES, type ReleasePolicy } from './entity-categories.ts';
 import { checkMetadataUrl, fetchMetadata, type FetchPolicy } from './metadata-fetch.ts';
 import { serviceProviderClientId } from './client-id.ts';
 
@@ -61,6 +61,8 @@ export interface FederationInput {
   refreshMs?: number;
   releases?: string[];
   mdqUrl?: string;
+  /** every AuthnRequest of the federation's SPs must be signed (`--require-signed-requests`) */
+  requireSignedRequests?: boolean;
 }
 
 export interface FederationView {
@@ -74,6 +76,7 @@ export interface FederationView {
   refresh_seconds: number;
   releases: ReleasePolicy[];
   mdq_url: string | null;
+  require_signed_requests: boolean;
   certificate_sha256: string;
   last_fetched_at: string | null;
   last_attempt_at: string | null;
@@ -96,6 +99,7 @@ export function federationView(row: repo.FederationRow): FederationView {
     refresh_seconds: Number(row.refresh_ms) / 1000,
     releases: JSON.parse(row.releases) as ReleasePolicy[],
     mdq_url: row.mdq_url,
+    require_signed_requests: Number(row.require_signed_requests) === 1,
     certificate_sha256: readCertificate(row.certificate).sha256Fingerprint,
     last_fetched_at: isoOrNull(row.last_fetched_at),
     last_attempt_at: isoOrNull(row.last_attempt_at),
@@ -226,6 +230,7 @@ export async function addFederation(
       refresh_ms: refreshMs,
       releases: JSON.stringify(releases),
       mdq_url: mdqUrl,
+      require_signed_requests: input.requireSignedRequests === true ? 1 : 0,
       state: 'fresh',
       last_error: null,
       name: aggregate.name ?? null,
@@ -254,6 +259,7 @@ export async function addFederation(
       entities: summary.entities,
       releases,
       mdq_url: mdqUrl,
+      require_signed_requests: input.requireSignedRequests === true,
       valid_until: summary.valid_until,
     };
     await recordAudit(trx, {
@@ -264,6 +270,50 @@ export async function addFederation(
       details,
     });
     return summary;
+  });
+}
+
+/**
+ * The REFEDS entity categories the identity provider supports, as its metadata advertises them
+ * (http://macedir.org/entity-category-support): those released (`--release`) for at least one
+ * trusted federation, in the table's order. A category no federation releases is not claimed: an SP
+ * carrying it would receive none of its attributes.
+ */
+export async function supportedEntityCategories(store: Store): Promise<string[]> {
+  const released = new Set(
+    (await repo.listFederations(store.db)).flatMap((row) => JSON.parse(row.releases) as string[]),
+  );
+  return ENTITY_CATEGORIES.filter((c) => released.has(c.policy)).map((c) => c.uri);
+}
+
+export interface FederationUpdate {
+  requireSignedRequests?: boolean;
+}
+
+/**
+ * Changes a federation's policy for its SPs, in force on every instance at their next request (the
+ * SPs are read with their federation's row each time); audited in the same transaction.
+ */
+export async function updateFederation(
+  store: Store,
+  id: number,
+  update: FederationUpdate,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<FederationView> {
+  if (update.requireSignedRequests === undefined) throw badRequest('nothing to change');
+  return store.db.transaction().execute(async (trx) => {
+    const row = await repo.findFederation(trx, id);
+    if (!row) throw notFound(`no federation ${id}`);
+    const requireSignedRequests = update.requireSignedRequests === true;
+    await repo.updateFederation(trx, id, { require_signed_requests: requireSignedRequests ? 1 : 0 });
+    await recordAudit(trx, {
+      action: 'saml_federation.update',
+      actor,
+      at: now,
+      subject: `saml-federation:${id}`,
+      details: { url: row.url, require_signed_requests: requireSignedRequests },
+    });
+    return federationView({ ...row, require_signed_requests: requireSignedRequests ? 1 : 0 });
   });
 }
 

@@ -6,3 +6,4 @@ export * from './registry.ts';
 export * from './saml-keys.ts';
 export * from './release.ts';
 export * from './applications.ts';
+export { supportedEntityCategories } from './federations.ts';

@@ -51,6 +51,11 @@ export interface ServiceProvider {
    * The attribute statement keeps only these of what `groups` would release. Undefined for a registered SP.
    */
   releasedAttributes?: string[];
+  /**
+   * A federation SP only: its federation requires signed AuthnRequests (`saml federation add
+   * --require-signed-requests`), whatever its metadata's AuthnRequestsSigned says.
+   */
+  requireSignedRequests?: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -115,6 +120,7 @@ function federatedToServiceProvider(found: FederatedServiceProvider, blocked: bo
     federationId: found.federationId,
     descriptor,
     releasedAttributes: found.releasedAttributes,
+    requireSignedRequests: found.requireSignedRequests,
     createdAt: 0,
     updatedAt: 0,
   };

@@ -30,11 +30,11 @@ export function releasedAttributeNames(
   sp: Pick<ServiceProvider, 'groups' | 'descriptor' | 'releasedAttributes'>,
   groups: Iterable<AttributeGroup> = sp.groups,
 ): Released[] {
-  let released: Released[] = samlAttributeDefinitions(groups).map((definition) => ({
-    name: definition.name,
-    friendlyName: definition.friendlyName,
-    definition,
-  }));
+  // an attribute released only on request (eduPersonTargetedID) only when the SP's metadata requests it
+  const requested = new Set(sp.descriptor.requestedAttributes.map((a) => a.name));
+  let released: Released[] = samlAttributeDefinitions(groups)
+    .filter((definition) => !definition.onlyIfRequested || requested.has(definition.name))
+    .map((definition) => ({ name: definition.name, friendlyName: definition.friendlyName, definition }));
   const requirement = sp.descriptor.subjectIdRequirement;
   const pairwise = { name: PAIRWISE_ID, friendlyName: 'pairwise-id' };
   if (requirement === 'pairwise-id') released = [...released.filter((a) => a.name !== SUBJECT_ID), pairwise];

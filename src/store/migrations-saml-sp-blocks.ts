@@ -3,7 +3,7 @@
 // every refresh of the aggregate replaces, so a block outlives the refreshes until `saml sp enable`.
 import { type Kysely, type Migration, sql } from 'kysely';
 
-export function migration021(): Migration {
+export function migration020(): Migration {
   return {
     async up(db: Kysely<unknown>) {
       await sql

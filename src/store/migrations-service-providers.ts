@@ -38,3 +38,15 @@ export function migration017(): Migration {
     },
   };
 }
+
+// A trusted federation's policy that every request of its service providers be signed
+// (`saml federation add --require-signed-requests`), whatever an SP's own metadata says.
+export function migration021(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      await sql
+        .raw('alter table saml_federations add column require_signed_requests integer not null default 0')
+        .execute(db);
+    },
+  };
+}

@@ -3,9 +3,9 @@
 // SQLite the transaction's write lock (BEGIN IMMEDIATE) does the same.
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { migration011 } from './migrations-provisioning.ts';
-import { migration017 } from './migrations-service-providers.ts';
+import { migration017, migration021 } from './migrations-service-providers.ts';
 import { migration018 } from './migrations-saml-sso.ts';
-import { migration021 } from './migrations-saml-sp-blocks.ts';
+import { migration020 } from './migrations-saml-sp-blocks.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -181,7 +181,8 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '017_service_providers': migration017(),
     '018_saml_sso': migration018(),
     '019_saml_federations': migration019(dialect),
-    '021_saml_sp_blocks': migration021(),
+    '020_saml_sp_blocks': migration020(),
+    '021_federation_signed_requests': migration021(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   // Kysely runs the pending migrations and their records in schema_migrations in one transaction

@@ -128,9 +128,13 @@ export async function upsertEntities(db: Q, rows: Insertable<SamlFederationEntit
     .execute();
 }
 
-export type FederatedEntityRow = FederationEntityRow & { releases: string };
+export type FederatedEntityRow = FederationEntityRow & { releases: string; require_signed_requests: number };
 
-/** Entities of federations' metadata in force at `now` with this entityID, first-added federation first. */
+/**
+ * Entities of federations' metadata in force at `now` with this entityID, first-added federation
+ * first: the entity's own validity and its federation's aggregate's, so an entity a metadata query
+ * answered is not served once the aggregate of its federation is past its validUntil (stale).
+ */
 export function findFederatedEntities(db: Q, entityId: string, now: number): Promise<FederatedEntityRow[]> {
   return federatedEntities(db, now).where('e.entity_id', '=', entityId).execute();
 }
@@ -145,8 +149,9 @@ function federatedEntities(db: Q, now: number) {
     .selectFrom('saml_federation_entities as e')
     .innerJoin('saml_federations as f', 'f.id', 'e.federation_id')
     .selectAll('e')
-    .select('f.releases')
+    .select(['f.releases', 'f.require_signed_requests'])
     .where('e.valid_until', '>', now)
+    .where('f.valid_until', '>', now)
     .orderBy('f.id');
 }
 
@@ -195,7 +200,17 @@ export function listFederationEntities(
     .execute();
 }
 
-/** Federations that offer a metadata query service, first-added first. */
-export function mdqFederations(db: Q): Promise<FederationRow[]> {
-  return db.selectFrom('saml_federations').selectAll().where('mdq_url', 'is not', null).orderBy('id').execute();
+/**
+ * Federations that offer a metadata query service and whose aggregate is in force at `now`,
+ * first-added first: a stale federation's metadata service is not asked, as its aggregate's SPs are
+ * not served.
+ */
+export function mdqFederations(db: Q, now: number): Promise<FederationRow[]> {
+  return db
+    .selectFrom('saml_federations')
+    .selectAll()
+    .where('mdq_url', 'is not', null)
+    .where('valid_until', '>', now)
+    .orderBy('id')
+    .execute();
 }

@@ -294,6 +294,8 @@ export interface SamlFederationsTable {
   releases: string;
   /** the Metadata Query (MDQ) base URL, for entities not in the aggregate */
   mdq_url: string | null;
+  /** 1: every AuthnRequest of the federation's SPs must be signed, whatever their metadata says */
+  require_signed_requests: Generated<number>;
   /** fresh (a verified aggregate within its validity), stale (past it), pending (none yet) */
   state: string;
   /** why the last fetch failed; null after a success */

@@ -53,6 +53,7 @@ describe('attribute release table', () => {
     assert.deepEqual(names('userid-idp'), [
       'urn:oid:1.3.6.1.4.1.5923.1.1.1.6',
       'urn:oasis:names:tc:SAML:attribute:subject-id',
+      'urn:oid:1.3.6.1.4.1.5923.1.1.1.10',
     ]);
     assert.deepEqual(names('userinfo-name'), [
       'urn:oid:2.16.840.1.113730.3.1.241',
@@ -93,6 +94,7 @@ describe('attribute release table', () => {
     assert.deepEqual(byName.ou, ['Mathematics']);
     assert.equal(byName.title, undefined, 'no value, no attribute');
     assert.equal(released.filter((a) => a.friendlyName === 'eduPersonAffiliation').length, 1);
+    assert.equal(byName.eduPersonTargetedID, undefined, 'only if requested, made by the SSO for the SP');
     assert.deepEqual(samlAttributes(user, [], { realm: 'example.org' }), []);
   });
 

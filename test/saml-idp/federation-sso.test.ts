@@ -4,17 +4,31 @@
 // validUntil has passed, or the federation is removed, it is an unknown issuer.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { addFederation, removeFederation, type FederationSettings } from '../../src/service-providers/federations.ts';
+import {
+  addFederation,
+  removeFederation,
+  updateFederation,
+  type FederationSettings,
+} from '../../src/service-providers/federations.ts';
 import { serviceProviderClientId } from '../../src/service-providers/index.ts';
 import { findClient } from '../../src/store/clients.ts';
 import { dialects, seedOrg, startTestApp, type TestContext } from '../helpers.ts';
 import { party } from '../saml/saml-fixtures.ts';
 import { metadataServer, RS, signedAggregate, spEntity, type MetadataServer } from '../saml/federation-fixtures.ts';
-import { authnRequestXml, getSso, redirectQuery } from './sso-fixtures.ts';
+import { authnRequestXml, getSso, postSso, redirectQuery, signedXml } from './sso-fixtures.ts';
 
 const WIKI = 'https://wiki.example.edu/shibboleth';
 const ACS = 'https://wiki.example.edu/Shibboleth.sso/SAML2/POST';
+/** says AuthnRequestsSigned in the federation's metadata */
+const SIGNER = 'https://signer.example.edu/shibboleth';
+const SIGNER_ACS = 'https://signer.example.edu/Shibboleth.sso/SAML2/POST';
+/** of a second federation, added with requireSignedRequests */
+const STRICT = 'https://strict.example.net/sp';
+const STRICT_ACS = 'https://strict.example.net/Shibboleth.sso/SAML2/POST';
 const federation = await party('federation.example.org');
+const wikiKey = await party('wiki.example.edu');
+const signerKey = await party('signer.example.edu');
+const strictKey = await party('strict.example.net');
 const settings: FederationSettings = {
   fetch: { development: true },
   maxAggregateBytes: 10 * 1024 * 1024,
@@ -33,13 +47,27 @@ for (const dialect of dialects()) {
       server = await metadataServer();
       server.documents.set(
         '/fed.xml',
-        signedAggregate(federation, { entities: [spEntity({ entityId: WIKI, categories: [RS] })] }),
+        signedAggregate(federation, {
+          entities: [
+            spEntity({ entityId: WIKI, categories: [RS], certificate: wikiKey.certificate }),
+            spEntity({ entityId: SIGNER, certificate: signerKey.certificate, authnRequestsSigned: true }),
+          ],
+        }),
       );
       ({ id } = await addFederation(ctx.store, settings, {
         url: `${server.url}/fed.xml`,
         certificate: federation.certificate,
         releases: ['research-and-scholarship'],
       }));
+      server.documents.set(
+        '/strict.xml',
+        signedAggregate(federation, { entities: [spEntity({ entityId: STRICT, certificate: strictKey.certificate })] }),
+      );
+      await addFederation(ctx.store, settings, {
+        url: `${server.url}/strict.xml`,
+        certificate: federation.certificate,
+        requireSignedRequests: true,
+      });
     });
     after(async () => {
       await ctx?.close();
@@ -92,6 +120,46 @@ for (const dialect of dialects()) {
           .execute();
       }
       assert.equal((await getSso(ctx, request())).statusCode, 303);
+    });
+
+    /** The status of an unsigned and a signed request on each binding: 303 accepted, 400 refused. */
+    const bindings = async (issuer: string, acsUrl: string, signer: typeof wikiKey) => {
+      const xml = () => authnRequestXml(ctx, { issuer, acsUrl });
+      return {
+        unsignedRedirect: (await getSso(ctx, redirectQuery(xml()))).statusCode,
+        unsignedPost: (await postSso(ctx, xml())).statusCode,
+        signedRedirect: (await getSso(ctx, redirectQuery(xml(), signer))).statusCode,
+        signedPost: (await postSso(ctx, signedXml(xml(), signer))).statusCode,
+      };
+    };
+    const refusedUnsigned = { unsignedRedirect: 400, unsignedPost: 400, signedRedirect: 303, signedPost: 303 };
+    const acceptedAll = { unsignedRedirect: 303, unsignedPost: 303, signedRedirect: 303, signedPost: 303 };
+
+    it('an SP whose federation metadata says AuthnRequestsSigned gets unsigned requests refused on both bindings', async () => {
+      assert.deepEqual(await bindings(SIGNER, SIGNER_ACS, signerKey), refusedUnsigned);
+      assert.deepEqual(await bindings(WIKI, ACS, wikiKey), acceptedAll, 'the other SP signs when it likes');
+    });
+
+    it('a federation added with requireSignedRequests refuses its SPs’ unsigned requests on both bindings', async () => {
+      assert.deepEqual(await bindings(STRICT, STRICT_ACS, strictKey), refusedUnsigned);
+      // a request signed by another key is no signed request of the SP
+      const forged = await getSso(
+        ctx,
+        redirectQuery(authnRequestXml(ctx, { issuer: STRICT, acsUrl: STRICT_ACS }), wikiKey),
+      );
+      assert.equal(forged.statusCode, 400);
+    });
+
+    it('updating a federation to require signed requests applies to every SP it holds at once, and back', async () => {
+      const view = await updateFederation(ctx.store, id, { requireSignedRequests: true });
+      assert.equal(view.require_signed_requests, true);
+      try {
+        assert.deepEqual(await bindings(WIKI, ACS, wikiKey), refusedUnsigned);
+      } finally {
+        await updateFederation(ctx.store, id, { requireSignedRequests: false });
+      }
+      assert.deepEqual(await bindings(WIKI, ACS, wikiKey), acceptedAll);
+      assert.deepEqual(await bindings(SIGNER, SIGNER_ACS, signerKey), refusedUnsigned, 'its metadata still says so');
     });
 
     it('once the federation is removed it is an unknown issuer, and its client is gone', async () => {

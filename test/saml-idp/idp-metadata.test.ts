@@ -13,7 +13,9 @@ import { dialects, seedOrg, startTestApp, PUBLIC_URL, type TestContext } from '.
 import { childElements, parseXml, textOf, validateSchema, verifyEnvelopedSignature } from '../../src/saml/xml/index.ts';
 import { MD } from '../../src/saml/metadata/index.ts';
 import { rotateSamlKeys, samlKeys } from '../../src/service-providers/index.ts';
-import { withFiles, xmllintAvailable, xmlsec1 } from '../saml/saml-fixtures.ts';
+import { addFederation } from '../../src/service-providers/federations.ts';
+import { party, withFiles, xmllintAvailable, xmlsec1 } from '../saml/saml-fixtures.ts';
+import { metadataServer, PSEUDONYMOUS, RS, signedAggregate, spEntity } from '../saml/federation-fixtures.ts';
 
 const ENTITY_ID = `${PUBLIC_URL}/saml2/idp/metadata`;
 const PYSAML2_SCRIPT = join(import.meta.dirname, 'pysaml2-load-metadata.py');
@@ -217,6 +219,52 @@ for (const dialect of dialects()) {
       const next = await fetchMetadata();
       assert.notEqual(next, first);
       assert.ok(next.includes('>school.example</shibmd:Scope>'));
+    });
+
+    it('advertises entity-category support for the categories released for a trusted federation, schema-valid', async () => {
+      const support = (xml: string) =>
+        all(parseXml(xml).root, MD.saml, 'Attribute')
+          .filter((a) => a.getAttribute('Name') === 'http://macedir.org/entity-category-support')
+          .flatMap((a) => childElements(a, MD.saml, 'AttributeValue').map(textOf));
+      assert.deepEqual(support(await fetchMetadata()), [], 'no federation releases a category: none is claimed');
+      const federation = await party('federation.example.org');
+      const server = await metadataServer();
+      try {
+        server.documents.set(
+          '/fed.xml',
+          signedAggregate(federation, { entities: [spEntity({ entityId: 'https://wiki.example.edu/sp' })] }),
+        );
+        const settings = {
+          fetch: { development: true },
+          maxAggregateBytes: 1024 * 1024,
+          timeoutMs: 10_000,
+          isolateAboveBytes: 1024 * 1024,
+        };
+        await addFederation(ctx.store, settings, {
+          url: `${server.url}/fed.xml`,
+          certificate: federation.certificate,
+          releases: ['pseudonymous', 'research-and-scholarship'],
+        });
+      } finally {
+        await server.close();
+      }
+      const xml = await fetchMetadata();
+      const { root } = parseXml(xml);
+      const [attributes] = childElements(childElements(root, MD.md, 'Extensions')[0]!, MD.mdattr, 'EntityAttributes');
+      assert.ok(attributes, 'md:Extensions/mdattr:EntityAttributes on the EntityDescriptor');
+      assert.deepEqual(support(xml), [RS, PSEUDONYMOUS]);
+      await validateSchema(parseXml(xml), 'metadata');
+      const set = await samlKeys(ctx.store, ctx.keys);
+      verifyEnvelopedSignature(parseXml(xml), parseXml(xml).root, { keys: [set.metadata.certificate] });
+      if (xmllintAvailable()) {
+        const schema = join(import.meta.dirname, '../../src/saml/xml/schemas/saml-schema-metadata-2.0.xsd');
+        withFiles({ 'md.xml': xml }, (d) => {
+          const run = spawnSync('xmllint', ['--noout', '--nonet', '--schema', schema, join(d, 'md.xml')], {
+            encoding: 'utf8',
+          });
+          assert.equal(run.status, 0, run.stderr);
+        });
+      }
     });
 
     it('publishes a rotated signing key at once beside the current one', async () => {

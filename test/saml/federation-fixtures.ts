@@ -19,6 +19,10 @@ export interface EntityInput {
   validUntil?: string;
   certificate?: string;
   nameIdFormats?: string[];
+  /** AuthnRequestsSigned="true" on the SPSSODescriptor */
+  authnRequestsSigned?: boolean;
+  /** RequestedAttribute names of an AttributeConsumingService */
+  requestedAttributes?: string[];
 }
 
 function bareCertificate(pem: string): string {
@@ -36,16 +40,27 @@ export function spEntity(input: EntityInput): string {
   const key = input.certificate
     ? `<md:KeyDescriptor><ds:KeyInfo xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:X509Data><ds:X509Certificate>${bareCertificate(input.certificate)}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></md:KeyDescriptor>`
     : '';
+  const requested = input.requestedAttributes?.length
+    ? `<md:AttributeConsumingService index="1"><md:ServiceName xml:lang="en">${host}</md:ServiceName>` +
+      input.requestedAttributes
+        .map(
+          (name) =>
+            `<md:RequestedAttribute Name="${name}" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:uri"/>`,
+        )
+        .join('') +
+      `</md:AttributeConsumingService>`
+    : '';
   const formats = (input.nameIdFormats ?? ['urn:oasis:names:tc:SAML:2.0:nameid-format:transient'])
     .map((f) => `<md:NameIDFormat>${f}</md:NameIDFormat>`)
     .join('');
   return (
     `<md:EntityDescriptor entityID="${input.entityId}"${input.validUntil ? ` validUntil="${input.validUntil}"` : ''}>` +
     categories +
-    `<md:SPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">` +
+    `<md:SPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol"${input.authnRequestsSigned ? ' AuthnRequestsSigned="true"' : ''}>` +
     key +
     formats +
     `<md:AssertionConsumerService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="https://${host}/Shibboleth.sso/SAML2/POST" index="1"/>` +
+    requested +
     `</md:SPSSODescriptor></md:EntityDescriptor>`
   );
 }

@@ -9,6 +9,7 @@ import {
   addFederation,
   federationSettings,
   removeFederation,
+  updateFederation,
   type FederationSettings,
 } from '../../src/service-providers/federations.ts';
 import {
@@ -249,6 +250,61 @@ for (const dialect of dialects()) {
         .executeTakeFirstOrThrow();
       assert.equal(cached.source, 'mdq');
       assert.ok(Number(cached.valid_until) <= Date.now() + 3600_000);
+    });
+
+    it('MDQ: once the aggregate is stale, an SP its metadata service answered is refused and none is asked for', async () => {
+      const answered = 'https://mdq-only.example.edu/sp';
+      const fresh = 'https://mdq-new.example.edu/sp';
+      for (const entityId of [answered, fresh])
+        server.documents.set(
+          `/mdq${mdqPath(entityId)}`,
+          signedEntity(federation, { entityId, categories: [RS], cacheDuration: 'PT1H' }),
+        );
+      assert.ok(await findServiceProvider(store, answered), 'answered by the metadata service');
+      const row = await store.db
+        .selectFrom('saml_federations')
+        .select(['valid_until', 'state'])
+        .executeTakeFirstOrThrow();
+      // the aggregate's validUntil has passed; the MDQ answer's own (cacheDuration) has not
+      await store.db
+        .updateTable('saml_federations')
+        .set({ valid_until: Date.now() - 1, state: 'stale' })
+        .execute();
+      try {
+        forgetMetadataQueryMisses();
+        server.requests.length = 0;
+        assert.equal(await findServiceProvider(store, answered), undefined);
+        assert.equal(await findServiceProvider(store, JOURNAL), undefined);
+        assert.equal(await findServiceProvider(store, fresh), undefined);
+        assert.deepEqual(server.requests, [], 'a stale federation’s metadata service is not asked');
+      } finally {
+        await store.db
+          .updateTable('saml_federations')
+          .set({ valid_until: Number(row.valid_until), state: row.state })
+          .execute();
+      }
+      forgetMetadataQueryMisses();
+      assert.ok(await findServiceProvider(store, answered));
+      assert.equal((await findServiceProvider(store, fresh))?.entityId, fresh);
+    });
+
+    it("the federation's requireSignedRequests reaches its SPs, those of the aggregate and of MDQ", async () => {
+      const answered = 'https://mdq-signed.example.edu/sp';
+      server.documents.set(`/mdq${mdqPath(answered)}`, signedEntity(federation, { entityId: answered }));
+      assert.equal((await findServiceProvider(store, WIKI))?.requireSignedRequests, false);
+      await updateFederation(store, id, { requireSignedRequests: true });
+      try {
+        forgetMetadataQueryMisses();
+        assert.equal((await findServiceProvider(store, WIKI))?.requireSignedRequests, true);
+        assert.equal((await findServiceProvider(store, answered))?.requireSignedRequests, true);
+        assert.equal(
+          (await findServiceProviderByClientId(store, serviceProviderClientId(WIKI)))?.requireSignedRequests,
+          true,
+        );
+      } finally {
+        await updateFederation(store, id, { requireSignedRequests: false });
+      }
+      assert.equal((await findServiceProvider(store, answered))?.requireSignedRequests, false);
     });
 
     it('MDQ: an unknown entity is asked about once, then remembered as unknown', async () => {

@@ -29,6 +29,7 @@ const LOCAL = { PUBLIC_URL: 'http://localhost:8080' };
 const federation = await party('federation.example.org');
 const attacker = await party('attacker.example.org');
 const WIKI = 'https://wiki.example.edu/shibboleth';
+const STRICT = 'https://strict.example.net/sp';
 const JOURNAL = 'https://journal.example.com/sp';
 const TIMER = 'https://timer.example.edu/sp';
 
@@ -189,6 +190,62 @@ for (const dialect of dialects()) {
       assert.equal(result.code, 0, result.err);
       assert.equal((JSON.parse(result.out) as { outcome: string }).outcome, 'unchanged');
       assert.ok(server.requests[0]!.headers['if-none-match']);
+    });
+
+    it('--require-signed-requests is kept with the federation (add and update), shown, audited, and read with its SPs', async () => {
+      const signed = async () => (await findFederatedEntities(store.db, WIKI, Date.now()))[0]!.require_signed_requests;
+      assert.equal(Number(await signed()), 0);
+      const updated = await run(['saml', 'federation', 'update', String(id), '--require-signed-requests', '--json']);
+      assert.equal(updated.code, 0, updated.err);
+      assert.equal((JSON.parse(updated.out) as { require_signed_requests: boolean }).require_signed_requests, true);
+      assert.equal(Number(await signed()), 1);
+      const shown = await run(['saml', 'federation', 'show', String(id)]);
+      assert.match(shown.out, /require_signed_requests\s+true/);
+      for (const [args, message] of [
+        [['--require-signed-requests', '--no-require-signed-requests'], /not both/],
+        [[], /nothing to change/],
+      ] as const) {
+        const result = await run(['saml', 'federation', 'update', String(id), ...args]);
+        assert.equal(result.code, 1);
+        assert.match(result.err, message);
+      }
+      assert.match(
+        (await run(['saml', 'federation', 'update', '999', '--require-signed-requests'])).err,
+        /no federation 999/,
+      );
+      assert.equal((await run(['saml', 'federation', 'update', String(id), '--no-require-signed-requests'])).code, 0);
+      assert.equal(Number(await signed()), 0);
+      const audit = await store.db
+        .selectFrom('audit_events')
+        .select(['kind', 'details'])
+        .where('kind', '=', 'saml_federation.update')
+        .orderBy('id')
+        .execute();
+      assert.deepEqual(
+        audit.map((a) => (JSON.parse(a.details!) as { require_signed_requests: boolean }).require_signed_requests),
+        [true, false],
+      );
+      server.documents.set('/strict.xml', signedAggregate(federation, { entities: [spEntity({ entityId: STRICT })] }));
+      const added = await run([
+        'saml',
+        'federation',
+        'add',
+        '--url',
+        `${server.url}/strict.xml`,
+        '--cert',
+        certFile,
+        '--require-signed-requests',
+        '--json',
+      ]);
+      assert.equal(added.code, 0, added.err);
+      const strictId = (JSON.parse(added.out) as { id: number }).id;
+      const [strict] = await findFederatedEntities(store.db, STRICT, Date.now());
+      assert.equal(Number(strict?.require_signed_requests), 1);
+      const view = JSON.parse((await run(['saml', 'federation', 'show', String(strictId), '--json'])).out) as {
+        require_signed_requests: boolean;
+      };
+      assert.equal(view.require_signed_requests, true);
+      assert.equal((await run(['saml', 'federation', 'remove', String(strictId)])).code, 0);
     });
 
     it('a newer aggregate replaces the SPs', async () => {

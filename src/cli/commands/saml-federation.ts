@@ -11,6 +11,7 @@ import {
   listFederationViews,
   refreshFederation,
   removeFederation,
+  updateFederation,
   type FederationView,
 } from '../../service-providers/federations.ts';
 import { RELEASE_POLICIES } from '../../service-providers/entity-categories.ts';
@@ -65,6 +66,10 @@ export const samlFederationCommands: CommandDef[] = [
         description: `entity categories whose attributes are released to SPs carrying them, comma-separated: ${RELEASE_POLICIES.join(', ')}`,
       },
       mdq: { type: 'string', value: '<base URL>', description: "the federation's metadata query (MDQ) service" },
+      'require-signed-requests': {
+        type: 'boolean',
+        description: "refuse unsigned AuthnRequests from the federation's SPs, whatever their metadata says",
+      },
     },
     async run(ctx, v) {
       const maxValidity = optional(v, 'max-validity');
@@ -81,6 +86,7 @@ export const samlFederationCommands: CommandDef[] = [
           ...(refresh !== undefined ? { refreshMs: durationOption(refresh, 'refresh') } : {}),
           ...(release !== undefined ? { releases: release.split(',') } : {}),
           ...(mdq !== undefined ? { mdqUrl: mdq } : {}),
+          requireSignedRequests: v['require-signed-requests'] === true,
         },
         by(ctx),
       );
@@ -125,6 +131,34 @@ export const samlFederationCommands: CommandDef[] = [
       if (ctx.json) return { ...view, service_providers: entities };
       const list = entities.map((e) => `  ${e.entity_id}  ${e.source}  ${e.categories.join(' ') || '-'}`);
       return [viewText(view), '', 'service providers:', ...list].join('\n');
+    },
+  },
+  {
+    group: 'saml',
+    name: 'federation update',
+    summary: "change a federation's policy for its service providers",
+    args: [{ name: 'id', description: 'the federation id' }],
+    options: {
+      'require-signed-requests': {
+        type: 'boolean',
+        description: "refuse unsigned AuthnRequests from the federation's SPs, whatever their metadata says",
+      },
+      'no-require-signed-requests': {
+        type: 'boolean',
+        description: 'accept unsigned AuthnRequests again from SPs whose metadata does not say they sign them',
+      },
+    },
+    async run(ctx, v, [id]) {
+      const on = v['require-signed-requests'] === true;
+      const off = v['no-require-signed-requests'] === true;
+      if (on && off) throw badRequest('give --require-signed-requests or --no-require-signed-requests, not both');
+      const view = await updateFederation(
+        ctx.store,
+        intOption(id, 'id'),
+        on || off ? { requireSignedRequests: on } : {},
+        by(ctx),
+      );
+      return ctx.json ? view : viewText(view);
     },
   },
   {
