@@ -530,7 +530,7 @@ export interface SamlSessionSpsTable {
   expires_at: number;
 }
 
-/** A federation SP an operator blocked (`saml sp disable`); outlives the aggregate's refreshes (migration 021). */
+/** A federation SP an operator blocked (`saml sp disable`); outlives the aggregate's refreshes (migration 020). */
 export interface SamlSpBlocksTable {
   entity_id: string;
   blocked_at: number;
