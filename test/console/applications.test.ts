@@ -11,27 +11,18 @@ import { addKey, signIn } from './console-browser.ts';
 import { grantRole } from '../../src/directory/roles.ts';
 import {
   addServiceProvider,
-  ensureServiceProviderClient,
-  findServiceProvider,
   serviceProviderClientId,
   setServiceProviderEnabled,
 } from '../../src/service-providers/index.ts';
-import { addFederation, type FederationSettings } from '../../src/service-providers/federations.ts';
 import { ATTRIBUTE_RELEASE, groupClaims } from '../../src/directory/attribute-release.ts';
 import type { User } from '../../src/store/directory.ts';
 import type { TestCredential } from '../helpers.ts';
 import { party } from '../saml/saml-fixtures.ts';
-import { metadataServer, RS, signedAggregate, spEntity, type MetadataServer } from '../saml/federation-fixtures.ts';
+import { federationOfOneSp, type MetadataServer } from '../saml/federation-fixtures.ts';
 import { shibboleth } from '../saml-idp/sso-fixtures.ts';
 
 const FED_SP = 'https://wiki.example.edu/shibboleth';
 const federation = await party('federation.example.org');
-const settings: FederationSettings = {
-  fetch: { development: true },
-  maxAggregateBytes: 10 * 1024 * 1024,
-  timeoutMs: 10_000,
-  isolateAboveBytes: 10 * 1024 * 1024,
-};
 const escaped = (s: string) => s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 
 for (const dialect of dialects()) {
@@ -73,17 +64,7 @@ for (const dialect of dialects()) {
         firstParty: true,
       });
       await setServiceProviderEnabled(ctx.store, sp.entityId, false);
-      server = await metadataServer();
-      server.documents.set(
-        '/fed.xml',
-        signedAggregate(federation, { entities: [spEntity({ entityId: FED_SP, categories: [RS] })] }),
-      );
-      await addFederation(ctx.store, settings, {
-        url: `${server.url}/fed.xml`,
-        certificate: federation.certificate,
-        releases: ['research-and-scholarship'],
-      });
-      await ensureServiceProviderClient(ctx.store, (await findServiceProvider(ctx.store, FED_SP))!);
+      ({ server } = await federationOfOneSp(ctx.store, federation, FED_SP));
     });
     after(async () => {
       await ctx?.close();

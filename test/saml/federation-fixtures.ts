@@ -6,6 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { DOMParser } from '@xmldom/xmldom';
 import { signEnveloped } from '../../src/saml/xml/index.ts';
 import type { Party } from './saml-fixtures.ts';
+import type { Store } from '../../src/store/index.ts';
+import { addFederation, type FederationSettings } from '../../src/service-providers/federations.ts';
+import { ensureServiceProviderClient, findServiceProvider } from '../../src/service-providers/index.ts';
 
 export const MD = 'urn:oasis:names:tc:SAML:2.0:metadata';
 export const RS = 'http://refeds.org/category/research-and-scholarship';
@@ -157,4 +160,31 @@ export async function metadataServer(): Promise<MetadataServer> {
     url: `http://127.0.0.1:${port}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   }) as MetadataServer;
+}
+
+/** Federation settings for aggregates served by metadataServer() on loopback. */
+export const LOOPBACK_FEDERATION: FederationSettings = {
+  fetch: { development: true },
+  maxAggregateBytes: 10 * 1024 * 1024,
+  timeoutMs: 10_000,
+  isolateAboveBytes: 10 * 1024 * 1024,
+};
+
+/**
+ * A trusted federation whose aggregate (served from a new loopback server) holds one Research and
+ * Scholarship SP, released as such; the SP's client made as its first sign-in makes it.
+ */
+export async function federationOfOneSp(store: Store, federation: Party, entityId: string) {
+  const server = await metadataServer();
+  server.documents.set(
+    '/fed.xml',
+    signedAggregate(federation, { entities: [spEntity({ entityId, categories: [RS] })] }),
+  );
+  const { id } = await addFederation(store, LOOPBACK_FEDERATION, {
+    url: `${server.url}/fed.xml`,
+    certificate: federation.certificate,
+    releases: ['research-and-scholarship'],
+  });
+  await ensureServiceProviderClient(store, (await findServiceProvider(store, entityId))!);
+  return { server, id };
 }

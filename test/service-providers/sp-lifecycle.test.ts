@@ -19,7 +19,7 @@ import {
   serviceProviderClientId,
   setServiceProviderEnabled,
 } from '../../src/service-providers/index.ts';
-import { addFederation, refreshFederation, type FederationSettings } from '../../src/service-providers/federations.ts';
+import { refreshFederation } from '../../src/service-providers/federations.ts';
 import { disableUser, removeUser } from '../../src/oauth/account-lifecycle.ts';
 import { endUserSessions } from '../../src/oauth/end-user-sessions.ts';
 import { findClient } from '../../src/store/clients.ts';
@@ -29,18 +29,19 @@ import { persistentNameId, recordSessionSp } from '../../src/store/saml-sso.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import type { User } from '../../src/store/directory.ts';
 import { party } from '../saml/saml-fixtures.ts';
-import { metadataServer, RS, signedAggregate, spEntity, type MetadataServer } from '../saml/federation-fixtures.ts';
+import {
+  federationOfOneSp,
+  LOOPBACK_FEDERATION,
+  RS,
+  signedAggregate,
+  spEntity,
+  type MetadataServer,
+} from '../saml/federation-fixtures.ts';
 import { authnRequestXml, getSso, redirectQuery, shibboleth, type TestSp } from '../saml-idp/sso-fixtures.ts';
 
 const FED_SP = 'https://wiki.example.edu/shibboleth';
 const FED_ACS = 'https://wiki.example.edu/Shibboleth.sso/SAML2/POST';
 const federation = await party('federation.example.org');
-const settings: FederationSettings = {
-  fetch: { development: true },
-  maxAggregateBytes: 10 * 1024 * 1024,
-  timeoutMs: 10_000,
-  isolateAboveBytes: 10 * 1024 * 1024,
-};
 const HOUR = 3_600_000;
 
 async function audit(ctx: TestContext, action: string) {
@@ -109,18 +110,7 @@ for (const dialect of dialects()) {
       await seedOrg(ctx);
       sp = await shibboleth();
       await addServiceProvider(ctx.store, { metadata: sp.metadata, groups: ['userid-idp', 'email'] });
-      server = await metadataServer();
-      server.documents.set(
-        '/fed.xml',
-        signedAggregate(federation, { entities: [spEntity({ entityId: FED_SP, categories: [RS] })] }),
-      );
-      ({ id: fedId } = await addFederation(ctx.store, settings, {
-        url: `${server.url}/fed.xml`,
-        certificate: federation.certificate,
-        releases: ['research-and-scholarship'],
-      }));
-      // the federation SP's client, as its first sign-in makes it
-      await ensureServiceProviderClient(ctx.store, (await findServiceProvider(ctx.store, FED_SP))!);
+      ({ server, id: fedId } = await federationOfOneSp(ctx.store, federation, FED_SP));
     });
     after(async () => {
       await ctx?.close();
@@ -220,7 +210,10 @@ for (const dialect of dialects()) {
           ],
         }),
       );
-      assert.equal((await refreshFederation(ctx.store, settings, fedId, { force: true })).outcome, 'updated');
+      assert.equal(
+        (await refreshFederation(ctx.store, LOOPBACK_FEDERATION, fedId, { force: true })).outcome,
+        'updated',
+      );
       assert.equal((await findServiceProvider(ctx.store, FED_SP))?.disabled, true);
       assert.equal((await sso(FED_SP, FED_ACS)).statusCode, 403, 'still refused after the refresh');
       const twice = await cli(ctx.config.databaseUrl, ['saml', 'sp', 'disable', FED_SP]);
