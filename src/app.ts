@@ -30,6 +30,7 @@ import { registerHttpMetrics } from './http/metrics-http.ts';
 import { observeStore } from './http/metrics-db.ts';
 import { runFederationRefresh } from './service-providers/federation-refresh.ts';
 import { observeSigningKeys } from './http/metrics-keys.ts';
+import { observeAdoption } from './http/metrics-adoption.ts';
 import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { providerOpenApiPaths } from './oauth/openapi-paths.ts';
@@ -182,6 +183,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('onClose', async () => keyManager.stop());
   observeStore(app, store);
   observeSigningKeys(app, { store, active: () => keyManager.current().active });
+  observeAdoption(app, store);
   const verifier = tokenVerifier(config, keys, keyManager, store);
   const provider = createProviderHolder({
     config,

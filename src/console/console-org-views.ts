@@ -5,7 +5,9 @@ import { alert, hidden, notice } from '../ui/layout.ts';
 import { formatTime } from '../ui/i18n.ts';
 import type { auditView } from '../audit/index.ts';
 import { consolePage, userPath, type ConsoleView, type OrgRef } from './console-views.ts';
-import type { OrganizationReport } from './report.ts';
+import { ADOPTION_HISTORY_DAYS, type OrganizationReport } from './report.ts';
+import { adoptionChart, type Stage } from './adoption-chart.ts';
+import { ADOPTION_STAGES } from '../store/adoption.ts';
 
 type AuditRecord = ReturnType<typeof auditView>;
 
@@ -119,8 +121,40 @@ ${figure(t('console.report_unused', { days: r.unused_days }), String(r.unused), 
 <caption class="visually-hidden">${t('console.report_by_model')}</caption>
 <thead><tr><th scope="col">${t('console.col_model')}</th><th scope="col">AAGUID</th><th scope="col" class="num">${t('console.col_count')}</th></tr></thead>
 <tbody>${r.by_model.map((m) => html`<tr><td>${m.name ?? t('console.unknown_model')}</td><td class="mono">${m.aaguid}</td><td class="num">${String(m.passkeys)}</td></tr>`)}</tbody>
-</table></div>`;
+</table></div>
+${adoptionSection(v, r)}`;
   return consolePage(v, t('console.report_title'), body, org);
+}
+
+/** The funnel of the move: today's figures, the chart of the last 90 days, and its figures by day. */
+function adoptionSection(v: ConsoleView, r: OrganizationReport): Html {
+  const { t } = v;
+  const labels = Object.fromEntries(ADOPTION_STAGES.map((s) => [s, t(`console.adoption_${s}`)])) as Record<
+    Stage,
+    string
+  >;
+  const share = (n: number) =>
+    r.adoption.users === 0 ? '' : `${String(Math.round((1000 * n) / r.adoption.users) / 10)} %`;
+  const chartTitle = t('console.adoption_chart', { days: ADOPTION_HISTORY_DAYS });
+  return html`<h2 id="adoption">${t('console.adoption_title')}</h2>
+<p>${t('console.adoption_text')}</p>
+<div class="table-wrap"><table>
+<caption class="visually-hidden">${t('console.adoption_title')}</caption>
+<thead><tr><th scope="col">${t('console.col_stage')}</th><th scope="col" class="num">${t('console.col_users')}</th><th scope="col" class="num">${t('console.adoption_share')}</th></tr></thead>
+<tbody>${ADOPTION_STAGES.map((s) => html`<tr><th scope="row">${labels[s]}</th><td class="num">${String(r.adoption[s])}</td><td class="num">${share(r.adoption[s])}</td></tr>`)}</tbody>
+</table></div>
+<h3>${chartTitle}</h3>
+${adoptionChart(r.adoption_history, ADOPTION_HISTORY_DAYS, labels, {
+  title: chartTitle,
+  describe: t('console.adoption_describe', r.adoption),
+})}
+<details><summary>${t('console.adoption_by_day')}</summary>
+<div class="table-wrap"><table>
+<caption class="visually-hidden">${t('console.adoption_by_day')}</caption>
+<thead><tr><th scope="col">${t('console.col_day')}</th>${ADOPTION_STAGES.map((s) => html`<th scope="col" class="num">${labels[s]}</th>`)}</tr></thead>
+<tbody>${[...r.adoption_history].reverse().map((d) => html`<tr><th scope="row"><time datetime="${d.day}">${d.day}</time></th>${ADOPTION_STAGES.map((s) => html`<td class="num">${String(d[s])}</td>`)}</tr>`)}</tbody>
+</table></div>
+</details>`;
 }
 
 export interface OffboardView {

@@ -10,13 +10,21 @@ const ERRORS: Record<number, string> = {
 
 const count = (description: string) => ({ type: 'integer', description });
 
+const funnel = {
+  users: count('Users of the organization: imported, synchronized from the directory or provisioned'),
+  invited: count('Users sent a link to make their first passkey'),
+  signed_in: count('Users who signed in at least once'),
+  with_passkey: count('Users with at least one passkey'),
+  passkey_only: count('Users with a passkey and no password'),
+};
+
 export const reportSchema = {
   operationId: 'organizationReport',
   tags: ['report'],
   security: [{ oauth2: ['report.read'] }],
   summary: "The organization's passkey report",
   description:
-    'Scope report.read. Users and passkey coverage, passkeys by authenticator model, synced or device-bound, without user verification, not used for unused_days days, users with no way to sign in.',
+    'Scope report.read. Users and passkey coverage, passkeys by authenticator model, synced or device-bound, without user verification, not used for unused_days days, users with no way to sign in; the adoption funnel (users, invited, signed in once, with a passkey, passkey-only) now and over the last 90 days.',
   params: orgIdParams,
   querystring: {
     type: 'object',
@@ -52,6 +60,20 @@ export const reportSchema = {
             },
           },
         },
+        adoption: {
+          type: 'object',
+          description: "The adoption funnel of the organization's move, now",
+          properties: funnel,
+        },
+        adoption_history: {
+          type: 'array',
+          description:
+            'The funnel as recorded on each of the last 90 days (UTC) that has a record, oldest first; the last item is today, now',
+          items: {
+            type: 'object',
+            properties: { day: { type: 'string', format: 'date' }, ...funnel },
+          },
+        },
       },
       examples: [
         {
@@ -68,6 +90,11 @@ export const reportSchema = {
           unused: 150,
           by_model: [
             { aaguid: 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4', name: 'Google Password Manager', passkeys: 800 },
+          ],
+          adoption: { users: 1200, invited: 1100, signed_in: 950, with_passkey: 900, passkey_only: 400 },
+          adoption_history: [
+            { day: '2026-11-27', users: 1200, invited: 1100, signed_in: 940, with_passkey: 890, passkey_only: 395 },
+            { day: '2026-11-28', users: 1200, invited: 1100, signed_in: 950, with_passkey: 900, passkey_only: 400 },
           ],
         },
       ],

@@ -1,13 +1,17 @@
 // The organization report, shared by the API (GET /2/report) and the console's report page:
 // users and passkey coverage, passkeys by authenticator model, synced or device-bound, without
-// user verification, not used for N days, users with no way to sign in.
+// user verification, not used for N days, users with no way to sign in; and the adoption funnel of
+// the organization's move, today and as recorded on each of the last 90 days.
 import type { Store } from '../store/index.ts';
 import type { Config } from '../config.ts';
 import { passkeyTotals, passkeysByModel, userTotals } from '../store/reports.ts';
+import { adoptionFigures, adoptionHistory, dayOf } from '../store/adoption.ts';
 import { authenticatorName } from '../webauthn/aaguid.ts';
 
 export const DEFAULT_UNUSED_DAYS = 180;
 const DAY = 86_400_000;
+/** The days the report's adoption history covers, today included. */
+export const ADOPTION_HISTORY_DAYS = 90;
 
 export async function organizationReport(
   deps: { store: Store; config: Config; now: () => number },
@@ -15,10 +19,14 @@ export async function organizationReport(
   days: number,
 ) {
   const db = deps.store.db;
-  const [users, totals, models] = await Promise.all([
+  const now = deps.now();
+  const today = dayOf(now);
+  const [users, totals, models, adoption, recorded] = await Promise.all([
     userTotals(db, orgId),
-    passkeyTotals(db, orgId, deps.now() - days * DAY),
+    passkeyTotals(db, orgId, now - days * DAY),
     passkeysByModel(db, orgId),
+    adoptionFigures(db, orgId),
+    adoptionHistory(db, orgId, dayOf(now - (ADOPTION_HISTORY_DAYS - 1) * DAY)),
   ]);
   return {
     org_id: orgId,
@@ -37,6 +45,9 @@ export async function organizationReport(
       name: authenticatorName(m.aaguid, deps.config.aaguidData) ?? null,
       passkeys: m.count,
     })),
+    adoption,
+    // the recorded days before today, and today as it is now
+    adoption_history: [...recorded.filter((d) => d.day < today), { day: today, ...adoption }],
   };
 }
 

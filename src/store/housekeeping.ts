@@ -1,6 +1,7 @@
 // Periodic removal of expired rows: oidc-provider artifacts past their expiry, rate-limit
 // windows long closed, DPoP proof ids past their window, event deliveries finished 30 days ago. Safe to run on every instance at once
-// (plain deletes by time).
+// (plain deletes by time). Each run also records the day's adoption figures of every organization
+// (an upsert of the same counts: instances racing write one row).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Store } from './index.ts';
 import { deleteExpiredPayloads } from './oidc-payloads.ts';
@@ -9,6 +10,7 @@ import { deleteExpiredProofs } from './dpop-proofs.ts';
 import { deleteAuditEventsBefore } from './audit.ts';
 import { deleteFinishedEvents } from './events.ts';
 import { deleteExpiredSamlRows } from './saml-sso.ts';
+import { recordAdoptionDay } from './adoption.ts';
 
 const RATE_LIMIT_RETENTION_MS = 24 * 3600 * 1000;
 
@@ -51,6 +53,7 @@ export function startHousekeeping(
         if (r.audit) log.info({ removed: r.audit, retention_days: auditRetentionDays }, 'pruned old audit records');
       })
       .catch((err) => log.warn({ err }, 'housekeeping failed'));
+    recordAdoptionDay(store.db, Date.now()).catch((err) => log.warn({ err }, 'recording the adoption figures failed'));
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);

@@ -51,6 +51,8 @@ export interface UsersTable {
   console_generation: Later<number>;
   /** the user's passkeys, kept by triggers on passkeys (migration 010): never written directly */
   passkey_count: ColumnType<number, never, never>;
+  /** the first successful sign-in (migration 028), for the adoption funnel */
+  first_sign_in_at: Later<number | null>;
 }
 
 export interface UserIdsTable {
@@ -277,6 +279,19 @@ export interface DB {
   saml_federations: SamlFederationsTable;
   saml_federation_entities: SamlFederationEntitiesTable;
   saml_sp_blocks: SamlSpBlocksTable;
+  adoption_daily: AdoptionDailyTable;
+}
+
+/** An organization's adoption funnel as recorded on one day (UTC), migration 028 (src/store/adoption.ts). */
+export interface AdoptionDailyTable {
+  org_id: number;
+  /** YYYY-MM-DD, UTC */
+  day: string;
+  users: number;
+  invited: number;
+  signed_in: number;
+  with_passkey: number;
+  passkey_only: number;
 }
 
 /** A SAML federation whose signed metadata aggregate the service trusts (src/service-providers/federations.ts). */

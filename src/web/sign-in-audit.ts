@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import type { User } from '../store/directory.ts';
 import { recordAudit } from '../audit/index.ts';
 import type { Store } from '../store/index.ts';
+import { markFirstSignIn } from '../store/adoption.ts';
 
 /** What recording needs of the pages' kit. */
 interface Recorder {
@@ -46,15 +47,18 @@ export async function signInRefused(kit: Recorder, request: FastifyRequest, atte
 export async function signInAccepted(
   kit: Recorder,
   request: FastifyRequest,
-  attempt: SignInAttempt & { user: Pick<User, 'eppn' | 'org_id'> },
+  attempt: SignInAttempt & { user: Pick<User, 'id' | 'eppn' | 'org_id' | 'first_sign_in_at'> },
   amr: string[],
 ) {
   const { method, clientId, user } = attempt;
   request.log.info({ event: 'login.succeeded', method, amr, client_id: clientId }, `${method} sign-in succeeded`);
+  const at = kit.now();
+  // the adoption funnel's "signed in at least once": one write, on the first sign-in only
+  if (user.first_sign_in_at === null) await markFirstSignIn(kit.store.db, user.id, at);
   await recordAudit(kit.store.db, {
     action: 'signin.succeeded',
     actor: actorOf(request, user),
-    at: kit.now(),
+    at,
     orgId: user.org_id,
     clientId,
     eppn: user.eppn,

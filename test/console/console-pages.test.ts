@@ -256,6 +256,13 @@ for (const dialect of dialects()) {
       assert.match(report.body, /Users<\/th><td class="num">5<\/td>/);
       assert.match(report.body, /Users without a passkey<\/th><td class="num">2<\/td>/);
       assert.match(report.body, /Passkeys not used for 30 days/);
+      // the adoption funnel: a table, the chart labelled by its title and today's figures, the figures by day
+      assert.match(report.body, /<h2 id="adoption">Moving in: adoption<\/h2>/);
+      assert.match(report.body, /With a passkey<\/th><td class="num">3<\/td><td class="num">60 %<\/td>/);
+      assert.match(report.body, /<svg [^>]*role="img" aria-labelledby="adoption-chart-title adoption-chart-desc"/);
+      assert.match(report.body, /<desc id="adoption-chart-desc">Today: 5 users, [^<]*3 with a passkey/);
+      assert.equal((report.body.match(/<polyline /g) ?? []).length, 5, 'one line per stage');
+      assert.match(report.body, /<summary>Figures by day<\/summary>/);
       const csv = await b.get('/console/org/1/report/without-passkey.csv');
       assert.equal(csv.statusCode, 200);
       assert.match(csv.headers['content-type'] as string, /^text\/csv/);

@@ -91,6 +91,17 @@ for (const dialect of dialects()) {
           { aaguid: GOOGLE_PM, name: 'Google Password Manager', passkeys: 2 },
           { aaguid: YUBIKEY, name: 'YubiKey 5 Series', passkeys: 1 },
         ],
+        adoption: { users: 4, invited: 0, signed_in: 0, with_passkey: 2, passkey_only: 1 },
+        adoption_history: [
+          {
+            day: new Date().toISOString().slice(0, 10),
+            users: 4,
+            invited: 0,
+            signed_in: 0,
+            with_passkey: 2,
+            passkey_only: 1,
+          },
+        ],
       });
       assert.equal(
         (await call('/2/report/1')).json().unused,
