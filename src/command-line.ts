@@ -1,5 +1,5 @@
 // The command line: `serve` starts the service; anything else is an admin command (no command: usage).
-import { checkStorage, ConfigError, loadConfig, type Config } from './config.ts';
+import { checkStorage, ConfigError, databaseTimeouts, loadConfig, type Config } from './config.ts';
 import { keyring, loadSecret, type SecretSource } from './crypto.ts';
 import { openStore, type Store } from './store/index.ts';
 import { buildApp } from './app.ts';
@@ -38,7 +38,7 @@ function prepare(): { config: Config; secret: SecretSource; created: string[] } 
 
 async function openOrFail(config: Config): Promise<Store> {
   try {
-    return await openStore(config.databaseUrl);
+    return await openStore(config.databaseUrl, { timeouts: databaseTimeouts(config) });
   } catch (err) {
     fatal(
       `database error: cannot open ${config.dialect === 'postgres' ? 'PostgreSQL' : config.databaseUrl}: ${(err as Error).message.split('\n')[0]}`,

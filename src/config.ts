@@ -54,6 +54,8 @@ export interface Config {
   loginRateLimitIp: number; // login attempts per client IP per 15 minutes
   passwordHashConcurrency: number; // password hashes computed at once per process
   passwordHashQueue: number; // password hashes that may wait for a place; more are refused with 503
+  databaseConnectTimeoutMs: number; // PostgreSQL: opening a connection, or waiting for a free one of the pool
+  databaseStatementTimeoutMs: number; // PostgreSQL: one statement, on the server (and a little more on the client)
   metricsToken: string | undefined; // bearer token every /metrics scrape must present, when set
   metricsAllow: string[]; // CIDR ranges /metrics answers
   webauthnRelatedOrigins: string[]; // other origins that may use PUBLIC_URL's RP ID (/.well-known/webauthn)
@@ -469,6 +471,22 @@ export const SETTINGS: Setting[] = [
       'A SQLite file path (embedded default) or a postgres:// URL shared by several instances. The directory of a SQLite file must exist',
     parse: database,
   },
+  intSetting(
+    'DATABASE_CONNECT_TIMEOUT_MS',
+    'databaseConnectTimeoutMs',
+    5000,
+    100,
+    120_000,
+    'PostgreSQL: how long a request waits to open a connection, or for a free one of the pool, before it is answered 503 with `Retry-After` (docs/operations.md, Database outages)',
+  ),
+  intSetting(
+    'DATABASE_STATEMENT_TIMEOUT_MS',
+    'databaseStatementTimeoutMs',
+    15_000,
+    100,
+    3_600_000,
+    "PostgreSQL: the longest one statement may run (the server's statement_timeout); the client gives up on a server that does not answer 2 seconds later. Migrations are not bound by it",
+  ),
   {
     name: 'IDP_SECRET',
     default: '(generated for SQLite)',
@@ -880,4 +898,9 @@ export function checkStorage(config: Config): string[] {
     if (checkDirectory(dir)) created.push(dir.path);
   }
   return created;
+}
+
+/** The store's bounds on PostgreSQL connections and statements (DATABASE_*_TIMEOUT_MS). */
+export function databaseTimeouts(config: Pick<Config, 'databaseConnectTimeoutMs' | 'databaseStatementTimeoutMs'>) {
+  return { connectMs: config.databaseConnectTimeoutMs, statementMs: config.databaseStatementTimeoutMs };
 }

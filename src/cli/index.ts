@@ -2,7 +2,7 @@
 // scripts. Commands are defined once (src/cli/commands/); the parser and --help both read those
 // definitions. Every failure is one line on stderr and a non-zero exit; nothing is changed.
 import { parseArgs } from 'node:util';
-import { checkStorage, ConfigError, loadConfig, type Config } from '../config.ts';
+import { checkStorage, ConfigError, databaseTimeouts, loadConfig, type Config } from '../config.ts';
 import { keyring, loadSecret } from '../crypto.ts';
 import { openStore, type Store } from '../store/index.ts';
 import { AppError } from '../errors.ts';
@@ -237,7 +237,7 @@ export async function runCli(argv: string[], io: Io, env: NodeJS.ProcessEnv = pr
     const config = configuration(env, io);
     if (typeof config === 'number') return config;
     const keys = keyring(loadSecret(config, { generate: false }).secret);
-    store = await openStore(config.databaseUrl, { poolSize: 2 });
+    store = await openStore(config.databaseUrl, { poolSize: 2, timeouts: databaseTimeouts(config) });
     await assertSecretMatches(store, keys);
     const ctx: Ctx = { config, store, keys, json: Boolean(values.json), io, actor: operator(env) };
     const result = await command.run(ctx, values, positionals);

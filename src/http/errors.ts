@@ -3,7 +3,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
 import { AppError } from '../errors.ts';
-import { isDatabaseUnavailable } from '../store/database-errors.ts';
+import { isDatabaseFull, isDatabaseUnavailable } from '../store/database-errors.ts';
 
 export function errorBody(status: number, message: string) {
   return { code: status, message };
@@ -33,6 +33,18 @@ export function handleError(err: FastifyError | AppError | Error, request: Fasti
       reply,
       fe.statusCode,
       fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Unsupported Media Type' : fe.message.replace(/^FST_\w+:\s*/, ''),
+    );
+  }
+  if (isDatabaseFull(err)) {
+    // an operator must make room: said once per request in the log, at error level
+    request.log.error({ err }, 'database full: the write was refused and rolled back; make room on its disk');
+    return sendError(
+      reply,
+      503,
+      'Service Unavailable: the database cannot take writes at the moment, try again later',
+      {
+        'retry-after': '30',
+      },
     );
   }
   if (isDatabaseUnavailable(err)) {

@@ -9,7 +9,7 @@ export function healthPlugin(store: Store, config: Pick<Config, 'metricsAllow' |
     app.get('/healthz', async () => ({ status: 'ok' }));
     app.get('/readyz', async (_request, reply) => {
       if (await store.ping()) return { status: 'ready' };
-      return reply.code(503).send({ code: 503, message: 'Database unreachable' });
+      return reply.code(503).header('retry-after', '5').send({ code: 503, message: 'Database unreachable' });
     });
     app.get('/metrics', { preHandler: metricsAccess(config) }, async (_request, reply) =>
       reply.type(metrics.contentType).send(await scrape()),

@@ -7,6 +7,7 @@ import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { handleError } from '../http/errors.ts';
 import { MalformedInput } from '../http/request-guard.ts';
+import { isDatabaseUnavailable } from '../store/database-errors.ts';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
@@ -67,7 +68,10 @@ function logFailures(provider: Provider): void {
   if (watched.has(provider)) return;
   watched.add(provider);
   provider.on('server_error', (ctx: KoaContextWithOIDC, err: Error) => {
-    requestLog(ctx.req)?.error({ err }, 'authorization server error');
+    // the database unreachable for the moment is answered 503 (database-outage.ts) and, like the
+    // rest of the service's 503s, logged as a warning
+    if (isDatabaseUnavailable(err)) requestLog(ctx.req)?.warn({ err }, 'database unavailable');
+    else requestLog(ctx.req)?.error({ err }, 'authorization server error');
   });
   // Koa's own event: the provider is a Koa application, but its typings list only its own events
   (provider as unknown as EventEmitter).on(

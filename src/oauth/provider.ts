@@ -26,6 +26,7 @@ import { EXTERNAL_SIGNING_ACK, NodeSigningKey, signInline } from './signing-key.
 import { deviceFlowFeature, devicePollPace, type DeviceFlowSources } from './device-flow.ts';
 import { DPOP_ALGS } from '../http/dpop.ts';
 import { outgoingFetch, recordBackchannelLogouts } from './backchannel-logout.ts';
+import { answerDatabaseOutages } from './database-outage.ts';
 import {
   FRONTCHANNEL_METADATA,
   frontchannelLogout,
@@ -196,6 +197,22 @@ function features(
   };
 }
 
+/** The provider's own middleware, in order: the first sees every answer of those after it and of the routes. */
+function useMiddleware(provider: Provider, config: Config, store: Store, keySet: KeySet, accounts: AccountSource) {
+  answerDatabaseOutages(provider);
+  provider.use(
+    introspectionEndpoint({
+      issuer: config.publicUrl,
+      publicJwks: keySet.publicJwks,
+      audiences: resourceServers(config.publicUrl).map((server) => server.id),
+    }),
+  );
+  provider.use(userinfoDpopChallenge());
+  if (accounts.frontchannelLogoutSource)
+    provider.use(frontchannelLogout(store, accounts.frontchannelLogoutSource, accounts.sessionLogout));
+  provider.use(devicePollPace(store, config.deviceCodeTtl));
+}
+
 export function createProvider(
   config: Config,
   store: Store,
@@ -261,17 +278,7 @@ export function createProvider(
   recordBackchannelLogouts(provider, store, log);
   auditClientAuthFailures(provider, store, log);
   countIssuedTokens(provider, log);
-  provider.use(
-    introspectionEndpoint({
-      issuer: config.publicUrl,
-      publicJwks: keySet.publicJwks,
-      audiences: resourceServers(config.publicUrl).map((server) => server.id),
-    }),
-  );
-  provider.use(userinfoDpopChallenge());
-  if (accounts.frontchannelLogoutSource)
-    provider.use(frontchannelLogout(store, accounts.frontchannelLogoutSource, accounts.sessionLogout));
-  provider.use(devicePollPace(store, config.deviceCodeTtl));
+  useMiddleware(provider, config, store, keySet, accounts);
   provider.proxy = true; // the Fastify mount sets X-Forwarded-* from PUBLIC_URL, never from the client
   // Client secrets are stored as keyed hashes; compare in constant time against the hash.
   const secretCheck = rememberingSecretCheck(keys);

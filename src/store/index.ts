@@ -45,7 +45,12 @@ export interface PoolState {
 export interface StoreOptions {
   poolSize?: number;
   migrate?: boolean;
+  /** PostgreSQL: how long opening (or waiting for) a connection and a statement may take; none: unbounded */
+  timeouts?: { connectMs: number; statementMs: number };
 }
+
+/** How long the readiness probe waits for the database's answer. */
+const PING_TIMEOUT_MS = 2000;
 
 const STATEMENT_KINDS: Record<string, QueryTiming['kind']> = {
   SelectQueryNode: 'select',
@@ -93,7 +98,7 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
   const dialect: Dialect = /^postgres(ql)?:\/\//.test(databaseUrl) ? 'postgres' : 'sqlite';
   // The PostgreSQL driver is loaded only for PostgreSQL: a SQLite service starts without it.
   const postgres = dialect === 'postgres' ? await import('./postgres.ts') : undefined;
-  const pool = postgres?.connectionPool(databaseUrl, options.poolSize ?? 10);
+  const pool = postgres?.connectionPool(databaseUrl, options.poolSize ?? 10, options.timeouts);
   const listeners = new Set<(query: QueryTiming) => void>();
   const invalidations = new Invalidations();
   const db = new Kysely<DB>({
@@ -113,7 +118,13 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
     },
   });
   try {
-    if (options.migrate !== false) await migrate(db, dialect);
+    if (options.migrate !== false)
+      await migrateUnbounded(
+        db,
+        dialect,
+        postgres &&
+          (() => new Kysely<DB>({ dialect: postgres.postgresDialect(postgres.connectionPool(databaseUrl, 1)) })),
+      );
   } catch (err) {
     await db.destroy();
     throw err;
@@ -132,11 +143,14 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
     invalidations,
     receiveInvalidations: (onError) => receiving(onError),
     async ping() {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS)));
       try {
-        await sql`select 1`.execute(db);
-        return true;
+        return await Promise.race([sql`select 1`.execute(db).then(() => true), late]);
       } catch {
         return false;
+      } finally {
+        clearTimeout(timer);
       }
     },
     close: () => db.destroy(),
@@ -147,6 +161,23 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
     pool: () =>
       pool && { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max },
   };
+}
+
+/**
+ * Runs the migrations. On PostgreSQL they run on a connection of their own without the statement
+ * timeouts: building an index on a large table may take longer than any request should.
+ */
+async function migrateUnbounded(db: Kysely<DB>, dialect: Dialect, unbounded?: () => Kysely<DB>): Promise<void> {
+  if (!unbounded) {
+    await migrate(db, dialect);
+    return;
+  }
+  const own = unbounded();
+  try {
+    await migrate(own, dialect);
+  } finally {
+    await own.destroy();
+  }
 }
 
 /** Uint8Array from either driver (node:sqlite gives Uint8Array, pg gives Buffer) as a Buffer. */

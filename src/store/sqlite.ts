@@ -188,6 +188,15 @@ class ImmediateSqliteDriver extends SqliteDriver {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
 
+  /**
+   * SQLite itself rolls a transaction back on some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM,
+   * SQLITE_BUSY in some cases); a ROLLBACK then fails with "no transaction is active" and would take
+   * the place of the error that says what happened. Nothing is left to undo then.
+   */
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (this.#db.isTransaction) await super.rollbackTransaction(connection);
+  }
+
   /** Runs query on the connection, which the caller holds; holds it again when this settles. */
   async #execute<R>(inner: DatabaseConnection, query: CompiledQuery): Promise<QueryResult<R>> {
     const giveUp = performance.now() + SQLITE_LOCK_WAIT_MS;
