@@ -8,7 +8,16 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cli, dialects, pickFreePort, seedOrg, seedUser, startTestApp, type TestContext } from '../helpers.ts';
+import {
+  cli,
+  coseP256PublicKey,
+  dialects,
+  pickFreePort,
+  seedOrg,
+  seedUser,
+  startTestApp,
+  type TestContext,
+} from '../helpers.ts';
 import {
   cookieJar,
   FlowError,
@@ -21,6 +30,8 @@ import { createClient } from '../../src/clients/index.ts';
 import { findUserByEppn } from '../../src/store/directory.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import { independentHashes, passlibMissing } from './imported-hashes.ts';
+import { insertPasskeys } from '../../src/store/passkeys.ts';
+import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 
 const PASSWORD = 'imported pässword 1';
 const REALM = 'hashes.example.org';
@@ -150,6 +161,28 @@ for (const dialect of dialects()) {
         const u = await user(eppn);
         assert.equal((await signIn(target, rp, u, 'password')).claims.sub, u.sub);
       }
+    });
+
+    it('a user with a passkey and no password stays passkey-only: the hash of their line is not taken', async () => {
+      const holder = await seedUser(ctx, 1, `passkey-only@${REALM}`);
+      await insertPasskeys(ctx.store.db, [
+        {
+          ...{ user_id: holder.id, org_id: holder.org_id, credential_id: Buffer.from('passkey-only-key') },
+          ...{ public_key: await coseP256PublicKey(), sign_count: 0, transports: '[]', label: 'Key' },
+          ...{ aaguid: ZERO_AAGUID, backup_eligible: 1, backup_state: 1, mfa_verified: 1 },
+          ...{ created_at: Date.now(), last_used_at: null },
+        },
+      ]);
+      const path = join(tmp, `passkey-only-${dialect}.jsonl`);
+      writeFileSync(path, JSON.stringify({ eppn: `passkey-only@${REALM}`, password_hash: hashes.bcrypt_2a }));
+      const run = await importFile(path);
+      const summary = JSON.parse(run.out) as { unchanged: number; passwords: number };
+      assert.deepEqual([summary.unchanged, summary.passwords], [1, 0]);
+      assert.equal(await stored(`passkey-only@${REALM}`), null);
+      await assert.rejects(
+        signIn(target, rp, await user(`passkey-only@${REALM}`), 'password'),
+        /password sign-in: 401/,
+      );
     });
   });
 }
