@@ -22,6 +22,7 @@ import { roleCommands } from './commands/role.ts';
 import { mdsCommands } from './commands/mds.ts';
 import { scimCommands } from './commands/scim.ts';
 import { samlCommands } from './commands/saml.ts';
+import { importCommands } from './commands/import.ts';
 
 export type { Io } from './command.ts';
 
@@ -39,6 +40,7 @@ export const COMMANDS: CommandDef[] = [
   ...mdsCommands,
   ...scimCommands,
   ...samlCommands,
+  ...importCommands,
 ];
 
 /** `serve` starts the service (src/command-line.ts); it is listed here so help and argument checks cover it. */

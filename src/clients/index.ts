@@ -1,9 +1,9 @@
 // The client registry: applications and API clients the operator registers.
 import { hash, randomBytes, randomUUID } from 'node:crypto';
-import type { Store } from '../store/index.ts';
+import { isUniqueViolation, type Store } from '../store/index.ts';
 import * as repo from '../store/clients.ts';
 import { findOrganization } from '../store/directory.ts';
-import { badRequest, notFound } from '../errors.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
 import { hmac, safeEqual, type Keyring } from '../crypto.ts';
 import { API_SCOPES, ATTRIBUTE_GROUPS, KNOWN_SCOPES, STANDARD_OIDC_SCOPES } from '../vocabulary.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
@@ -61,6 +61,32 @@ export interface NewClient {
   introspection?: boolean;
   /** grant types the operator asked for; empty or absent: the defaults of defaultGrantTypes() */
   grantTypes?: string[];
+  /** carried over from another identity provider (docs/migrating.md): its client id, else a new UUID */
+  clientId?: string;
+  /** and the secret its relying party holds, else a new one (confidential clients only) */
+  secret?: string;
+}
+
+/** A client id carried over: what OAuth's client_id may be and the service can put in a URL path. */
+const CARRIED_CLIENT_ID = /^[A-Za-z0-9][A-Za-z0-9._:~-]{0,199}$/;
+/** A secret carried over: printable ASCII, long enough not to be guessed. */
+const CARRIED_SECRET = /^[\x21-\x7e]{16,512}$/;
+
+async function carriedIdentity(store: Store, input: NewClient): Promise<{ clientId: string; secret: string | null }> {
+  if (input.clientId !== undefined) {
+    if (!CARRIED_CLIENT_ID.test(input.clientId))
+      throw badRequest('a client id must be 1-200 letters, digits and . _ : ~ - (starting with a letter or digit)');
+    if (await repo.findClient(store.db, input.clientId)) throw conflict(`client '${input.clientId}' already exists`);
+  }
+  if (input.secret !== undefined) {
+    if (input.public) throw badRequest('a public client has no secret');
+    if (!CARRIED_SECRET.test(input.secret))
+      throw badRequest('a client secret must be 16-512 printable ASCII characters');
+  }
+  return {
+    clientId: input.clientId ?? randomUUID(),
+    secret: input.public ? null : (input.secret ?? newSecret()),
+  };
 }
 
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -314,9 +340,8 @@ export async function createClient(
   if (input.requirePar && !grantTypes.includes('authorization_code'))
     throw badRequest('--require-par concerns authorization requests; the client needs the authorization_code grant');
   if (input.introspection && input.public) throw badRequest(PUBLIC_INTROSPECTION);
-  const clientId = randomUUID();
-  const secret = input.public ? null : newSecret();
-  await store.db.transaction().execute(async (trx) => {
+  const { clientId, secret } = await carriedIdentity(store, input);
+  const insert = store.db.transaction().execute(async (trx) => {
     await repo.insertClient(trx, {
       client_id: clientId,
       secret_hash: secret === null ? null : hashSecret(keys, secret),
@@ -347,6 +372,10 @@ export async function createClient(
       introspection: Boolean(input.introspection),
     };
     await recordAudit(trx, { action: 'client.add', actor, at: now, subject: clientId, clientId, details });
+  });
+  // a carried-over client id taken meanwhile by another process
+  await insert.catch((err: unknown) => {
+    throw isUniqueViolation(err) ? conflict(`client '${clientId}' already exists`) : err;
   });
   return { client: await getClient(store, clientId), secret };
 }

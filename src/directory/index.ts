@@ -4,9 +4,12 @@ import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/index.ts';
 import { isUniqueViolation } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
+import { setImportedPasswords } from '../store/user-import.ts';
+import type { Transaction } from 'kysely';
+import type { DB } from '../store/schema.ts';
 import { publish } from '../store/invalidation.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { hashPassword, validatePassword } from './passwords.ts';
+import { hashPassword, passwordHashProblem, validatePassword } from './passwords.ts';
 import { SECONDARY_NAMESPACES } from '../vocabulary.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { parseStoredBrand, storedBrand, type Brand } from '../brand.ts';
@@ -107,6 +110,8 @@ export interface NewUser {
   email?: string;
   nin?: string;
   password?: string;
+  /** an existing hash another system made (docs/user-import.md, Passwords), instead of a password */
+  passwordHash?: string;
   /** directory attributes written with the user, in the same transaction (checked by directoryColumns()) */
   directory?: Omit<dir.UserChanges, 'name' | 'disabled_at' | 'updated_at'>;
 }
@@ -136,6 +141,10 @@ export async function addUser(
     const weak = validatePassword(input.password);
     if (weak) throw badRequest(weak);
     passwordHash = await hashPassword(input.password);
+  } else if (input.passwordHash !== undefined) {
+    const problem = passwordHashProblem(input.passwordHash);
+    if (problem) throw badRequest(`password hash ${problem}`);
+    passwordHash = input.passwordHash;
   }
   try {
     return await store.db.transaction().execute(async (trx) => {
@@ -155,8 +164,10 @@ export async function addUser(
       const fields = Object.keys(input.directory ?? {}).sort();
       const details = fields.length ? { details: { fields } } : {};
       await recordAudit(trx, { action: 'user.add', actor, at: now, orgId: org.id, eppn, ...details });
-      if (passwordHash !== null)
-        await recordAudit(trx, { action: 'password.set', actor, at: now, orgId: org.id, eppn });
+      if (passwordHash !== null) {
+        const imported = input.password === undefined ? { details: { imported: true } } : {};
+        await recordAudit(trx, { action: 'password.set', actor, at: now, orgId: org.id, eppn, ...imported });
+      }
       return user;
     });
   } catch (err) {
@@ -199,6 +210,29 @@ export async function setPassword(
     await recordAudit(trx, { action, actor, at: now, orgId: user.org_id, eppn });
     return true;
   });
+}
+
+/**
+ * Gives an existing user the hash another system made of their password (SCIM, an import), in the
+ * caller's transaction: only while they have neither a password nor a passkey, as for a new user.
+ * A user with a password keeps it (it may be the argon2id hash a sign-in made of the imported one);
+ * a user with passkeys but no password stays passkey-only. Returns whether it was written.
+ */
+export async function importPasswordHash(
+  trx: Transaction<DB>,
+  user: dir.User,
+  hash: string,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<boolean> {
+  const problem = passwordHashProblem(hash);
+  if (problem) throw badRequest(`password hash ${problem}`);
+  // never before the user's version (SCIM's ETag): the write it goes with may have moved it ahead
+  const at = Math.max(now, user.updated_at);
+  if ((await setImportedPasswords(trx, [{ id: user.id, hash }], at)) === 0) return false;
+  await publish(trx, 'user', user.sub);
+  const who = { actor, at: now, orgId: user.org_id, eppn: user.eppn };
+  await recordAudit(trx, { action: 'password.set', ...who, details: { imported: true } });
+  return true;
 }
 
 /**

@@ -12,7 +12,7 @@ import { publish } from '../store/invalidation.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { AppError, badRequest, conflict, notFound } from '../errors.ts';
 import { iso } from '../time.ts';
-import { addUser } from './index.ts';
+import { addUser, importPasswordHash } from './index.ts';
 import { changedFields, type DirectoryColumns } from './directory-attributes.ts';
 
 // ---- provisioning tokens -----------------------------------------------------------------------
@@ -166,6 +166,8 @@ export async function setDirectoryColumns(
 export interface UserEdit {
   eppn: string;
   columns: DirectoryColumns;
+  /** an existing hash for a user who has neither a password nor a passkey (importPasswordHash) */
+  passwordHash?: string;
 }
 
 /**
@@ -190,8 +192,10 @@ export async function changeProvisionedUser(
           throw new AppError(412, 'The resource changed since it was read (If-Match does not match its version)');
         throw notFound(`User ${user.sub} not found`);
       }
-      const { eppn, columns } = edit(claimed);
-      return writeDirectoryColumns(trx, claimed, columns, { ...change, now, eppn });
+      const { eppn, columns, passwordHash } = edit(claimed);
+      const written = await writeDirectoryColumns(trx, claimed, columns, { ...change, now, eppn });
+      if (passwordHash !== undefined) await importPasswordHash(trx, written, passwordHash, { ...change, now });
+      return written;
     }),
   );
 }
@@ -200,13 +204,14 @@ export async function changeProvisionedUser(
 export async function provisionUser(
   store: Store,
   orgId: number,
-  input: { eppn: string; name: string; columns: DirectoryColumns },
+  input: { eppn: string; name: string; columns: DirectoryColumns; passwordHash?: string },
   change: Change = {},
 ): Promise<dir.User> {
   await externalIdFree(store, orgId, input.columns.external_id);
   // One transaction: the user is created with their directory attributes or not at all.
   const { name: _name, ...directory } = input.columns;
-  return addUser(store, { orgId, eppn: input.eppn, name: input.name, directory }, change);
+  const { eppn, name, passwordHash } = input;
+  return addUser(store, { orgId, eppn, name, directory, passwordHash }, change);
 }
 
 // ---- groups ------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ export const IMPORT_COLUMNS = [
   'employee_number',
   'student_number',
   'entitlement',
+  'password_hash',
 ] as const;
 export type ImportColumn = (typeof IMPORT_COLUMNS)[number];
 

@@ -16,8 +16,10 @@ import {
   insertImportedUsers,
   lockForImport,
   updateImportedUsers,
+  setImportedPasswords,
   tuneForImport,
 } from '../store/user-import.ts';
+import { passwordHashProblem } from './passwords.ts';
 import { publishAll } from '../store/invalidation.ts';
 import { AppError, badRequest, notFound } from '../errors.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
@@ -58,6 +60,8 @@ export interface ImportSummary {
   transactional: boolean;
   /** false when nothing was written: a dry run, or a transactional run with a rejected line */
   written: boolean;
+  /** users given the password hash of their line (new users, and existing ones without password or passkey) */
+  passwords: number;
 }
 
 interface Prepared {
@@ -65,6 +69,8 @@ interface Prepared {
   eppn: string;
   externalId?: string;
   attributes: DirectoryAttributes;
+  /** an existing hash (docs/user-import.md, Passwords), checked */
+  passwordHash?: string;
 }
 
 interface RunState {
@@ -136,12 +142,16 @@ function prepare(state: RunState, record: ImportRecord): Prepared | ImportReject
       return { line, error: `external_id '${externalId.slice(0, 80)}' is also on line ${before}` };
     state.externalIds.set(externalId, line);
   }
-  return { line, eppn, externalId, attributes: { ...attributesOf(record.fields), externalId } };
+  const passwordHash = nonEmpty(text(record.fields.password_hash))?.trim();
+  // the reason names the format and its parameters, never the hash
+  const weak = passwordHash === undefined ? undefined : passwordHashProblem(passwordHash);
+  if (weak !== undefined) return { line, error: `password_hash ${weak}` };
+  return { line, eppn, externalId, passwordHash, attributes: { ...attributesOf(record.fields), externalId } };
 }
 
 type Decision =
   | { kind: 'create'; row: Insertable<UsersTable> }
-  | { kind: 'update'; user: User; renamed: boolean }
+  | { kind: 'update'; user: User; renamed: boolean; password?: string }
   | { kind: 'unchanged' }
   | { kind: 'reject'; error: string };
 
@@ -167,7 +177,7 @@ function newUser(org: Organization, p: Prepared, c: DirectoryColumns, now: numbe
     name: c.name!,
     email: c.email ?? null,
     nin: null,
-    password_hash: null,
+    password_hash: p.passwordHash ?? null,
     photo_handle: null,
     created_at: now,
     updated_at: now,
@@ -210,12 +220,18 @@ function decide(state: RunState, p: Prepared, m: Matches): Decision {
   const changed = (Object.keys(columns) as (keyof DirectoryColumns)[]).filter((k) => columns[k] !== user[k]);
   const renamed = user.eppn !== p.eppn;
   if (renamed) state.renamedFrom.set(user.eppn, p.line);
-  if (changed.length === 0 && !renamed) return { kind: 'unchanged' };
+  // A user who has a password keeps it (it may be the argon2id one a sign-in made of the imported
+  // hash); one who has a passkey but no password signs in with passkeys only and stays so.
+  const password =
+    p.passwordHash !== undefined && user.password_hash === null && user.passkey_count === 0
+      ? p.passwordHash
+      : undefined;
+  if (changed.length === 0 && !renamed && password === undefined) return { kind: 'unchanged' };
   const after: User = { ...user, ...columns, eppn: p.eppn, updated_at: state.now };
   // A new address is unverified, as when an operator changes it (setUserAttributes), and what a
   // directory said of the old one being primary (SCIM) no longer holds.
   if (changed.includes('email')) Object.assign(after, { email_verified: 0, email_primary: null });
-  return { kind: 'update', user: after, renamed };
+  return { kind: 'update', user: after, renamed, password };
 }
 
 /** One batch: read what exists, decide each line, write the new and changed users. */
@@ -240,6 +256,7 @@ async function runBatch(q: Q, state: RunState, records: ImportRecord[], write: b
   );
   const creates: Insertable<UsersTable>[] = [];
   const updates: User[] = [];
+  const passwords: { id: number; hash: string }[] = [];
   for (const p of prepared) {
     const d = decide(state, p, matches);
     if (d.kind === 'reject') reject({ line: p.line, error: d.error });
@@ -248,13 +265,19 @@ async function runBatch(q: Q, state: RunState, records: ImportRecord[], write: b
     else {
       updates.push(d.user);
       if (d.renamed) summary.renamed++;
+      if (d.password !== undefined) passwords.push({ id: d.user.id, hash: d.password });
     }
   }
   summary.created += creates.length;
   summary.updated += updates.length;
-  if (!write) return;
+  const newPasswords = creates.filter((c) => c.password_hash !== null).length;
+  if (!write) {
+    summary.passwords += newPasswords + passwords.length;
+    return;
+  }
   await insertImportedUsers(q, creates);
   await updateImportedUsers(q, updates);
+  summary.passwords += newPasswords + (await setImportedPasswords(q, passwords, state.now));
   // Userinfo keeps claims per user: the changed users' entries must go, in every process.
   await publishAll(
     q,
@@ -299,6 +322,7 @@ async function audit(q: Q, state: RunState, options: ImportOptions, change: Chan
     unchanged: s.unchanged,
     rejected: s.rejected,
     renamed: s.renamed,
+    passwords: s.passwords,
     transactional: s.transactional,
     ...(incomplete ? { incomplete: true, lines_read: state.lines } : {}),
   };
@@ -338,7 +362,7 @@ export async function importUsers(store: Store, options: ImportOptions, change: 
   const transactional = options.transactional === true;
   const summary: ImportSummary = {
     ...{ created: 0, updated: 0, unchanged: 0, rejected: 0, rejections: [], renamed: 0 },
-    ...{ dry_run: dryRun, transactional, written: !dryRun },
+    ...{ dry_run: dryRun, transactional, written: !dryRun, passwords: 0 },
   };
   const state: RunState = {
     ...{ org, summary, eppns: new Map(), externalIds: new Map(), claimed: new Map(), renamedFrom: new Map() },

@@ -7,6 +7,11 @@ export const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 export const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 /** The education extension (docs/provisioning.md): eduPerson attributes of a user. */
 export const EDU_USER = 'urn:passkey-idp:params:scim:schemas:extension:education:2.0:User';
+/**
+ * The password extension (docs/provisioning.md): the hash another system made of a user's password,
+ * written on create or replace, never returned.
+ */
+export const PASSWORD_USER = 'urn:passkey-idp:params:scim:schemas:extension:password:2.0:User';
 /** The education extension of a group: its kind, and each member's role in it. */
 export const EDU_GROUP = 'urn:passkey-idp:params:scim:schemas:extension:education:2.0:Group';
 export const LIST = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
@@ -104,6 +109,14 @@ const eduUser: Attribute[] = [
   }),
 ];
 
+const passwordUser: Attribute[] = [
+  str(
+    'passwordHash',
+    "An existing hash of the user's password (bcrypt, PBKDF2, argon2, scrypt, LDAP {SSHA}): kept for a user who has neither a password nor a passkey, replaced by argon2id at their first sign-in",
+    { mutability: 'writeOnly', returned: 'never', caseExact: true },
+  ),
+];
+
 const groupCore: Attribute[] = [
   str('displayName', 'The group name', { required: true }),
   attr('members', 'complex', 'The members: users of the organization', {
@@ -146,6 +159,12 @@ export const SCHEMAS: SchemaDef[] = [
     description: 'Education attributes of a user (eduPerson)',
     attributes: eduUser,
   },
+  {
+    id: PASSWORD_USER,
+    name: 'PasswordUser',
+    description: "An existing hash of the user's password, carried over from another system",
+    attributes: passwordUser,
+  },
   { id: GROUP, name: 'Group', description: 'Group', attributes: groupCore },
   { id: EDU_GROUP, name: 'EducationGroup', description: 'Education attributes of a group', attributes: eduGroup },
 ];
@@ -164,7 +183,7 @@ export const USER_KIND: ResourceKind = {
   name: 'User',
   endpoint: '/Users',
   core: USER,
-  extensions: [ENTERPRISE, EDU_USER],
+  extensions: [ENTERPRISE, EDU_USER, PASSWORD_USER],
 };
 export const GROUP_KIND: ResourceKind = { name: 'Group', endpoint: '/Groups', core: GROUP, extensions: [EDU_GROUP] };
 

@@ -7,7 +7,8 @@ import { iso } from '../time.ts';
 import { scimError } from './errors.ts';
 import { MAX_VALUES } from './patch.ts';
 import { stringValue, type ColumnMap } from './query.ts';
-import { EDU_USER, ENTERPRISE, USER } from './schemas.ts';
+import { EDU_USER, ENTERPRISE, PASSWORD_USER, USER } from './schemas.ts';
+import { passwordHashProblem } from '../directory/passwords.ts';
 
 type Json = Record<string, unknown>;
 
@@ -105,6 +106,18 @@ export interface UserInput {
   name: string;
   attributes: DirectoryAttributes;
   active: boolean | undefined;
+  /** the password extension's passwordHash, checked */
+  passwordHash?: string;
+}
+
+/** The password extension's hash: its format and bounds checked; the reason never repeats it. */
+function passwordHashOf(body: unknown): string | undefined {
+  const value = get(get(body, PASSWORD_USER), 'passwordHash');
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw scimError(400, 'invalidValue', 'passwordHash must be a string');
+  const problem = passwordHashProblem(value);
+  if (problem) throw scimError(400, 'invalidValue', `passwordHash ${problem}`);
+  return value;
 }
 
 /** The whole resource (POST, PUT, a patched resource): what it leaves out is cleared. */
@@ -126,6 +139,7 @@ export function readUser(body: unknown): UserInput {
     userName: userName.trim(),
     name: fullName,
     active: booleanOf(get(body, 'active'), 'active'),
+    passwordHash: passwordHashOf(body),
     attributes: {
       externalId: optionalText(body, 'externalId'),
       givenName: given,

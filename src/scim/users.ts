@@ -75,7 +75,11 @@ async function save(
   const edit = (current: User) => {
     const input = read(current);
     active = input.active;
-    return { eppn: checkUserName(caller, input.userName), columns: changedColumns(current, input) };
+    return {
+      eppn: checkUserName(caller, input.userName),
+      columns: changedColumns(current, input),
+      passwordHash: input.passwordHash,
+    };
   };
   const updated = await changeProvisionedUser(store, user, expected, edit, { actor: caller.actor, now: deps.now() });
   await setActive(deps, caller, updated, active);
@@ -146,7 +150,7 @@ export function userRoutes(deps: ScimDeps, base: string) {
     const user = await provisionUser(
       store,
       caller.orgId,
-      { eppn, name: input.name, columns },
+      { eppn, name: input.name, columns, passwordHash: input.passwordHash },
       { actor: caller.actor, now: deps.now() },
     );
     await setActive(deps, caller, user, input.active);

@@ -178,6 +178,25 @@ export async function updateImportedUsers(db: Q, users: User[]): Promise<void> {
 }
 
 /**
+ * Existing users given the hash an import brought, one statement each: only while they still have
+ * neither a password nor a passkey (a password set or a passkey registered meanwhile wins).
+ */
+export async function setImportedPasswords(db: Q, users: { id: number; hash: string }[], now: number): Promise<number> {
+  let set = 0;
+  for (const { id, hash } of users) {
+    const r = await db
+      .updateTable('users')
+      .set({ password_hash: hash, updated_at: now })
+      .where('id', '=', id)
+      .where('password_hash', 'is', null)
+      .where('passkey_count', '=', 0)
+      .executeTakeFirst();
+    set += Number(r.numUpdatedRows);
+  }
+  return set;
+}
+
+/**
  * Takes the write lock at the start of an import's transaction (SQLite: a statement that writes,
  * though nothing), so its reads are never invalidated by another writer before it writes (a
  * deferred SQLite transaction that read first cannot then write after someone else did).

@@ -9,6 +9,7 @@ import {
   ENTERPRISE,
   GROUP,
   LIST,
+  PASSWORD_USER,
   PATCH_OP,
   USER,
   newUser,
@@ -52,13 +53,13 @@ for (const dialect of dialects()) {
         assert.equal(r.body.bulk.supported, false);
         assert.equal(r.body.authenticationSchemes[0].type, 'oauthbearertoken');
       });
-      it('ResourceTypes lists User with both extensions and Group with its own', async () => {
+      it('ResourceTypes lists User with its three extensions and Group with its own', async () => {
         const r = await k.call('GET', '/ResourceTypes');
         assert.deepEqual(r.body.schemas, [LIST]);
         const user = r.body.Resources.find((t: any) => t.id === 'User');
         assert.deepEqual(
           user.schemaExtensions.map((e: any) => e.schema),
-          [ENTERPRISE, EDU_USER],
+          [ENTERPRISE, EDU_USER, PASSWORD_USER],
         );
         assert.equal(user.endpoint, '/Users');
         assert.equal((await k.call('GET', '/ResourceTypes/Group')).body.schema, GROUP);
@@ -68,7 +69,7 @@ for (const dialect of dialects()) {
         const r = await k.call('GET', '/Schemas');
         assert.deepEqual(
           r.body.Resources.map((s: any) => s.id).sort(),
-          [USER, GROUP, ENTERPRISE, EDU_USER, EDU_GROUP].sort(),
+          [USER, GROUP, ENTERPRISE, EDU_USER, PASSWORD_USER, EDU_GROUP].sort(),
         );
         const edu = await k.call('GET', `/Schemas/${EDU_USER}`);
         assert.deepEqual(

@@ -12,6 +12,7 @@ export const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 export const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 export const EDU_USER = 'urn:passkey-idp:params:scim:schemas:extension:education:2.0:User';
+export const PASSWORD_USER = 'urn:passkey-idp:params:scim:schemas:extension:password:2.0:User';
 export const EDU_GROUP = 'urn:passkey-idp:params:scim:schemas:extension:education:2.0:Group';
 export const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 export const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';

@@ -62,7 +62,7 @@ const SHOWN_REJECTIONS = 50;
 
 function importText(s: ImportSummary): string {
   const lines = [
-    `created ${s.created}, updated ${s.updated}${s.renamed ? ` (${s.renamed} renamed)` : ''}, unchanged ${s.unchanged}, rejected ${s.rejected}`,
+    `created ${s.created}, updated ${s.updated}${s.renamed ? ` (${s.renamed} renamed)` : ''}, unchanged ${s.unchanged}, rejected ${s.rejected}${s.passwords ? `; ${s.passwords} password hash(es) set` : ''}`,
     ...s.rejections.slice(0, SHOWN_REJECTIONS).map((r) => `line ${r.line}: ${r.error}`),
   ];
   if (s.rejections.length > SHOWN_REJECTIONS)
