@@ -49,6 +49,8 @@ export interface UsersTable {
   entitlement: Later<string | null>;
   /** counted up to end every console session of the user (migration 013) */
   console_generation: Later<number>;
+  /** en or nb: the language of the user's e-mail (migration 023); null: not known */
+  language: Later<string | null>;
   /** the user's passkeys, kept by triggers on passkeys (migration 010): never written directly */
   passkey_count: ColumnType<number, never, never>;
 }
@@ -277,6 +279,22 @@ export interface DB {
   saml_federations: SamlFederationsTable;
   saml_federation_entities: SamlFederationEntitiesTable;
   saml_sp_blocks: SamlSpBlocksTable;
+  mail_invitations: MailInvitationsTable;
+}
+
+/** An invitation to create a first passkey, sent by e-mail (migration 023). */
+export interface MailInvitationsTable {
+  id: Generated<number>;
+  org_id: number;
+  user_id: number;
+  /** the recovery link the latest message carries */
+  recovery_link_id: number;
+  invited_at: number;
+  /** who invited: 'operator:<login>', 'user:<eppn>' */
+  invited_by: string;
+  /** a reminder goes this long after the invitation when the user has not acted; null: none */
+  remind_after_ms: number | null;
+  reminded_at: number | null;
 }
 
 /** A SAML federation whose signed metadata aggregate the service trusts (src/service-providers/federations.ts). */
