@@ -5,30 +5,7 @@
 import { textOn, type Brand } from '../brand.ts';
 import { formatTime, type Locale } from '../ui/i18n.ts';
 import { html, type Html } from '../ui/html.ts';
-
-/** What a security notification is about. */
-export const NOTICES = [
-  'passkey_added',
-  'passkey_removed',
-  'password_changed',
-  'password_removed',
-  'recovery_link_created',
-  'recovery_link_used',
-] as const;
-export type Notice = (typeof NOTICES)[number];
-
-/** Who made the change, as the user is told: staff by their role, never by name. */
-export const ACTORS = [
-  'you',
-  'helpdesk',
-  'org-admin',
-  'operator',
-  'application',
-  'directory',
-  'system',
-  'recovery_link',
-] as const;
-export type ActorLabel = (typeof ACTORS)[number];
+import type { ActorLabel, Notice } from '../store/mail.ts';
 
 const en = {
   'link.button': 'Create your passkey',

@@ -15,7 +15,8 @@ import { findRecoveryLink } from '../store/recovery-links.ts';
 import { isLocale, type Locale } from '../ui/i18n.ts';
 import { openLink, type LinkMailData, type NoticeMailData } from '../webauthn/mail-links.ts';
 import { RECOVERY_PATH } from '../webauthn/recovery-links.ts';
-import { ACTORS, buildMessage, NOTICES, type ActorLabel, type Notice } from './mail-messages.ts';
+import { buildMessage } from './mail-messages.ts';
+import { ACTORS, NOTICES, type ActorLabel, type Notice } from '../store/mail.ts';
 
 /** Connect, greeting and idle limits: a mail server that stops answering fails the attempt. */
 const CONNECTION_TIMEOUT_MS = 10_000;

@@ -12,6 +12,30 @@ export type InvitationRow = Selectable<MailInvitationsTable>;
 export const MAIL_KINDS = ['invitation', 'reminder', 'notification', 'recovery'] as const;
 export type MailKind = (typeof MAIL_KINDS)[number];
 
+/** What a security notification is about. */
+export const NOTICES = [
+  'passkey_added',
+  'passkey_removed',
+  'password_changed',
+  'password_removed',
+  'recovery_link_created',
+  'recovery_link_used',
+] as const;
+export type Notice = (typeof NOTICES)[number];
+
+/** Who made the change, as the user is told: staff by their role, never by name. */
+export const ACTORS = [
+  'you',
+  'helpdesk',
+  'org-admin',
+  'operator',
+  'application',
+  'directory',
+  'system',
+  'recovery_link',
+] as const;
+export type ActorLabel = (typeof ACTORS)[number];
+
 /** Queues one message; returns the delivery's id. */
 export async function insertMail(
   db: Q,
@@ -83,7 +107,16 @@ export function dueReminders(db: Q, orgId: number, now: number) {
     .selectFrom('mail_invitations as i')
     .innerJoin('users as u', 'u.id', 'i.user_id')
     .innerJoin('recovery_links as l', 'l.id', 'i.recovery_link_id')
-    .select(['i.id', 'i.user_id', 'i.invited_at', 'i.remind_after_ms', 'u.eppn', 'u.email', 'u.disabled_at'])
+    .select([
+      'i.id',
+      'i.user_id',
+      'i.recovery_link_id',
+      'i.invited_at',
+      'i.remind_after_ms',
+      'u.eppn',
+      'u.email',
+      'u.disabled_at',
+    ])
     .where('i.org_id', '=', orgId)
     .where('i.reminded_at', 'is', null)
     .where('i.remind_after_ms', 'is not', null)
