@@ -65,8 +65,12 @@ export async function recordNotification(db: Q, entry: AuditedChange): Promise<b
   if (!notice) return false;
   // A link made to be sent by e-mail (an invitation, self-service recovery) is its own message.
   if (entry.action === 'recovery_link.create' && entry.details?.purpose !== undefined) return false;
+  // a removal that found no passkey changed nothing
+  if (entry.action.startsWith('passkey.') && (entry.passkeyIds ?? []).length === 0) return false;
   const user = await findUserByEppn(db, entry.eppn);
   if (!user?.email) return false;
+  // the password an account is created with is no change to it
+  if (entry.action === 'password.set' && Number(user.created_at) === entry.at) return false;
   await insertMail(db, {
     at: entry.at,
     kind: 'notification',
