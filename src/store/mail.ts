@@ -162,3 +162,20 @@ export async function invitationCounts(db: Q, orgId: number): Promise<{ invited:
     .executeTakeFirstOrThrow();
   return { invited: Number(row.invited), activated: Number(row.activated ?? 0) };
 }
+
+/** The one user with this address; undefined when none or several have it. */
+export async function findUserByEmail(db: Q, email: string) {
+  const rows = await db.selectFrom('users').selectAll().where('email', '=', email).limit(2).execute();
+  return rows.length === 1 ? rows[0] : undefined;
+}
+
+/** Whether any organization offers self-service recovery by e-mail (the sign-in page's link). */
+export async function anySelfRecovery(db: Q): Promise<boolean> {
+  const row = await db
+    .selectFrom('organizations')
+    .select('id')
+    .where('passkey_policy', 'like', '%"self_recovery":"email"%')
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -13,11 +13,10 @@ import {
   startTestApp,
   type TestContext,
 } from '../helpers.ts';
-import { attestation } from '../authenticator.ts';
 import { insertPasskeys } from '../../src/store/passkeys.ts';
 import { setUserLanguage } from '../../src/store/mail.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
-import { csrfOf, httpBrowser, linkIn, startSmtp, type TestSmtp } from './smtp.ts';
+import { httpBrowser, linkIn, registerThroughLink, startSmtp, type TestSmtp } from './smtp.ts';
 
 async function until(what: string, check: () => Promise<boolean> | boolean, ms = 15_000) {
   const end = Date.now() + ms;
@@ -32,20 +31,6 @@ const mailLines = (body: string) =>
     .split('\n')
     .filter((l) => l.startsWith('idp_mail'))
     .join('\n');
-
-/** Registers a passkey through a recovery link's page, over real HTTP; the final answer. */
-export async function registerThroughLink(base: string, link: string) {
-  const path = new URL(link).pathname;
-  const b = httpBrowser(base);
-  const page = await b.get(path);
-  if (page.status !== 200) return page;
-  const csrf = csrfOf(page.body);
-  const options = await b.postJson(`${path}/options`, {}, { 'x-csrf-token': csrf });
-  assert.equal(options.status, 200, options.body);
-  const { challenge } = JSON.parse(options.body) as { challenge: string };
-  const response = attestation(p256Credential(), challenge, ZERO_AAGUID);
-  return b.postForm(path, { _csrf: csrf, response: JSON.stringify(response) });
-}
 
 for (const dialect of dialects()) {
   describe(`invitations by e-mail (${dialect})`, () => {

@@ -2,7 +2,10 @@
 // mail with the credentials it was given and keeps every message, parsed (mailparser).
 import { SMTPServer } from 'smtp-server';
 import { simpleParser, type ParsedMail } from 'mailparser';
-import { pickFreePort } from '../helpers.ts';
+import assert from 'node:assert/strict';
+import { p256Credential, pickFreePort } from '../helpers.ts';
+import { attestation } from '../authenticator.ts';
+import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 
 export const SMTP_USER = 'idp';
 export const SMTP_PASSWORD = 'p@ss word/with:signs';
@@ -138,3 +141,17 @@ export function httpBrowser(base: string) {
 }
 
 export const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
+
+/** Registers a passkey through a recovery link's page, over real HTTP; the final answer. */
+export async function registerThroughLink(base: string, link: string) {
+  const path = new URL(link).pathname;
+  const b = httpBrowser(base);
+  const page = await b.get(path);
+  if (page.status !== 200) return page;
+  const csrf = csrfOf(page.body);
+  const options = await b.postJson(`${path}/options`, {}, { 'x-csrf-token': csrf });
+  assert.equal(options.status, 200, options.body);
+  const { challenge } = JSON.parse(options.body) as { challenge: string };
+  const response = attestation(p256Credential(), challenge, ZERO_AAGUID);
+  return b.postForm(path, { _csrf: csrf, response: JSON.stringify(response) });
+}
