@@ -87,7 +87,31 @@ export const REPORT_LISTS = [
 ] as const;
 export type ReportList = (typeof REPORT_LISTS)[number];
 
-export function reportView(v: ConsoleView, org: OrgRef, r: OrganizationReport): string {
+/** The report's invitations: how many were invited, and (with a mail server) the form inviting everyone without a passkey. */
+export interface ReportInvitations {
+  invited: number;
+  mail: boolean;
+  notice?: string;
+}
+
+function invitationsSection(v: ConsoleView, org: OrgRef, i: ReportInvitations): Html {
+  const { t } = v;
+  if (!i.mail || !v.csrf) return html``;
+  return html`<h2>${t('console.invite_all_title')}</h2>
+${notice(i.notice)}
+<p>${t('console.invite_all_text')}</p>
+<form method="post" action="/console/org/${String(org.id)}/invite">
+${hidden(v.csrf.field, v.csrf.token)}
+<button type="submit" class="primary">${t('console.invite_all')}</button>
+</form>`;
+}
+
+export function reportView(
+  v: ConsoleView,
+  org: OrgRef,
+  r: OrganizationReport,
+  invitations?: ReportInvitations,
+): string {
   const { t } = v;
   const base = `/console/org/${org.id}/report`;
   const csv = (list: ReportList) => `${base}/${list}.csv?days=${r.unused_days}`;
@@ -106,6 +130,7 @@ ${figure(t('console.report_users'), String(r.users))}
 ${figure(t('console.report_with_passkey'), String(r.users_with_passkey))}
 ${figure(t('console.report_without_passkey'), String(r.users - r.users_with_passkey), 'without-passkey')}
 ${figure(t('console.report_coverage'), `${r.coverage_percent} %`)}
+${invitations ? figure(t('console.report_invited'), String(invitations.invited)) : html``}
 ${figure(t('console.report_no_method'), String(r.users_without_sign_in_method), 'no-sign-in-method')}
 ${figure(t('console.report_passkeys'), String(r.passkeys))}
 ${figure(t('console.report_synced'), String(r.synced), 'synced')}
@@ -113,6 +138,7 @@ ${figure(t('console.report_device_bound'), String(r.device_bound), 'device-bound
 ${figure(t('console.report_without_uv'), String(r.without_user_verification), 'without-uv')}
 ${figure(t('console.report_unused', { days: r.unused_days }), String(r.unused), 'unused')}
 </tbody></table></div>
+${invitations ? invitationsSection(v, org, invitations) : html``}
 <h2>${t('console.report_by_model')}</h2>
 <p><a href="${csv('models')}">${t('console.download_csv')}<span class="visually-hidden">: ${t('console.report_by_model')}</span></a></p>
 <div class="table-wrap"><table>
