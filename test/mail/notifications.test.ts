@@ -3,7 +3,16 @@
 // change that rolls back tells nothing; no mail server, nothing queued. SQLite and PostgreSQL.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { cli, dialects, p256Credential, seedOrg, seedUser, startTestApp, type TestContext } from '../helpers.ts';
+import {
+  cli,
+  cookieBrowser,
+  dialects,
+  p256Credential,
+  seedOrg,
+  seedUser,
+  startTestApp,
+  type TestContext,
+} from '../helpers.ts';
 import { insertPasskeys } from '../../src/store/passkeys.ts';
 import { setUserLanguage } from '../../src/store/mail.ts';
 import { removeOrganizationPasskey, removeOwnPasskey } from '../../src/webauthn/passkey-removal.ts';
@@ -139,6 +148,35 @@ for (const dialect of dialects()) {
       await createRecoveryLink(ctx.store, ctx.config.publicUrl, { eppn: dan.eppn });
       const after = await ctx.store.db.selectFrom('event_deliveries').select('id').execute();
       assert.equal(after.length, before.length, 'nothing queued');
+    });
+
+    it("a signed-in user's language choice is their messages' language", async () => {
+      const lena = await seedUser(ctx, 1, 'lena@example.org', {
+        email: 'lena@mail.example',
+        password: 'lena password 123',
+      });
+      const b = cookieBrowser(ctx.app);
+      const page = await b.get('/account');
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]!;
+      const login = await b.post('/account/login', { _csrf: csrf, username: lena.eppn, password: 'lena password 123' });
+      assert.equal(login.statusCode, 303, login.body.slice(0, 200));
+      assert.equal((await b.get('/language/nb')).statusCode, 303);
+      const row = await ctx.store.db
+        .selectFrom('users')
+        .select('language')
+        .where('id', '=', lena.id)
+        .executeTakeFirstOrThrow();
+      assert.equal(row.language, 'nb');
+      const anonymous = await cookieBrowser(ctx.app).get('/language/en');
+      assert.equal(anonymous.statusCode, 303, 'without a session only the cookie is set');
+      await cli(
+        ctx.config.databaseUrl,
+        ['user', 'set-password', '--eppn', lena.eppn, '--password-stdin'],
+        'new lena password 4\n',
+        env(),
+      );
+      const m = await next('lena@mail.example', 0);
+      assert.equal(m.subject, 'Passordet ditt ble endret');
     });
 
     it('nothing is queued where no mail server is configured', async () => {
