@@ -15,6 +15,7 @@ import {
 } from '../helpers.ts';
 import { insertPasskeys } from '../../src/store/passkeys.ts';
 import { setUserLanguage } from '../../src/store/mail.ts';
+import { inviteUsers, remindInvited } from '../../src/webauthn/invitations.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 import { httpBrowser, linkIn, registerThroughLink, startSmtp, type TestSmtp } from './smtp.ts';
 
@@ -208,6 +209,37 @@ for (const dialect of dialects()) {
       assert.equal(JSON.parse(twice.out).queued, 0, 'reminded once');
       const done = await registerThroughLink(base, linkIn(reminder.text));
       assert.equal(done.status, 200, 'the reminder carries a working link');
+    });
+
+    it('of parallel reminder runs, exactly one reminds', async () => {
+      const zoe = await seedUser(ctx, 1, 'zoe@example.org', { email: 'zoe@mail.example' });
+      const setup = { publicUrl: ctx.config.publicUrl, mail: true };
+      const sent = await inviteUsers(ctx.store, ctx.keys, setup, {
+        orgId: 1,
+        eppns: [zoe.eppn],
+        remindAfterMs: 60_000,
+      });
+      assert.equal(sent.queued, 1);
+      const later = Date.now() + 120_000;
+      const runs = await Promise.allSettled(
+        Array.from({ length: 5 }, () => remindInvited(ctx.store, ctx.keys, setup, { orgId: 1 }, { now: later })),
+      );
+      const reminded = runs.flatMap((r) => (r.status === 'fulfilled' ? r.value.invited : []));
+      assert.deepEqual(reminded, ['zoe@example.org']);
+      const usable = await ctx.store.db
+        .selectFrom('recovery_links')
+        .select('id')
+        .where('user_id', '=', zoe.id)
+        .where('revoked_at', 'is', null)
+        .execute();
+      assert.equal(usable.length, 1, 'one working link');
+      const queued = await ctx.store.db
+        .selectFrom('event_deliveries')
+        .select('id')
+        .where('subject', '=', zoe.eppn)
+        .where('destination', '=', 'mail:reminder')
+        .execute();
+      assert.equal(queued.length, 1, 'one reminder queued');
     });
 
     it('loses nothing while the mail server is away', async () => {
