@@ -277,5 +277,40 @@ for (const dialect of dialects()) {
       const after = mailLines((await ctx.app.inject({ method: 'GET', url: '/metrics' })).body);
       assert.match(after, /^idp_mail_sent_total\{kind="invitation",outcome="sent"\} [1-9]/m);
     });
+
+    it('gives up at once a message whose user lost their address meanwhile', async () => {
+      await smtp.stop();
+      const gus = await seedUser(ctx, 2, 'gus@other.org', { email: 'gus@mail.example' });
+      const res = await cli(ctx.config.databaseUrl, ['invite', '--org', '2', '--eppn', gus.eppn, '--json'], '', env());
+      assert.equal(JSON.parse(res.out).queued, 1);
+      const delivery = () =>
+        ctx.store.db
+          .selectFrom('event_deliveries')
+          .select(['state', 'attempts', 'last_error'])
+          .where('subject', '=', gus.eppn)
+          .where('destination', '=', 'mail:invitation')
+          .executeTakeFirstOrThrow();
+      await until('a failed attempt', async () => (await delivery()).attempts >= 1);
+      await ctx.store.db.updateTable('users').set({ email: null }).where('id', '=', gus.id).execute();
+      await smtp.start();
+      await until('given up', async () => (await delivery()).state === 'dead');
+      assert.equal((await delivery()).last_error, 'the user has no e-mail address');
+      const metrics = mailLines((await ctx.app.inject({ method: 'GET', url: '/metrics' })).body);
+      assert.match(metrics, /^idp_mail_sent_total\{kind="invitation",outcome="dead"\} [1-9]/m);
+      assert.equal(smtp.to('gus@mail.example').length, 0);
+      // an operator may send it again once the address is back (events replay)
+      await ctx.store.db.updateTable('users').set({ email: 'gus@mail.example' }).where('id', '=', gus.id).execute();
+      const id = (
+        await ctx.store.db
+          .selectFrom('event_deliveries')
+          .select('id')
+          .where('subject', '=', gus.eppn)
+          .where('destination', '=', 'mail:invitation')
+          .executeTakeFirstOrThrow()
+      ).id;
+      const replayed = await cli(ctx.config.databaseUrl, ['events', 'replay', String(id)], '', env());
+      assert.equal(replayed.code, 0, replayed.err);
+      await until('the replayed message', () => smtp.to('gus@mail.example').length === 1);
+    });
   });
 }
