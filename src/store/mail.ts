@@ -179,3 +179,13 @@ export async function anySelfRecovery(db: Q): Promise<boolean> {
     .executeTakeFirst();
   return row !== undefined;
 }
+
+/** The links of a user's earlier invitations, for a new one to replace. */
+export async function invitationLinks(db: Q, userId: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('mail_invitations')
+    .select('recovery_link_id')
+    .where('user_id', '=', userId)
+    .execute();
+  return rows.map((r) => Number(r.recovery_link_id));
+}

@@ -1,14 +1,15 @@
 // Invitations: an e-mail that brings a user to their first passkey. Each carries a recovery link
 // (single use, expiring, audited: recovery-links.ts), so opening it registers a passkey exactly
 // as a recovery link does. The link, its message in the outbox and the invitation's record are
-// written in one transaction per user. A reminder, for those who have not acted by the time the
-// invitation asked for, carries a NEW link (the first one's secret was never kept) and revokes the
-// first, so one working link is out at a time.
+// written in one transaction per user; inviting a user again revokes the earlier invitation's
+// link. A reminder, for those who have not acted by the time the invitation asked for, carries a
+// NEW link (the first one's secret was never kept) and revokes the first, so one working link is
+// out at a time.
 import type { Store } from '../store/index.ts';
 import type { Keyring } from '../crypto.ts';
 import { findOrganization } from '../store/directory.ts';
 import { revokeRecoveryLink } from '../store/recovery-links.ts';
-import { dueReminders, insertInvitation, invitationCandidates, markReminded } from '../store/mail.ts';
+import { dueReminders, insertInvitation, invitationCandidates, invitationLinks, markReminded } from '../store/mail.ts';
 import { AppError, notFound } from '../errors.ts';
 import { SYSTEM, type Actor, type Change } from '../audit/index.ts';
 import { createRecoveryLink, MAX_RECOVERY_TTL_MS } from './recovery-links.ts';
@@ -120,6 +121,8 @@ export async function inviteUsers(
           orgId: input.orgId,
           purpose: 'invitation',
           within: async (trx, link, user) => {
+            // a new invitation replaces the earlier ones: one working link at a time
+            for (const earlier of await invitationLinks(trx, user.id)) await revokeRecoveryLink(trx, earlier, now);
             await queueLinkMail(trx, keys, { kind: 'invitation', user, link, lang: input.lang, at: now });
             await insertInvitation(trx, {
               org_id: input.orgId,

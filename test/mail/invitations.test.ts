@@ -220,6 +220,23 @@ for (const dialect of dialects()) {
         remindAfterMs: 60_000,
       });
       assert.equal(sent.queued, 1);
+      const again = await inviteUsers(ctx.store, ctx.keys, setup, {
+        orgId: 1,
+        eppns: [zoe.eppn],
+        remindAfterMs: 60_000,
+      });
+      assert.equal(again.queued, 1);
+      const links = await ctx.store.db
+        .selectFrom('recovery_links')
+        .select(['id', 'revoked_at'])
+        .where('user_id', '=', zoe.id)
+        .orderBy('id')
+        .execute();
+      assert.deepEqual(
+        links.map((l) => l.revoked_at !== null),
+        [true, false],
+        'inviting again revokes the earlier link',
+      );
       const later = Date.now() + 120_000;
       const runs = await Promise.allSettled(
         Array.from({ length: 5 }, () => remindInvited(ctx.store, ctx.keys, setup, { orgId: 1 }, { now: later })),
