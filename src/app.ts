@@ -37,6 +37,7 @@ import { providerOpenApiPaths } from './oauth/openapi-paths.ts';
 import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
 import { eventsPlugin } from './events/index.ts';
+import { enableSecurityNotifications } from './audit/notifications.ts';
 import { consolePlugin } from './console/index.ts';
 import { scimPlugin } from './scim/index.ts';
 import { samlIdpPlugin, samlLogoutHook } from './saml-idp/index.ts';
@@ -157,6 +158,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, keys } = deps;
   // one bound on password hashing for the whole process, whichever surface hashes
   limitPasswordHashing({ concurrency: config.passwordHashConcurrency, maxWaiting: config.passwordHashQueue });
+  // security notifications go out only where a mail server is configured
+  enableSecurityNotifications(config.smtpUrl !== undefined);
   const schemas = lazySchemaCompilers();
   const trust = trustProxy(config.trustProxy);
   // the provider's busiest back-channel endpoints are answered before Fastify's routing

@@ -48,6 +48,10 @@ export interface Config {
   eventsRetryBaseMs: number; // wait after a delivery's first failed attempt; each later wait is 3x longer
   eventsDeadLetterSeconds: number; // a delivery still failing this long after its event is given up
   eventsAllowPrivateTargets: boolean; // webhooks and push streams may reach private and loopback addresses
+  /** the SMTP server mail leaves through (smtp:// or smtps://, credentials in the URL); unset: no mail */
+  smtpUrl: string | undefined;
+  /** the From address of every message (an address, or `Name <address>`) */
+  smtpFrom: string | undefined;
   samlFederationMaxMb: number; // the largest federation metadata aggregate fetched and parsed, in MB
   checkuserRateLimit: number; // lookups per client per minute
   loginRateLimitAccount: number; // failed logins per account per 15 minutes
@@ -346,6 +350,36 @@ function sunsetDate(raw: string | undefined): Partial<Config> {
   return { sunsetDate: d.toUTCString() };
 }
 
+const MAIL_ADDRESS = /^[^\s@<>"(),;:\\]+@[^\s@<>"(),;:\\]+\.[^\s@<>"(),;:\\]+$/;
+
+function smtpUrl(raw: string | undefined): Partial<Config> {
+  if (raw === undefined) return { smtpUrl: undefined };
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    // the value may hold a password: never repeated in the message
+    throw new ConfigError('SMTP_URL', 'is not a URL; write smtp://user:password@host:587 or smtps://host:465');
+  }
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:')
+    throw new ConfigError('SMTP_URL', `must be an smtp:// or smtps:// URL, got ${url.protocol}//`);
+  if (!url.hostname) throw new ConfigError('SMTP_URL', 'names no host');
+  if (url.pathname && url.pathname !== '/')
+    throw new ConfigError('SMTP_URL', 'must not have a path (smtp://user:password@host:port)');
+  return { smtpUrl: raw };
+}
+
+function smtpFrom(raw: string | undefined, soFar: Partial<Config>): Partial<Config> {
+  if (raw === undefined) {
+    if (soFar.smtpUrl !== undefined) throw new ConfigError('SMTP_FROM', 'is required when SMTP_URL is set');
+    return { smtpFrom: undefined };
+  }
+  const address = /<([^<>]*)>\s*$/.exec(raw)?.[1] ?? raw.trim();
+  if (!MAIL_ADDRESS.test(address) || /[\r\n]/.test(raw))
+    throw new ConfigError('SMTP_FROM', `must be an address or 'Name <address>', got '${raw}'`);
+  return { smtpFrom: raw.trim() };
+}
+
 function metricsToken(raw: string | undefined): Partial<Config> {
   if (raw !== undefined && raw.length < 32)
     throw new ConfigError(
@@ -609,6 +643,19 @@ export const SETTINGS: Setting[] = [
     meaning:
       "true lets webhooks and Shared Signals push streams reach private, loopback and link-local addresses (receivers inside the operator's network). Off, such targets are refused when registered and when a name resolves to one at delivery; loopback receivers are always allowed while PUBLIC_URL is itself on localhost",
     parse: (raw) => ({ eventsAllowPrivateTargets: flag('EVENTS_ALLOW_PRIVATE_TARGETS', raw) }),
+  },
+  {
+    name: 'SMTP_URL',
+    default: '(unset)',
+    meaning:
+      'The SMTP server e-mail leaves through: `smtp://user:password@host:587` (STARTTLS when the server offers it) or `smtps://user:password@host:465` (TLS from the start); user and password percent-encoded. Unset: no mail is sent, and the features that send it (invitations, security notifications, self-service recovery) say so (docs/email.md)',
+    parse: smtpUrl,
+  },
+  {
+    name: 'SMTP_FROM',
+    default: '(unset)',
+    meaning: 'The From of every message: `idp@example.org` or `Example IdP <idp@example.org>`; required with SMTP_URL',
+    parse: smtpFrom,
   },
   intSetting(
     'SAML_FEDERATION_MAX_MB',

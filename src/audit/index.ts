@@ -10,6 +10,7 @@ import { insertAuditEvent, type AuditRow } from '../store/audit.ts';
 import { iso } from '../time.ts';
 import { countAudit } from '../http/metrics.ts';
 import { recordEvents } from './events.ts';
+import { recordNotification } from './notifications.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 
@@ -169,6 +170,7 @@ export async function recordAudit(db: Q, entry: AuditEntry): Promise<void> {
     details: entry.details ?? {},
   });
   await recordEvents(db, entry);
+  await recordNotification(db, entry);
   countAudit(entry.action, entry.details);
 }
 

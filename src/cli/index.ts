@@ -3,6 +3,7 @@
 // definitions. Every failure is one line on stderr and a non-zero exit; nothing is changed.
 import { parseArgs } from 'node:util';
 import { checkStorage, ConfigError, databaseTimeouts, loadConfig, type Config } from '../config.ts';
+import { enableSecurityNotifications } from '../audit/notifications.ts';
 import { keyring, loadSecret } from '../crypto.ts';
 import { openStore, type Store } from '../store/index.ts';
 import { AppError } from '../errors.ts';
@@ -18,6 +19,7 @@ import { keysCommands } from './commands/keys.ts';
 import { auditCommands } from './commands/audit.ts';
 import { eventsCommands } from './commands/events.ts';
 import { recoveryCommands } from './commands/recovery.ts';
+import { inviteCommands } from './commands/invite.ts';
 import { roleCommands } from './commands/role.ts';
 import { mdsCommands } from './commands/mds.ts';
 import { scimCommands } from './commands/scim.ts';
@@ -36,6 +38,7 @@ export const COMMANDS: CommandDef[] = [
   ...auditCommands,
   ...eventsCommands,
   ...recoveryCommands,
+  ...inviteCommands,
   ...roleCommands,
   ...mdsCommands,
   ...scimCommands,
@@ -184,6 +187,9 @@ function resolve(argv: string[], io: Io): { command: CommandDef; rest: string[] 
   if (longer) return { command: longer, rest: argv.slice(3) };
   const command = COMMANDS.find((c) => c.group === first && c.name === second);
   if (command) return { command, rest: argv.slice(2) };
+  // a one-word command (invite --org 1) takes everything after its name
+  const single = COMMANDS.find((c) => c.group === first && c.name === '');
+  if (single) return { command: single, rest: argv.slice(1) };
   if (second === undefined) return say(io, groupHelp(first), 2);
   const names = [...new Set(COMMANDS.filter((c) => c.group === first).map((c) => c.name.split(' ')[0]!))];
   const sub = COMMANDS.filter((c) => c.group === first && c.name.startsWith(`${second} `));
@@ -239,6 +245,7 @@ export async function runCli(argv: string[], io: Io, env: NodeJS.ProcessEnv = pr
     const config = configuration(env, io);
     if (typeof config === 'number') return config;
     const keys = keyring(loadSecret(config, { generate: false }).secret);
+    enableSecurityNotifications(config.smtpUrl !== undefined);
     store = await openStore(config.databaseUrl, { poolSize: 2, timeouts: databaseTimeouts(config) });
     await assertSecretMatches(store, keys);
     const ctx: Ctx = { config, store, keys, json: Boolean(values.json), io, actor: operator(env) };

@@ -127,6 +127,17 @@ const en = {
   'console.state_expired': 'Expired',
   'console.revoke': 'Revoke',
   'console.revoked': 'The recovery link was revoked.',
+  'console.invited': 'An invitation is on its way to the user’s e-mail address.',
+  'console.invite_user': 'Send an invitation by e-mail',
+  'console.invite_user_text': 'The user gets a link, valid for 14 days, to create their first passkey.',
+  'console.invite_all_title': 'Invitations',
+  'console.invite_all_text':
+    'Every user without a passkey who has an e-mail address gets a link, valid for 14 days, to create their first passkey.',
+  'console.invite_all': 'Invite everyone without a passkey',
+  'console.invited_all':
+    '{count} invitation(s) are on their way; {skipped} user(s) were skipped (disabled or without an e-mail address).',
+  'console.invite_failed':
+    'No invitation was sent: the user is disabled, has no e-mail address, or has a role as strong as yours.',
   'console.user_audit': 'Audit trail of this user',
   'console.audit_title': 'Audit trail',
   'console.audit_user_title': 'Audit trail of {eppn}',
@@ -362,6 +373,17 @@ const nb: Record<ConsoleKey, string> = {
   'console.state_expired': 'Utløpt',
   'console.revoke': 'Trekk tilbake',
   'console.revoked': 'Gjenopprettingslenken ble trukket tilbake.',
+  'console.invited': 'En invitasjon er på vei til brukerens e-postadresse.',
+  'console.invite_user': 'Send en invitasjon på e-post',
+  'console.invite_user_text': 'Brukeren får en lenke, gyldig i 14 dager, for å lage sin første passnøkkel.',
+  'console.invite_all_title': 'Invitasjoner',
+  'console.invite_all_text':
+    'Alle brukere uten passnøkkel som har en e-postadresse, får en lenke, gyldig i 14 dager, for å lage sin første passnøkkel.',
+  'console.invite_all': 'Inviter alle uten passnøkkel',
+  'console.invited_all':
+    '{count} invitasjon(er) er på vei; {skipped} bruker(e) ble hoppet over (deaktivert eller uten e-postadresse).',
+  'console.invite_failed':
+    'Ingen invitasjon ble sendt: brukeren er deaktivert, har ingen e-postadresse, eller har en rolle like sterk som din.',
   'console.user_audit': 'Revisjonslogg for denne brukeren',
   'console.audit_title': 'Revisjonslogg',
   'console.audit_user_title': 'Revisjonslogg for {eppn}',

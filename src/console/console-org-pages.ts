@@ -1,6 +1,7 @@
 // The console's organization pages: the audit trail (a helpdesk sees one user's, an organization
 // administrator the whole organization's) with CSV and JSON downloads, and, for organization
 // administrators, the report with its lists as CSV, bulk offboarding and the staff list.
+import { inviteUsers } from '../webauthn/invitations.ts';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUDIT_ACTIONS, auditView } from '../audit/index.ts';
@@ -17,6 +18,7 @@ import {
   orgContext,
   queryText,
   reasonOf,
+  redirect,
   requireOrgAdmin,
   sendConsoleMessage,
   sendConsoleNotFound,
@@ -173,7 +175,34 @@ async function reportPage(deps: ConsoleDeps, request: OrgRequest, reply: Fastify
   const ctx = await orgContext(deps, request, reply, { admin: true });
   if (!ctx) return reply;
   const report = await organizationReport(deps, ctx.org.id, daysOf(request));
-  return sendHtml(reply, 200, reportView(ctx.staff.view, ctx.org, report));
+  const query = request.query as Record<string, unknown>;
+  const count = (name: string) =>
+    typeof query[name] === 'string' && /^[0-9]{1,7}$/.test(query[name]) ? query[name] : undefined;
+  const [invited, skipped] = [count('invited'), count('skipped')];
+  const invitations = {
+    mail: deps.config.smtpUrl !== undefined,
+    notice:
+      invited === undefined
+        ? undefined
+        : ctx.staff.view.t('console.invited_all', { count: invited, skipped: skipped ?? '0' }),
+  };
+  return sendHtml(reply, 200, reportView(ctx.staff.view, ctx.org, report, invitations));
+}
+
+/** Everyone of the organization without a passkey is invited by e-mail (webauthn/invitations.ts). */
+async function inviteAll(deps: ConsoleDeps, request: OrgRequest, reply: FastifyReply) {
+  const ctx = await orgContext(deps, request, reply, { admin: true, post: true });
+  if (!ctx) return reply;
+  const setup = { publicUrl: deps.config.publicUrl, mail: deps.config.smtpUrl !== undefined };
+  const result = await inviteUsers(
+    deps.store,
+    deps.keys,
+    setup,
+    { orgId: ctx.org.id, withoutPasskey: true },
+    { actor: staffActor(ctx.staff, request), now: deps.now() },
+  );
+  const skipped = result.skipped.filter((s) => s.reason !== 'has_passkey').length;
+  return redirect(reply, `/console/org/${ctx.org.id}/report?invited=${result.queued}&skipped=${skipped}`);
 }
 
 const PASSKEY_LISTS: Partial<Record<ReportList, PasskeyListKind>> = {
@@ -380,6 +409,7 @@ export function organizationPages(deps: ConsoleDeps) {
     app.get<{ Params: OrgParams }>(`${base}/audit.csv`, (q, r) => auditExport(deps, q, r, 'csv'));
     app.get<{ Params: OrgParams }>(`${base}/audit.json`, (q, r) => auditExport(deps, q, r, 'json'));
     app.get<{ Params: OrgParams }>(`${base}/report`, (q, r) => reportPage(deps, q, r));
+    app.post<{ Params: OrgParams }>(`${base}/invite`, (q, r) => inviteAll(deps, q, r));
     app.get<{ Params: OrgParams & { list: string } }>(`${base}/report/:list`, (q, r) => reportList(deps, q, r));
     app.get<{ Params: OrgParams }>(`${base}/offboard`, (q, r) => offboardForm(deps, q, r));
     app.post<{ Params: OrgParams }>(`${base}/offboard/preview`, (q, r) => offboardPreview(deps, q, r));

@@ -89,7 +89,30 @@ export const REPORT_LISTS = [
 ] as const;
 export type ReportList = (typeof REPORT_LISTS)[number];
 
-export function reportView(v: ConsoleView, org: OrgRef, r: OrganizationReport): string {
+/** The report's invitations: (with a mail server) the form inviting everyone without a passkey; the funnel counts the invited. */
+export interface ReportInvitations {
+  mail: boolean;
+  notice?: string;
+}
+
+function invitationsSection(v: ConsoleView, org: OrgRef, i: ReportInvitations): Html {
+  const { t } = v;
+  if (!i.mail || !v.csrf) return html``;
+  return html`<h2>${t('console.invite_all_title')}</h2>
+${notice(i.notice)}
+<p>${t('console.invite_all_text')}</p>
+<form method="post" action="/console/org/${String(org.id)}/invite">
+${hidden(v.csrf.field, v.csrf.token)}
+<button type="submit" class="primary">${t('console.invite_all')}</button>
+</form>`;
+}
+
+export function reportView(
+  v: ConsoleView,
+  org: OrgRef,
+  r: OrganizationReport,
+  invitations?: ReportInvitations,
+): string {
   const { t } = v;
   const base = `/console/org/${org.id}/report`;
   const csv = (list: ReportList) => `${base}/${list}.csv?days=${r.unused_days}`;
@@ -115,6 +138,7 @@ ${figure(t('console.report_device_bound'), String(r.device_bound), 'device-bound
 ${figure(t('console.report_without_uv'), String(r.without_user_verification), 'without-uv')}
 ${figure(t('console.report_unused', { days: r.unused_days }), String(r.unused), 'unused')}
 </tbody></table></div>
+${invitations ? invitationsSection(v, org, invitations) : html``}
 <h2>${t('console.report_by_model')}</h2>
 <p><a href="${csv('models')}">${t('console.download_csv')}<span class="visually-hidden">: ${t('console.report_by_model')}</span></a></p>
 <div class="table-wrap"><table>

@@ -8,6 +8,7 @@ import type { User } from '../store/directory.ts';
 import { authenticatorDisplay } from '../webauthn/mds.ts';
 import { removeOrganizationPasskey, removeUserPasskeys } from '../webauthn/passkey-removal.ts';
 import { createRecoveryLink, recoveryLinks, revokeLink } from '../webauthn/recovery-links.ts';
+import { inviteUsers } from '../webauthn/invitations.ts';
 import { endUserSessions } from '../oauth/end-user-sessions.ts';
 import { positiveId } from '../http/organization-grant.ts';
 import { AppError } from '../errors.ts';
@@ -77,6 +78,7 @@ const DONE: Record<string, ConsoleKey> = {
   deleted_one: 'console.deleted_one',
   deleted_all: 'console.deleted_all',
   revoked: 'console.revoked',
+  invited: 'console.invited',
 };
 
 async function passkeysOf(deps: ConsoleDeps, user: User): Promise<ConsolePasskey[]> {
@@ -124,6 +126,7 @@ async function renderUser(
     passkeys: await passkeysOf(deps, user),
     links: links.map((l) => ({ id: l.id, state: l.state, expires: l.expires_at, createdBy: l.created_by })),
     mayAct,
+    mail: deps.config.smtpUrl !== undefined,
     ...flash,
   });
   return sendHtml(reply, status, page);
@@ -260,6 +263,31 @@ async function revoke(deps: ConsoleDeps, request: FastifyRequest<{ Params: Passk
   return redirect(reply, `${userPath(ctx.org.id, ctx.user.eppn)}?done=revoked`);
 }
 
+// ---- an invitation by e-mail ---------------------------------------------------------------------
+
+async function invite(deps: ConsoleDeps, request: FastifyRequest<{ Params: UserParams }>, reply: FastifyReply) {
+  const ctx = await userContext(deps, request, reply, true);
+  if (!ctx) return reply;
+  const setup = { publicUrl: deps.config.publicUrl, mail: deps.config.smtpUrl !== undefined };
+  const result = await inviteUsers(
+    deps.store,
+    deps.keys,
+    setup,
+    { orgId: ctx.org.id, eppns: [ctx.user.eppn] },
+    { actor: staffActor(ctx.staff, request), now: deps.now() },
+  );
+  const [skipped] = result.skipped;
+  if (skipped)
+    return renderUser(
+      deps,
+      reply,
+      ctx,
+      { error: ctx.staff.view.t('console.invite_failed') },
+      skipped.reason === 'refused' ? 403 : 400,
+    );
+  return redirect(reply, `${userPath(ctx.org.id, ctx.user.eppn)}?done=invited`);
+}
+
 export function userPages(deps: ConsoleDeps) {
   return async function consoleUserPages(app: FastifyInstance) {
     const base = '/console/org/:org_id';
@@ -270,6 +298,7 @@ export function userPages(deps: ConsoleDeps) {
     app.get<{ Params: UserParams }>(`${base}/users/:eppn/delete-all`, (q, r) => confirmAll(deps, q, r));
     app.post<{ Params: UserParams }>(`${base}/users/:eppn/delete-all`, (q, r) => deleteAll(deps, q, r));
     app.post<{ Params: UserParams }>(`${base}/users/:eppn/recovery-links`, (q, r) => createLink(deps, q, r));
+    app.post<{ Params: UserParams }>(`${base}/users/:eppn/invite`, (q, r) => invite(deps, q, r));
     app.post<{ Params: PasskeyParams }>(`${base}/users/:eppn/recovery-links/:id/revoke`, (q, r) => revoke(deps, q, r));
   };
 }

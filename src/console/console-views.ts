@@ -138,6 +138,8 @@ export interface UserPageView {
   links: ConsoleLink[];
   /** false when the user's roles are as strong as the staff member's: no action is offered (directory/roles.ts) */
   mayAct: boolean;
+  /** a mail server is configured: invitations can be sent */
+  mail?: boolean;
   notice?: string;
   error?: string;
 }
@@ -220,7 +222,19 @@ ${hidden(v.csrf.field, v.csrf.token)}
 </form>`
     : html``
 }
-${links}</section>`;
+${links}${inviteForm(v, page, path)}</section>`;
+}
+
+/** "Send an invitation by e-mail": only with a mail server, for an enabled user with an address. */
+function inviteForm(v: ConsoleView, page: UserPageView, path: string): Html {
+  const { t } = v;
+  if (!v.csrf || !page.mail || !page.user.email || page.user.disabled || !page.mayAct) return html``;
+  return html`<h3>${t('console.invite_user')}</h3>
+<p>${t('console.invite_user_text')}</p>
+<form method="post" action="${path}/invite">
+${hidden(v.csrf.field, v.csrf.token)}
+<button type="submit" class="secondary">${t('console.invite_user')}</button>
+</form>`;
 }
 
 export function userView(v: ConsoleView, page: UserPageView): string {

@@ -14,6 +14,8 @@ import { countDelivery } from '../http/metrics-events.ts';
 import { post, type Answer, type TargetPolicy } from './targets.ts';
 import { sendToWebhook, webhookBody } from './webhooks.ts';
 import { setForDelivery, type SetSigner } from './sets.ts';
+import { sendMail, type MailDeps } from './mail.ts';
+import { countMail } from '../http/metrics-events.ts';
 
 /**
  * How long an attempt holds its delivery: well over the 5 s a receiver has to answer. Deliveries
@@ -43,6 +45,8 @@ export interface DeliveryOptions {
   signSet: SetSigner;
   retryBaseMs: number;
   deadLetterMs: number;
+  /** what e-mail deliveries (`mail:<kind>`) are written and sent with */
+  mail?: MailDeps;
   log?: FastifyBaseLogger;
   now?: () => number;
 }
@@ -54,6 +58,8 @@ export function retryDelay(baseMs: number, failedAttempts: number, random = Math
 }
 
 type Outcome = { ok: true; status: number } | { ok: false; status: number | null; error: string };
+/** Nothing will ever send it, for this reason. */
+type Gone = { gone: string };
 
 function fromAnswer(answer: Answer): Outcome {
   if (answer.status >= 200 && answer.status < 300) return { ok: true, status: answer.status };
@@ -124,14 +130,24 @@ async function toStream(
   return fromAnswer(await post(stream.endpoint_url, set.token, headers, o.policy));
 }
 
+/** A message is written and sent; one that can no longer be (its user, address or link gone) is given up. */
+async function toMail(o: DeliveryOptions, d: repo.ClaimedDelivery, kind: string): Promise<Outcome | Gone> {
+  if (!o.mail) return { ok: false, status: null, error: 'mail is not configured (SMTP_URL is not set)' };
+  const result = await sendMail(o.mail, kind, d.data);
+  if ('gone' in result) return { gone: result.gone };
+  return result.ok ? { ok: true, status: 250 } : { ok: false, status: null, error: result.error };
+}
+
 /** What an attempt's result means for its delivery. */
 function settle(
   o: DeliveryOptions,
   d: repo.ClaimedDelivery,
   kind: string,
-  outcome: Outcome | 'gone' | 'paused',
+  outcome: Outcome | Gone | 'gone' | 'paused',
   at: number,
 ): repo.AttemptOutcome {
+  if (typeof outcome === 'object' && 'gone' in outcome)
+    return { at, status: null, error: outcome.gone, state: 'dead', nextAttemptAt: null };
   if (outcome === 'paused')
     return {
       at,
@@ -195,7 +211,9 @@ async function recordOutcomes(o: DeliveryOptions, attempts: Attempt[]): Promise<
   });
   for (const { d, kind, result } of attempts) {
     if (!recorded.has(Number(d.id))) continue;
-    countDelivery(kind, result.state === 'delivered' ? 'delivered' : result.state === 'dead' ? 'dead' : 'failed');
+    const outcome = result.state === 'delivered' ? 'delivered' : result.state === 'dead' ? 'dead' : 'failed';
+    countDelivery(kind, outcome);
+    if (kind === 'mail') countMail(d.destination.slice('mail:'.length), outcome === 'delivered' ? 'sent' : outcome);
     if (result.state === 'dead')
       o.log?.warn(
         { delivery: Number(d.id), destination: d.destination, error: result.error },
@@ -214,9 +232,11 @@ async function attempt(
   const at = now();
   const split = d.destination.indexOf(':');
   const [kind, id] = [d.destination.slice(0, split), d.destination.slice(split + 1)];
-  let outcome: Outcome | 'gone' | 'paused';
+  let outcome: Outcome | Gone | 'gone' | 'paused';
   try {
-    outcome = kind === 'webhook' ? await toWebhook(o, known, d, Number(id), at) : await toStream(o, known, d, id, at);
+    if (kind === 'mail') outcome = await toMail(o, d, id);
+    else if (kind === 'webhook') outcome = await toWebhook(o, known, d, Number(id), at);
+    else outcome = await toStream(o, known, d, id, at);
   } catch (err) {
     outcome = { ok: false, status: null, error: errorText(err) };
   }

@@ -1,5 +1,5 @@
 // Events: the Shared Signals transmitter's routes, and the job that delivers the outbox to
-// webhooks and push streams (every instance runs one; see delivery.ts).
+// webhooks, push streams and (through SMTP_URL) e-mail (every instance runs one; see delivery.ts).
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
@@ -11,6 +11,7 @@ import { setSigner } from './sets.ts';
 import { ssfRoutes } from './ssf.ts';
 import { targetPolicy } from './targets.ts';
 import { observeOutbox } from '../http/metrics-events.ts';
+import { createMailer } from './mail.ts';
 
 export interface EventsOptions {
   config: Config;
@@ -27,6 +28,7 @@ export function eventsPlugin(o: EventsOptions) {
   return async function events(app: FastifyInstance) {
     observeOutbox(app, o.store);
     await app.register(ssfRoutes({ ...o, policy, signSet }));
+    const mailer = createMailer(o.config);
     const job = startEventDelivery({
       store: o.store,
       keys: o.keys,
@@ -35,9 +37,13 @@ export function eventsPlugin(o: EventsOptions) {
       signSet,
       retryBaseMs: o.config.eventsRetryBaseMs,
       deadLetterMs: o.config.eventsDeadLetterSeconds * 1000,
+      mail: { store: o.store, keys: o.keys, publicUrl: o.config.publicUrl, brand: o.config.brand, mailer },
       log: app.log,
       now: o.now,
     });
-    app.addHook('onClose', async () => job.stop());
+    app.addHook('onClose', async () => {
+      await job.stop();
+      mailer?.close();
+    });
   };
 }

@@ -1,5 +1,5 @@
 // The adoption funnel of an organization's move onto the service: its users (imported, synced or
-// provisioned), those invited to make a passkey, those who signed in at least once, those with a
+// provisioned), those invited by e-mail to make a passkey (mail_invitations), those who signed in at least once, those with a
 // passkey and those with only passkeys (no password). Today's figures are counted live over partial
 // indexes of users (migrations 010 and 028); each day's are kept in adoption_daily, written by the
 // housekeeping of every instance (an upsert of the same counts: instances racing write one row).
@@ -26,10 +26,10 @@ function figures(eb: ExpressionBuilder<DB, never>, orgId: number) {
       .where('users.org_id', '=', orgId);
   return [
     users().as('users'),
-    eb
-      .selectFrom('recovery_links')
-      .select(sql<number>`count(distinct recovery_links.user_id)`.as('n'))
-      .where('recovery_links.org_id', '=', orgId)
+    users()
+      .where(({ exists, selectFrom }) =>
+        exists(selectFrom('mail_invitations as i').select('i.id').whereRef('i.user_id', '=', 'users.id')),
+      )
       .as('invited'),
     users()
       .where(sql<boolean>`users.first_sign_in_at is not null`)

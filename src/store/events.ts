@@ -308,7 +308,8 @@ export async function replayDelivery(db: Kysely<DB>, id: number, now: number): P
       if (!stream) return { replayed: false, destination, reason: 'removed' };
       if (stream.status === 'disabled') return { replayed: false, destination, reason: 'disabled' };
       polled = stream.delivery_method === POLL;
-    } else {
+    } else if (!destination.startsWith('mail:')) {
+      // e-mail (src/store/mail.ts) always has its mail server to go to
       const webhook = await trx
         .selectFrom('webhooks')
         .select('id')

@@ -6,6 +6,7 @@ import { migration011 } from './migrations-provisioning.ts';
 import { migration017, migration021 } from './migrations-service-providers.ts';
 import { migration018 } from './migrations-saml-sso.ts';
 import { migration020 } from './migrations-saml-sp-blocks.ts';
+import { migration023 } from './migrations-mail.ts';
 import { migration028 } from './migrations-adoption.ts';
 
 type Dialect = 'sqlite' | 'postgres';
@@ -184,6 +185,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '019_saml_federations': migration019(dialect),
     '020_saml_sp_blocks': migration020(),
     '021_federation_signed_requests': migration021(),
+    '023_mail': migration023(dialect),
     '028_adoption': migration028(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };

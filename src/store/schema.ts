@@ -49,6 +49,8 @@ export interface UsersTable {
   entitlement: Later<string | null>;
   /** counted up to end every console session of the user (migration 013) */
   console_generation: Later<number>;
+  /** en or nb: the language of the user's e-mail (migration 023); null: not known */
+  language: Later<string | null>;
   /** the user's passkeys, kept by triggers on passkeys (migration 010): never written directly */
   passkey_count: ColumnType<number, never, never>;
   /** the first successful sign-in (migration 028), for the adoption funnel */
@@ -280,6 +282,7 @@ export interface DB {
   saml_federation_entities: SamlFederationEntitiesTable;
   saml_sp_blocks: SamlSpBlocksTable;
   adoption_daily: AdoptionDailyTable;
+  mail_invitations: MailInvitationsTable;
 }
 
 /** An organization's adoption funnel as recorded on one day (UTC), migration 028 (src/store/adoption.ts). */
@@ -292,6 +295,21 @@ export interface AdoptionDailyTable {
   signed_in: number;
   with_passkey: number;
   passkey_only: number;
+}
+
+/** An invitation to create a first passkey, sent by e-mail (migration 023). */
+export interface MailInvitationsTable {
+  id: Generated<number>;
+  org_id: number;
+  user_id: number;
+  /** the recovery link the latest message carries */
+  recovery_link_id: number;
+  invited_at: number;
+  /** who invited: 'operator:<login>', 'user:<eppn>' */
+  invited_by: string;
+  /** a reminder goes this long after the invitation when the user has not acted; null: none */
+  remind_after_ms: number | null;
+  reminded_at: number | null;
 }
 
 /** A SAML federation whose signed metadata aggregate the service trusts (src/service-providers/federations.ts). */

@@ -152,6 +152,14 @@ const en = {
   'recovery.invalid':
     'This recovery link cannot be used: it has expired, has been used, or has been revoked. Ask your helpdesk for a new one.',
   'recovery.failed': 'The passkey was not created. Try again.',
+  'lost.link': 'Lost your passkey?',
+  'lost.title': 'Lost your passkey?',
+  'lost.intro':
+    'Give your username or e-mail address. If your organization allows it, we send a link to your e-mail address that lets you register a new passkey.',
+  'lost.identifier': 'Username or e-mail address',
+  'lost.submit': 'Send me a link',
+  'lost.sent':
+    'If an account with that name or address exists and may be recovered this way, a link is on its way to its e-mail address. It works once, for an hour. No message? Ask your helpdesk.',
   'password.title': 'Password',
   'password.current': 'Current password',
   'password.new': 'New password',
@@ -371,6 +379,14 @@ const nb: Record<MessageKey, string> = {
   'recovery.invalid':
     'Denne gjenopprettingslenken kan ikke brukes: den er utløpt, brukt eller trukket tilbake. Be brukerstøtten om en ny.',
   'recovery.failed': 'Passnøkkelen ble ikke opprettet. Prøv igjen.',
+  'lost.link': 'Mistet passnøkkelen?',
+  'lost.title': 'Mistet passnøkkelen?',
+  'lost.intro':
+    'Oppgi brukernavnet eller e-postadressen din. Tillater organisasjonen din det, sender vi en lenke til e-postadressen din som lar deg registrere en ny passnøkkel.',
+  'lost.identifier': 'Brukernavn eller e-postadresse',
+  'lost.submit': 'Send meg en lenke',
+  'lost.sent':
+    'Finnes det en konto med det navnet eller den adressen som kan gjenopprettes slik, er en lenke på vei til e-postadressen dens. Den virker én gang, i en time. Ingen melding? Spør brukerstøtten.',
   'password.title': 'Passord',
   'password.current': 'Nåværende passord',
   'password.new': 'Nytt passord',

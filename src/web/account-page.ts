@@ -26,6 +26,7 @@ import {
 import { withBrand } from '../ui/frame.ts';
 import { passkeySignIn, sendPasskeyOptions, withinCeremonyLimit } from './passkey-sign-in.ts';
 import type { SignedIn } from './session.ts';
+import { LOST_PASSKEY_PATH } from './lost-passkey.ts';
 
 /** What a section added to the account page gets to render with. */
 export interface AccountView {
@@ -133,7 +134,13 @@ function checkSignInCsrf(kit: Kit, request: FastifyRequest, reply: FastifyReply,
 /** Someone at an unattended, still signed-in browser must not add their own passkey or remove the user's. */
 export const recentlySignedIn = (kit: Kit, who: Who) => kit.now() - who.session.signedInAt <= RECENT_SIGN_IN_MS;
 
-function renderSignIn(kit: Kit, request: FastifyRequest, reply: FastifyReply, frame: Frame, failure?: SignInFailure) {
+async function renderSignIn(
+  kit: Kit,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  frame: Frame,
+  failure?: SignInFailure,
+) {
   const { csrf } = kit;
   const page = signInPage(frame, {
     subtitle: frame.t('signin.account'),
@@ -143,6 +150,7 @@ function renderSignIn(kit: Kit, request: FastifyRequest, reply: FastifyReply, fr
     passwordAction: '/account/login',
     passkeyAction: '/account/passkey',
     optionsUrl: '/account/passkey/options',
+    lostPasskey: (await kit.selfRecoveryOffered()) ? LOST_PASSKEY_PATH : undefined,
     signals: failure?.unknownCredential
       ? { rpId: kit.webauthn.rpId, unknownCredential: failure.unknownCredential }
       : undefined,

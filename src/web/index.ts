@@ -15,6 +15,7 @@ import { relatedOriginsRoute, staticPlugin } from './static.ts';
 import { devicePlugin } from './device-pages.ts';
 import { languageRoutes } from './language.ts';
 import { recoveryRoutes } from './recovery-page.ts';
+import { lostPasskeyRoutes } from './lost-passkey.ts';
 
 export { providerViews } from './provider-views.ts';
 export { deviceViews } from './device-pages.ts';
@@ -24,7 +25,7 @@ export { sendNotFound as notFoundPage } from './kit.ts';
 export { createBranding, wearSiteBrand } from '../ui/page-brand.ts';
 export type { WebDeps } from './kit.ts';
 
-function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<void>) {
+function pagesPlugin(kit: Kit, keys: WebDeps['keys'], accountRoutes: (app: FastifyInstance) => Promise<void>) {
   return async function pages(app: FastifyInstance) {
     // Pages are not part of the API document.
     app.addHook('onRoute', (route) => {
@@ -52,6 +53,7 @@ function pagesPlugin(kit: Kit, accountRoutes: (app: FastifyInstance) => Promise<
     await app.register(languageRoutes(kit));
     await app.register(interactionRoutes(kit));
     await app.register(recoveryRoutes(kit));
+    await app.register(lostPasskeyRoutes(kit, keys));
     await app.register(accountRoutes);
   };
 }
@@ -63,7 +65,7 @@ export function webPlugin(deps: WebDeps) {
   return async function web(app: FastifyInstance) {
     // Parses cookies and writes the browser-id cookie for the pages and the photo section alike.
     await app.register(cookie);
-    await app.register(pagesPlugin(kit, accountRoutes));
+    await app.register(pagesPlugin(kit, deps.keys, accountRoutes));
     // A sibling of the pages, not inside them: its multipart parser stays scoped to it, and its
     // failures other than the ones it answers itself go to the service's error handler.
     await app.register(photo.plugin);

@@ -1,6 +1,7 @@
 // oidc-provider interactions: sign-in (passkey or password) and consent, under
 // /interaction/<uid>, where the provider's interaction cookie is scoped. Each route is a short
 // list of the named steps below; a step that answers the request itself returns undefined or false.
+import { LOST_PASSKEY_PATH } from './lost-passkey.ts';
 import { giveConsent } from '../clients/consents.ts';
 import { userActor } from '../audit/index.ts';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -66,6 +67,7 @@ async function renderSignIn(kit: Kit, request: Req, reply: FastifyReply, loaded:
     passkeyAction: `/interaction/${uid}/passkey`,
     optionsUrl: `/interaction/${uid}/passkey/options`,
     cancelAction: `/interaction/${uid}/abort`,
+    lostPasskey: (await kit.selfRecoveryOffered()) ? LOST_PASSKEY_PATH : undefined,
     signals: failure?.unknownCredential
       ? { rpId: kit.webauthn.rpId, unknownCredential: failure.unknownCredential }
       : undefined,

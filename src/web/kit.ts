@@ -22,6 +22,7 @@ import { messagePage, type Frame } from './pages.ts';
 import type { MessageKey } from '../ui/i18n.ts';
 import type { Branding } from '../ui/page-brand.ts';
 import { frameFor } from '../ui/frame.ts';
+import { anySelfRecovery } from '../store/mail.ts';
 
 export { clientKey };
 
@@ -45,7 +46,25 @@ export interface Kit {
   sessions: Sessions;
   webauthn: WebAuthn;
   limits: { ip: RateLimit; account: RateLimit; ceremonies: RateLimit };
+  /** whether the sign-in pages offer "Lost your passkey?" (a mail server, and an organization allowing it) */
+  selfRecoveryOffered: () => Promise<boolean>;
   now: () => number;
+}
+
+/** How long the answer to "does any organization offer self-service recovery" is kept. */
+const SELF_RECOVERY_CHECK_MS = 30_000;
+
+function selfRecoveryCheck(deps: WebDeps, now: () => number): () => Promise<boolean> {
+  let known: { at: number; offered: Promise<boolean> } | undefined;
+  return () => {
+    if (deps.config.smtpUrl === undefined) return Promise.resolve(false);
+    if (!known || now() - known.at > SELF_RECOVERY_CHECK_MS) {
+      const offered = anySelfRecovery(deps.store.db);
+      known = { at: now(), offered };
+      offered.catch(() => (known = undefined));
+    }
+    return known.offered;
+  };
 }
 
 export function createKit(deps: WebDeps): Kit {
@@ -64,6 +83,7 @@ export function createKit(deps: WebDeps): Kit {
       // Every sign-in page asks for a challenge; allow well above the attempt budget.
       ceremonies: rateLimit(deps.store, 'webauthn-options', deps.config.loginRateLimitIp * 10, LOGIN_WINDOW_MS, now),
     },
+    selfRecoveryOffered: selfRecoveryCheck(deps, now),
     now,
   };
 }

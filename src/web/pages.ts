@@ -69,6 +69,8 @@ export interface SignInView {
   optionsUrl: string;
   cancelAction?: string;
   signals?: Signals;
+  /** where "Lost your passkey?" leads, when self-service recovery is offered */
+  lostPasskey?: string;
 }
 
 function passwordForm(t: Translate, action: string, csrf: CsrfField, username: string | undefined): Html {
@@ -98,9 +100,36 @@ ${
     ? html`<form method="post" action="${v.cancelAction}" class="inline">${hidden(v.csrf.field, v.csrf.token)}<button type="submit" class="link">${t('signin.cancel')}</button></form>`
     : html``
 }
+${v.lostPasskey ? html`<p class="hint"><a href="${v.lostPasskey}">${t('lost.link')}</a></p>` : html``}
 ${signalsElement(v.signals)}`;
   const scripts = ['/static/webauthn-browser.js', '/static/sign-in.js'];
   return layout(frame, t('signin.title'), body, v.signals ? [...scripts, '/static/signals.js'] : scripts);
+}
+
+export interface LostPasskeyView {
+  csrf: CsrfField;
+  action: string;
+  /** shown instead of the form once a request was made */
+  sent?: boolean;
+}
+
+/** Self-service recovery: the same page answers whether the account exists or not. */
+export function lostPasskeyPage(frame: Frame, v: LostPasskeyView): string {
+  const { t } = frame;
+  const body = v.sent
+    ? html`
+<h1>${t('lost.title')}</h1>
+<p role="status">${t('lost.sent')}</p>`
+    : html`
+<h1>${t('lost.title')}</h1>
+<p>${t('lost.intro')}</p>
+<form method="post" action="${v.action}">
+${hidden(v.csrf.field, v.csrf.token)}
+<label for="identifier">${t('lost.identifier')}</label>
+<input id="identifier" name="identifier" type="text" inputmode="email" autocomplete="username" autocapitalize="none" autocorrect="off" spellcheck="false" required maxlength="320">
+<button type="submit" class="primary">${t('lost.submit')}</button>
+</form>`;
+  return layout(frame, t('lost.title'), body);
 }
 
 export interface ConsentView {

@@ -30,6 +30,8 @@ export interface PasskeyPolicy {
   passkeyOnly: boolean;
   /** what becomes of a user's passkeys when provisioning (SCIM) deactivates them */
   onDeactivate: 'keep' | 'delete';
+  /** 'email': a user who lost their passkey may have a recovery link sent to their address (docs/email.md) */
+  selfRecovery: 'email' | 'off';
 }
 
 export const DEFAULT_POLICY: PasskeyPolicy = {
@@ -41,6 +43,7 @@ export const DEFAULT_POLICY: PasskeyPolicy = {
   passkeyUpgrade: true,
   passkeyOnly: false,
   onDeactivate: 'keep',
+  selfRecovery: 'off',
 };
 
 interface StoredPolicy {
@@ -52,6 +55,7 @@ interface StoredPolicy {
   passkey_upgrade?: boolean;
   passkey_only?: boolean;
   on_deactivate?: 'keep' | 'delete';
+  self_recovery?: 'email' | 'off';
 }
 
 export function parsePolicy(stored: string | null | undefined): PasskeyPolicy {
@@ -66,6 +70,7 @@ export function parsePolicy(stored: string | null | undefined): PasskeyPolicy {
     passkeyUpgrade: p.passkey_upgrade ?? DEFAULT_POLICY.passkeyUpgrade,
     passkeyOnly: p.passkey_only === true,
     onDeactivate: p.on_deactivate === 'delete' ? 'delete' : 'keep',
+    selfRecovery: p.self_recovery === 'email' ? 'email' : 'off',
   };
 }
 
@@ -80,6 +85,7 @@ export function policyJson(policy: PasskeyPolicy): Required<StoredPolicy> {
     passkey_upgrade: policy.passkeyUpgrade,
     passkey_only: policy.passkeyOnly,
     on_deactivate: policy.onDeactivate,
+    self_recovery: policy.selfRecovery,
   };
 }
 

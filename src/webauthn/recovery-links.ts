@@ -41,10 +41,23 @@ export interface NewRecoveryLink {
   delete_others: boolean;
 }
 
+/** Why a link is made when it is not handed over by whoever made it: it goes out by e-mail. */
+export type LinkPurpose = 'invitation' | 'reminder' | 'self-recovery';
+
+/** Runs in the link's transaction: what else the link is made for (the message that carries it). */
+export type WithLink = (trx: Transaction<DB>, link: NewRecoveryLink & { token: string }, user: User) => Promise<void>;
+
 export async function createRecoveryLink(
   store: Store,
   publicUrl: string,
-  input: { eppn: string; ttlMs?: number; deleteOthers?: boolean; /** the user must be of it */ orgId?: number },
+  input: {
+    eppn: string;
+    ttlMs?: number;
+    deleteOthers?: boolean;
+    /** the user must be of it */ orgId?: number;
+    purpose?: LinkPurpose;
+    within?: WithLink;
+  },
   { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<NewRecoveryLink> {
   const ttl = input.ttlMs ?? DEFAULT_RECOVERY_TTL_MS;
@@ -76,15 +89,18 @@ export async function createRecoveryLink(
         recovery_link: id,
         expires_at: iso(row.expires_at),
         delete_others: input.deleteOthers === true,
+        ...(input.purpose ? { purpose: input.purpose } : {}),
       };
       await recordAudit(trx, { action: 'recovery_link.create', actor, at: now, orgId: user.org_id, eppn, details });
-      return {
+      const link = {
         id,
         eppn,
         url: `${publicUrl}${RECOVERY_PATH}${token}`,
         expires_at: iso(row.expires_at),
         delete_others: input.deleteOthers === true,
       };
+      await input.within?.(trx, { ...link, token }, user);
+      return link;
     }),
   );
 }

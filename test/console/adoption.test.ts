@@ -18,6 +18,7 @@ import {
 import { passkeyRow } from '../passkey-admin/fixtures.ts';
 import { insertPasskeys } from '../../src/store/passkeys.ts';
 import { insertRecoveryLink } from '../../src/store/recovery-links.ts';
+import { insertInvitation } from '../../src/store/mail.ts';
 import { findUserByEppn, insertUsers, type User } from '../../src/store/directory.ts';
 import { adoptionHistory, dayOf, latestAdoption, recordAdoptionDay } from '../../src/store/adoption.ts';
 import { openStore } from '../../src/store/index.ts';
@@ -67,9 +68,10 @@ for (const dialect of dialects()) {
         passkeyRow(cara.id, 1),
         passkeyRow(olav.id, 2),
       ]);
-      for (const user of [dan, bea]) {
-        await insertRecoveryLink(ctx.store.db, {
-          token_hash: `hash-${user.eppn}`,
+      // dan invited twice (a second invitation), bea once; a helpdesk's recovery link for cara is no invitation
+      for (const user of [dan, dan, bea, cara]) {
+        const linkId = await insertRecoveryLink(ctx.store.db, {
+          token_hash: `hash-${user.eppn}-${Math.random()}`,
           user_id: user.id,
           org_id: 1,
           created_at: Date.now(),
@@ -79,6 +81,16 @@ for (const dialect of dialects()) {
           created_by: 'operator:cli',
           delete_others: 0,
         });
+        if (user !== cara)
+          await insertInvitation(ctx.store.db, {
+            org_id: 1,
+            user_id: user.id,
+            recovery_link_id: linkId,
+            invited_at: Date.now(),
+            invited_by: 'operator:cli',
+            remind_after_ms: null,
+            reminded_at: null,
+          });
       }
       const reader = await seedClient(ctx, { scopes: ['report.read'], orgs: [1, 2] });
       token = await clientToken(ctx, reader.clientId, reader.secret, 'report.read');

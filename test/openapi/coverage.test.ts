@@ -73,6 +73,7 @@ const NOT_DOCUMENTED: [prefix: string, why: string][] = [
   ['/brand/', 'the pages’ brand colours and logo'],
   ['/language/', 'the pages’ language switcher'],
   ['/recover/', 'a recovery link’s page and its forms'],
+  ['/lost-passkey', '“Lost your passkey?”: the self-service recovery page and its form (docs/email.md)'],
   ['/console', 'the staff console’s first page (docs/console.md); its actions’ API twins are documented under /2/'],
   ['/console/', 'the staff console’s pages, forms, downloads and script'],
   // SAML's browser bindings: the browser carries the message there and back (docs/saml.md); the

@@ -314,6 +314,7 @@ for (const dialect of dialects()) {
           passkey_upgrade: true,
           passkey_only: false,
           on_deactivate: 'keep',
+          self_recovery: 'off',
         },
       });
       const aaguid = 'CB69481E-8FF7-4039-93EC-0A2729A154A8';

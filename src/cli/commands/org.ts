@@ -1,4 +1,5 @@
 // `org` commands: organizations (realm = the part after @ in their users' eppn).
+import { requireMail } from '../../webauthn/invitations.ts';
 import { addOrganization, setOrganizationBrand } from '../../directory/index.ts';
 import { BrandError, brandColor, brandFooter, brandName, brandUrl, readLogoFile, type Brand } from '../../brand.ts';
 import { findOrganization, listOrganizations } from '../../store/directory.ts';
@@ -151,6 +152,12 @@ export const orgCommands: CommandDef[] = [
         value: '<keep|delete>',
         description: 'a user deactivated by provisioning (SCIM) keeps their passkeys (default) or loses them',
       },
+      'self-recovery': {
+        type: 'string',
+        value: '<email|off>',
+        description:
+          "'Lost your passkey?' on the sign-in page e-mails the user a recovery link (off by default; docs/email.md)",
+      },
       reset: { type: 'boolean', description: 'start from the defaults instead of the current policy' },
       show: { type: 'boolean', description: 'print the policy and change nothing' },
     },
@@ -158,6 +165,8 @@ export const orgCommands: CommandDef[] = [
       const orgId = intOption(id, 'org_id');
       const current = await loadPolicy(ctx.store.db, orgId);
       const changed = policyOptions(v, v.reset === true ? { ...DEFAULT_POLICY } : current);
+      if (v['self-recovery'] === 'email')
+        requireMail({ publicUrl: ctx.config.publicUrl, mail: ctx.config.smtpUrl !== undefined });
       if (v.show === true || !changed) {
         if (!(await findOrganization(ctx.store.db, orgId))) throw new AppError(404, `organization ${orgId} not found`);
         return showPolicy(ctx, orgId, current);
@@ -179,6 +188,11 @@ function keepOrDelete(value: unknown): 'keep' | 'delete' | undefined {
   throw new AppError(400, '--on-deactivate must be keep or delete');
 }
 
+function emailOrOff(value: unknown): 'email' | 'off' | undefined {
+  if (value === undefined || value === 'email' || value === 'off') return value;
+  throw new AppError(400, '--self-recovery must be email or off');
+}
+
 /** The policy the options make from base; undefined when no option changes anything. */
 function policyOptions(v: Record<string, unknown>, base: PasskeyPolicy): PasskeyPolicy | undefined {
   const list = (name: string) => (Array.isArray(v[name]) ? (v[name] as string[]).map(aaguidOption) : undefined);
@@ -191,6 +205,7 @@ function policyOptions(v: Record<string, unknown>, base: PasskeyPolicy): Passkey
     passkeyUpgrade: onOff(v['passkey-upgrade'], 'passkey-upgrade'),
     passkeyOnly: onOff(v['passkey-only'], 'passkey-only'),
     onDeactivate: keepOrDelete(v['on-deactivate']),
+    selfRecovery: emailOrOff(v['self-recovery']),
   };
   const given = Object.entries(changes).filter(([, value]) => value !== undefined);
   if (given.length === 0 && v.reset !== true) return undefined;
