@@ -22,6 +22,7 @@ import { roleCommands } from './commands/role.ts';
 import { mdsCommands } from './commands/mds.ts';
 import { scimCommands } from './commands/scim.ts';
 import { samlCommands } from './commands/saml.ts';
+import { ldapCommands } from './commands/ldap.ts';
 
 export type { Io } from './command.ts';
 
@@ -39,6 +40,7 @@ export const COMMANDS: CommandDef[] = [
   ...mdsCommands,
   ...scimCommands,
   ...samlCommands,
+  ...ldapCommands,
 ];
 
 /** `serve` starts the service (src/command-line.ts); it is listed here so help and argument checks cover it. */

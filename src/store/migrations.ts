@@ -6,6 +6,7 @@ import { migration011 } from './migrations-provisioning.ts';
 import { migration017, migration021 } from './migrations-service-providers.ts';
 import { migration018 } from './migrations-saml-sso.ts';
 import { migration020 } from './migrations-saml-sp-blocks.ts';
+import { migration025 } from './migrations-ldap.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -183,6 +184,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '019_saml_federations': migration019(dialect),
     '020_saml_sp_blocks': migration020(),
     '021_federation_signed_requests': migration021(),
+    '025_ldap_directories': migration025(dialect),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   // Kysely runs the pending migrations and their records in schema_migrations in one transaction
