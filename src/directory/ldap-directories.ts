@@ -11,7 +11,14 @@ import * as repo from '../store/ldap.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { iso } from '../time.ts';
-import { DEFAULT_MAPPING, filterProblem, type DirectorySettings, type Mapping } from './ldap-client.ts';
+import {
+  checkDirectoryPassword,
+  DEFAULT_MAPPING,
+  DirectoryUnavailable,
+  filterProblem,
+  type DirectorySettings,
+  type Mapping,
+} from './ldap-client.ts';
 import { IMPORT_COLUMNS, type ImportColumn } from './user-import-file.ts';
 
 export const ON_MISSING = ['disable', 'remove', 'keep'] as const;
@@ -284,4 +291,36 @@ export async function removeLdapDirectory(store: Store, id: number, { actor = SY
     await recordAudit(trx, { action: 'ldap.remove', actor, at: now, subject: `ldap:${id}`, orgId, details });
     return { id, org_id: orgId, url: d.url, users };
   });
+}
+
+export type DirectoryPasswordVerdict = 'valid' | 'invalid' | 'unavailable' | 'not-applicable';
+
+/**
+ * A sign-in's password checked against the directory the user came from, when they have no
+ * password of their own and that directory checks passwords (docs/ldap.md). The password is
+ * never stored: it goes to the directory in a bind and nowhere else. An empty one is refused
+ * here, before any connection (a directory takes it for an anonymous bind, which succeeds).
+ */
+export async function checkPasswordWithDirectory(
+  store: Store,
+  keys: Keyring,
+  user: { id: number; eppn: string; password_hash: string | null },
+  password: string,
+): Promise<DirectoryPasswordVerdict> {
+  if (user.password_hash !== null) return 'not-applicable';
+  const entry = await repo.findLdapEntryOfUser(store.db, Number(user.id));
+  if (!entry) return 'not-applicable';
+  const d = await repo.findLdapDirectory(store.db, Number(entry.directory_id));
+  if (!d || d.password_check !== 1) return 'not-applicable';
+  if (typeof password !== 'string' || password.length === 0) return 'invalid';
+  try {
+    return await checkDirectoryPassword(
+      directorySettings(keys, d),
+      { eppn: user.eppn, externalId: entry.external_id },
+      password,
+    );
+  } catch (err) {
+    if (err instanceof DirectoryUnavailable) return 'unavailable';
+    throw err;
+  }
 }

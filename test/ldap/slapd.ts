@@ -123,7 +123,7 @@ function slapdConf(dir: string, tls?: { cert: string; key: string }): string {
     'modulepath /usr/lib/ldap',
     'moduleload back_mdb',
     // An empty password is an anonymous bind that succeeds, as Active Directory has it.
-    'allow bind_anon_cred',
+    'allow bind_anon_dn',
     ...(tls ? [`TLSCertificateFile ${tls.cert}`, `TLSCertificateKeyFile ${tls.key}`] : []),
     'database mdb',
     'maxsize 1073741824',
