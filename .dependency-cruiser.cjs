@@ -31,7 +31,10 @@ module.exports = {
       severity: 'error',
       comment: 'features never import each other; what two features need moves down a layer',
       from: { path: '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events|saml-idp|ldap)/' },
-      to: { path: '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events|saml-idp|ldap)/', pathNot: '^src/$1/' },
+      to: {
+        path: '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events|saml-idp|ldap)/',
+        pathNot: '^src/$1/',
+      },
     },
     {
       name: 'database-outside-store',
