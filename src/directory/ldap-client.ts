@@ -138,6 +138,13 @@ export function userFilter(filter: string): Filter {
 /** Parses an LDAP filter (RFC 4515); a message when it is not one. */
 export function filterProblem(filter: string): string | undefined {
   if (!filter.startsWith('(') || !filter.endsWith(')')) return 'must be in parentheses, e.g. (objectClass=person)';
+  // A parenthesis in a value is escaped (\28, \29): every one is structure, and the filter is one whole.
+  let depth = 0;
+  for (let i = 0; i < filter.length; i++) {
+    depth += filter[i] === '(' ? 1 : filter[i] === ')' ? -1 : 0;
+    if (depth < 0 || (depth === 0 && i < filter.length - 1)) return 'has unbalanced parentheses';
+  }
+  if (depth !== 0) return 'has unbalanced parentheses';
   try {
     FilterParser.parseString(filter);
     return undefined;
