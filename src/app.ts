@@ -36,6 +36,7 @@ import { providerOpenApiPaths } from './oauth/openapi-paths.ts';
 import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
 import { eventsPlugin } from './events/index.ts';
+import { ldapPlugin } from './ldap/index.ts';
 import { consolePlugin } from './console/index.ts';
 import { scimPlugin } from './scim/index.ts';
 import { samlIdpPlugin, samlLogoutHook } from './saml-idp/index.ts';
@@ -229,6 +230,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(scimPlugin({ config, store, verifier, now }));
   await app.register(samlIdpPlugin({ config, store, keys, provider, now, logoUrl: branding.site.logo }));
   await app.register(eventsPlugin({ config, store, keys, verifier, keyManager, now }));
+  await app.register(ldapPlugin({ store, keys, now }));
   await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 
   return { app, keyManager, verifier, provider, compileSchemas: schemas.compileAll };

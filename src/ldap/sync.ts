@@ -40,6 +40,8 @@ export interface SyncOptions {
   dryRun?: boolean;
   /** read the whole directory even when an incremental run would do */
   full?: boolean;
+  /** the periodic sync: run only if the directory's sync is still due at this time */
+  dueAt?: number;
   /** told after every page */
   onProgress?(progress: { entries: number; created: number; updated: number }): void;
 }
@@ -380,7 +382,7 @@ export async function syncLdapDirectory(
   if (!org) throw notFound(`organization ${directory.org_id} does not exist`);
   const dryRun = options.dryRun === true;
   const owner = randomUUID();
-  if (!dryRun && !(await repo.claimLdapLease(store.db, id, owner, now, now + LEASE_MS)))
+  if (!dryRun && !(await repo.claimLdapLease(store.db, id, owner, Date.now(), Date.now() + LEASE_MS, options.dueAt)))
     throw conflict(`a sync of LDAP directory ${id} is already running`);
   const run: Run = {
     ...{ directory, org, summary: emptySummary(id, dryRun), seen: new Set<string>(), write: !dryRun },

@@ -58,14 +58,29 @@ export async function dueLdapDirectories(db: Q, now: number): Promise<LdapDirect
   return rows.filter((d) => d.last_sync_at === null || Number(d.last_sync_at) + Number(d.sync_every_ms) <= now);
 }
 
-/** Takes the directory's sync lease when no one holds it (or theirs ran out); true when taken. */
-export async function claimLdapLease(db: Q, id: number, owner: string, now: number, until: number): Promise<boolean> {
-  const result = await db
+/**
+ * Takes the directory's sync lease when no one holds it (or theirs ran out); true when taken.
+ * With `dueAt`, only while its periodic sync is due then: a run another instance finished
+ * meanwhile is not repeated.
+ */
+export async function claimLdapLease(
+  db: Q,
+  id: number,
+  owner: string,
+  now: number,
+  until: number,
+  dueAt?: number,
+): Promise<boolean> {
+  let query = db
     .updateTable('ldap_directories')
     .set({ lease_until: until, lease_owner: owner })
     .where('id', '=', id)
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-    .executeTakeFirst();
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]));
+  if (dueAt !== undefined)
+    query = query.where((eb) =>
+      eb.or([eb('last_sync_at', 'is', null), eb(eb('last_sync_at', '+', eb.ref('sync_every_ms')), '<=', dueAt)]),
+    );
+  const result = await query.executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
