@@ -26,6 +26,7 @@ import {
   type DirectoryRecord,
 } from '../directory/ldap-client.ts';
 import { disableUser, enableUser, removeUser } from '../oauth/account-lifecycle.ts';
+import { recordingRefusals, requireWeaker } from '../directory/roles.ts';
 
 /** Every FULL_EVERY-th run reads the whole directory: deletions and entries leaving the filter show only then. */
 export const FULL_EVERY = 24;
@@ -153,6 +154,9 @@ async function updateUser(
   const renamed = user.eppn !== record.eppn;
   let current = user;
   if (Object.keys(changed).length > 0 || renamed) {
+    // The directory changes its people, never a staff member's account (directory/roles.ts), as SCIM.
+    const at = run.change.now;
+    await recordingRefusals(store, () => requireWeaker(store.db, run.change.actor, user, 'user.update', at));
     if (run.write)
       current = await changeProvisionedUser(
         store,

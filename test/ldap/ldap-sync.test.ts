@@ -216,6 +216,19 @@ for (const dialect of dialects()) {
       assert.equal(audit.length, 1);
     });
 
+    it("an operator's account is not changed by the directory: refused, recorded, reported", async () => {
+      const granted = await cli(k.db.url, ['role', 'grant', 'user00020@example.org', 'operator']);
+      assert.equal(granted.code, 0, granted.err);
+      k.slapd.modify(
+        `dn: uid=user00020,${PEOPLE}\nchangetype: modify\nreplace: userPrincipalName\nuserPrincipalName: boss@example.org\n`,
+      );
+      const s = await sync(k, id);
+      assert.equal(s.rejected, 1);
+      assert.ok(await findUserByEppn(k.store.db, 'user00020@example.org'), 'not renamed');
+      const refused = await listAuditEvents(k.store.db, { action: 'access.refused', limit: 5 });
+      assert.equal(refused.length, 1);
+    });
+
     it('a run already holding the directory keeps a second one out', async () => {
       const first = syncLdapDirectory(k.store, keys, id, { full: true });
       const second = syncLdapDirectory(k.store, keys, id, { full: true }).then(
