@@ -137,8 +137,11 @@ async function createUser(store: Store, run: Run, record: DirectoryRecord): Prom
   );
   const entry = { directory_id: Number(run.directory.id), external_id: record.externalId, user_id: Number(user.id) };
   const link: repo.LdapEntry = { ...entry, dn: record.dn, disabled_by_directory: 0 };
-  await setDisabled(store, run, link, user, record.disabled);
-  if (record.disabled) run.summary.disabled--; // counted as created
+  // A user whose entry is disabled is created disabled: counted as created only.
+  if (record.disabled) {
+    await disableUser(store, user.eppn, run.change);
+    link.disabled_by_directory = 1;
+  }
   await repo.saveLdapEntry(store.db, link);
 }
 
@@ -156,7 +159,9 @@ async function updateUser(
   if (Object.keys(changed).length > 0 || renamed) {
     // The directory changes its people, never a staff member's account (directory/roles.ts), as SCIM.
     const at = run.change.now;
-    await recordingRefusals(store, () => requireWeaker(store.db, run.change.actor, user, 'user.update', at));
+    const check = () => requireWeaker(store.db, run.change.actor, user, 'user.update', at);
+    // a dry run reports the refusal without recording it
+    await (run.write ? recordingRefusals(store, check) : check());
     if (run.write)
       current = await changeProvisionedUser(
         store,

@@ -222,6 +222,9 @@ for (const dialect of dialects()) {
       k.slapd.modify(
         `dn: uid=user00020,${PEOPLE}\nchangetype: modify\nreplace: userPrincipalName\nuserPrincipalName: boss@example.org\n`,
       );
+      const dry = await sync(k, id, '--dry-run');
+      assert.equal(dry.rejected, 1);
+      assert.equal((await listAuditEvents(k.store.db, { action: 'access.refused', limit: 5 })).length, 0);
       const s = await sync(k, id);
       assert.equal(s.rejected, 1);
       assert.ok(await findUserByEppn(k.store.db, 'user00020@example.org'), 'not renamed');
