@@ -7,7 +7,7 @@ const SHARED =
   '^src/(config|errors|time|crypto|brand|authenticators)\\.ts$|^src/(vocabulary|http|ui|saml/xml|saml/metadata)/';
 const DOMAIN = '^src/(directory|clients|webauthn|audit|service-providers)/';
 const OAUTH = '^src/oauth/';
-const FEATURES = '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events|saml-idp)/';
+const FEATURES = '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events|saml-idp|ldap)/';
 const COMPOSITION = '^src/(app|main|command-line|cluster)\\.ts$|^src/cli/';
 
 const above = (name, from, higher) => ({
@@ -30,8 +30,11 @@ module.exports = {
       name: 'feature-imports-feature',
       severity: 'error',
       comment: 'features never import each other; what two features need moves down a layer',
-      from: { path: '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events|saml-idp)/' },
-      to: { path: '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events|saml-idp)/', pathNot: '^src/$1/' },
+      from: { path: '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events|saml-idp|ldap)/' },
+      to: {
+        path: '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events|saml-idp|ldap)/',
+        pathNot: '^src/$1/',
+      },
     },
     {
       name: 'database-outside-store',

@@ -38,6 +38,7 @@ import { passkeyAdminPlugin } from './passkey-admin/index.ts';
 import { checkuserPlugin } from './checkuser/index.ts';
 import { eventsPlugin } from './events/index.ts';
 import { enableSecurityNotifications } from './audit/notifications.ts';
+import { ldapPlugin } from './ldap/index.ts';
 import { consolePlugin } from './console/index.ts';
 import { scimPlugin } from './scim/index.ts';
 import { samlIdpPlugin, samlLogoutHook } from './saml-idp/index.ts';
@@ -234,6 +235,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(scimPlugin({ config, store, verifier, now }));
   await app.register(samlIdpPlugin({ config, store, keys, provider, now, logoUrl: branding.site.logo }));
   await app.register(eventsPlugin({ config, store, keys, verifier, keyManager, now }));
+  await app.register(ldapPlugin({ store, keys, now }));
   await app.register(webPlugin({ config, store, keys, provider, now, branding }));
 
   return { app, keyManager, verifier, provider, compileSchemas: schemas.compileAll };

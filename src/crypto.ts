@@ -28,6 +28,8 @@ export interface Keyring {
   dpopNonce: Buffer;
   /** AES-256-GCM key for webhook secrets and push streams' authorization headers at rest */
   eventSecrets: Buffer;
+  /** AES-256-GCM key for LDAP directories' service account passwords at rest */
+  directorySecrets: Buffer;
   /** AES-256-GCM key for console session cookies */
   consoleSession: Buffer;
   /** AES-256-GCM key for a SAML request waiting on the sign-in (the authorization request's state) */
@@ -49,6 +51,7 @@ export function keyring(secret: string): Keyring {
     csrf: createSecretKey(derive(secret, 'csrf')),
     dpopNonce: derive(secret, 'dpop-nonce'),
     eventSecrets: derive(secret, 'event-secrets'),
+    directorySecrets: derive(secret, 'directory-secrets'),
     consoleSession: derive(secret, 'console-session'),
     samlState: derive(secret, 'saml-state'),
     samlPairwise: createSecretKey(derive(secret, 'saml-pairwise')),

@@ -25,6 +25,7 @@ import { mdsCommands } from './commands/mds.ts';
 import { scimCommands } from './commands/scim.ts';
 import { samlCommands } from './commands/saml.ts';
 import { importCommands } from './commands/import.ts';
+import { ldapCommands } from './commands/ldap.ts';
 
 export type { Io } from './command.ts';
 
@@ -44,6 +45,7 @@ export const COMMANDS: CommandDef[] = [
   ...scimCommands,
   ...samlCommands,
   ...importCommands,
+  ...ldapCommands,
 ];
 
 /** `serve` starts the service (src/command-line.ts); it is listed here so help and argument checks cover it. */

@@ -101,7 +101,7 @@ function text(v: string | string[] | null | undefined): string | null | undefine
 }
 
 /** The file's fields as directory attributes: absent is left alone, empty clears (but never the name or external_id). */
-function attributesOf(f: ImportFields): DirectoryAttributes {
+export function attributesOf(f: ImportFields): DirectoryAttributes {
   const given = nonEmpty(f.given_name);
   const family = nonEmpty(f.family_name);
   const composed = given || family ? [given, family].filter(Boolean).join(' ') : undefined;

@@ -27,8 +27,8 @@ function figures(eb: ExpressionBuilder<DB, never>, orgId: number) {
   return [
     users().as('users'),
     users()
-      .where(({ exists, selectFrom }) =>
-        exists(selectFrom('mail_invitations as i').select('i.id').whereRef('i.user_id', '=', 'users.id')),
+      .where((w) =>
+        w.exists(w.selectFrom('mail_invitations as i').select('i.id').whereRef('i.user_id', '=', 'users.id')),
       )
       .as('invited'),
     users()

@@ -8,6 +8,7 @@ import { migration018 } from './migrations-saml-sso.ts';
 import { migration020 } from './migrations-saml-sp-blocks.ts';
 import { migration023 } from './migrations-mail.ts';
 import { migration028 } from './migrations-adoption.ts';
+import { migration025 } from './migrations-ldap.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -186,6 +187,7 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '020_saml_sp_blocks': migration020(),
     '021_federation_signed_requests': migration021(),
     '023_mail': migration023(dialect),
+    '025_ldap_directories': migration025(dialect),
     '028_adoption': migration028(),
   };
   const provider: MigrationProvider = { getMigrations: async () => migrations };

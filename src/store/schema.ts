@@ -273,6 +273,8 @@ export interface DB {
   groups: GroupsTable;
   group_members: GroupMembersTable;
   scim_tokens: ScimTokensTable;
+  ldap_directories: LdapDirectoriesTable;
+  ldap_entries: LdapEntriesTable;
   service_providers: ServiceProvidersTable;
   saml_keys: SamlKeysTable;
   saml_request_ids: SamlRequestIdsTable;
@@ -399,6 +401,53 @@ export interface ScimTokensTable {
   created_by: string;
   last_used_at: number | null;
   revoked_at: number | null;
+}
+
+/** An organization's LDAP directory (docs/ldap.md): where it is, how it is read, its sync state. */
+export interface LdapDirectoriesTable {
+  id: Generated<number>;
+  org_id: number;
+  /** ldaps:// or ldap:// (with starttls) */
+  url: string;
+  starttls: number;
+  /** the CA certificates (PEM) the directory's certificate is verified against; null: the system's */
+  ca_pem: string | null;
+  bind_dn: string;
+  /** the service account's password, sealed under IDP_SECRET */
+  bind_password: string;
+  base_dn: string;
+  filter: string;
+  /** JSON: the import's column names to LDAP attribute names */
+  mapping: string;
+  groups_base_dn: string | null;
+  sync_every_ms: number | null;
+  /** disable, remove or keep */
+  on_missing: string;
+  password_check: number;
+  created_at: number;
+  created_by: string;
+  /** where the next incremental run starts: a modifyTimestamp ('m:<generalized time>') or a uSNChanged ('u:<n>') */
+  high_water: string | null;
+  runs_since_full: number;
+  last_full_at: number | null;
+  last_sync_at: number | null;
+  /** ok or failed */
+  last_sync_status: string | null;
+  /** JSON: the last run's counts, or its error */
+  last_sync_summary: string | null;
+  /** a running sync holds the directory until then */
+  lease_until: number | null;
+  lease_owner: string | null;
+}
+
+/** A user an LDAP directory provides, by the entry's stable id (objectGUID or entryUUID). */
+export interface LdapEntriesTable {
+  directory_id: number;
+  external_id: string;
+  user_id: number;
+  dn: string;
+  /** the sync disabled the user (the entry disabled or gone): a sync may enable them again, nothing else */
+  disabled_by_directory: number;
 }
 
 /** A staff role: helpdesk or org-admin in one organization, operator in all (org_id 0). */

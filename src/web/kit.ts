@@ -13,6 +13,7 @@ import { AppError } from '../errors.ts';
 import { normalizeEppn, setPassword } from '../directory/index.ts';
 import { userActor } from '../audit/index.ts';
 import { verifyPassword } from '../directory/passwords.ts';
+import { checkPasswordWithDirectory, type DirectoryPasswordVerdict } from '../directory/ldap-directories.ts';
 import { findUserByEppn, type User } from '../store/directory.ts';
 import { createWebAuthn, type WebAuthn } from '../webauthn/ceremonies.ts';
 import { createCsrf, type Csrf } from '../ui/csrf.ts';
@@ -49,6 +50,8 @@ export interface Kit {
   /** whether the sign-in pages offer "Lost your passkey?" (a mail server, and an organization allowing it) */
   selfRecoveryOffered: () => Promise<boolean>;
   now: () => number;
+  /** keys for what is sealed at rest (an LDAP directory's service account password) */
+  keys: Keyring;
 }
 
 /** How long the answer to "does any organization offer self-service recovery" is kept. */
@@ -85,6 +88,7 @@ export function createKit(deps: WebDeps): Kit {
     },
     selfRecoveryOffered: selfRecoveryCheck(deps, now),
     now,
+    keys: deps.keys,
   };
 }
 
@@ -203,7 +207,15 @@ export async function passwordSignIn(
   if (accountRetry)
     return { ok: false, status: 429, error: 'error.rate_limited', username: rawUsername, retryAfter: accountRetry };
   const user = await findUserByEppn(kit.store.db, eppn);
-  const { valid, outdated } = await checkPassword(kit, { ip, eppn }, password, user);
+  const verdict = await checkPassword(kit, { ip, eppn }, password, user);
+  let { valid, outdated } = verdict;
+  if (!valid && user && user.password_hash === null) {
+    const directory = await directoryPassword(kit, request, { ip, eppn }, user, password);
+    if (directory === 'unavailable')
+      return { ok: false, status: 401, error: 'error.credentials', username: rawUsername };
+    // the directory's password is never stored: nothing to rehash
+    if (directory === 'valid') [valid, outdated] = [true, false];
+  }
   const attempt = { method: 'password' as const, clientId, user, username: eppn };
   // Where the organization makes users with a passkey passkey-only, their password fails exactly
   // like a wrong one: nothing tells others which accounts have passkeys.
@@ -222,6 +234,27 @@ export async function passwordSignIn(
   await signInAccepted(kit, request, { ...attempt, user }, AMR_PASSWORD);
   if (outdated) await rehash(kit, request, user, password);
   return { ok: true, user };
+}
+
+/**
+ * A user without a password of their own, provided by an LDAP directory that checks passwords,
+ * signs in with the directory's (docs/ldap.md). A directory that cannot be reached in time is the
+ * usual refusal, logged; the attempt is given back to both counters, as nothing was checked.
+ */
+async function directoryPassword(
+  kit: Kit,
+  request: FastifyRequest,
+  keys: { ip: string; eppn: string },
+  user: User,
+  password: string,
+): Promise<DirectoryPasswordVerdict> {
+  const verdict = await checkPasswordWithDirectory(kit.store, kit.keys, user, password);
+  if (verdict === 'unavailable') {
+    request.log.warn({ event: 'ldap.unavailable', org_id: user.org_id }, 'the LDAP directory did not answer a sign-in');
+    await kit.limits.ip.refund(keys.ip);
+    await kit.limits.account.refund(keys.eppn);
+  }
+  return verdict;
 }
 
 /**
