@@ -159,9 +159,9 @@ function migration002(): Migration {
   };
 }
 
-/** Runs the migrations not yet run, all of them or (tests of a migration's backfill) up to and including `upTo`. */
-export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string): Promise<string[]> {
-  const migrations: Record<string, Migration> = {
+/** Every migration, by name; Kysely runs them in the order of their names. */
+function allMigrations(dialect: Dialect): Record<string, Migration> {
+  return {
     '001_initial': migration001(dialect),
     '002_lookup_indexes': migration002(),
     '003_logout': migration003(dialect),
@@ -184,6 +184,16 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '020_saml_sp_blocks': migration020(),
     '021_federation_signed_requests': migration021(),
   };
+}
+
+/** The names of the migrations this code knows, in order: the last is the schema version it expects. */
+export function migrationNames(): string[] {
+  return Object.keys(allMigrations('sqlite')).sort();
+}
+
+/** Runs the migrations not yet run, all of them or (tests of a migration's backfill) up to and including `upTo`. */
+export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string): Promise<string[]> {
+  const migrations = allMigrations(dialect);
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   // Kysely runs the pending migrations and their records in schema_migrations in one transaction
   // where the dialect's adapter declares transactional DDL: PostgreSQL's does, and so does ours for
