@@ -1,6 +1,7 @@
 // `backup <file>`, `backup verify <file>`, `restore <file>`: SQLite backups (docs/backup.md). They run
 // without opening the store through the service's code: a backup reads the live file, a restore
 // writes into a stopped service's data directory, and a verification needs no settings at all.
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../../config.ts';
 import { keyring, loadSecret } from '../../crypto.ts';
@@ -41,6 +42,7 @@ function secretLocation(config: Config): string {
 }
 
 function damaged(file: string, err: unknown): never {
+  if (!existsSync(file)) throw badRequest(`${file} does not exist`);
   if (err instanceof BackupError) throw badRequest(`${file} is damaged: ${err.message}`);
   throw err;
 }
