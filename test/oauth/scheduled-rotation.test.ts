@@ -15,7 +15,15 @@ import {
   SIGNING_ALGS,
   type KeyTiming,
 } from '../../src/oauth/keys.ts';
-import { dialects, migratedDatabase, TEST_SECRET, type TestDatabase } from '../helpers.ts';
+import {
+  dialects,
+  freshDatabase,
+  migratedDatabase,
+  spawnService,
+  TEST_SECRET,
+  type ServiceProcess,
+  type TestDatabase,
+} from '../helpers.ts';
 
 const DAY = 86_400_000;
 const timing: KeyTiming = { activationDelayMs: 120_000, retentionMs: 3_900_000 };
@@ -92,6 +100,38 @@ for (const dialect of dialects()) {
       const kids = (await listSigningKeys(a.db)).map((r) => r.kid);
       for (const kid of Object.values(first)) assert.ok(!kids.includes(kid));
       assert.equal(kids.length, 4);
+    });
+  });
+}
+
+for (const dialect of dialects()) {
+  describe(`scheduled rotation in running services (${dialect})`, () => {
+    let database: TestDatabase;
+    const services: ServiceProcess[] = [];
+    after(async () => {
+      await Promise.all(services.map((s) => s.stop()));
+      await database?.drop();
+    });
+
+    it('two instances whose keys are past the schedule publish one new key per algorithm between them', async () => {
+      database = await freshDatabase(dialect);
+      const store = await openStore(database.url);
+      try {
+        const old = Date.now() - 91 * DAY;
+        await ensureSigningKeys(store, keys, old);
+      } finally {
+        await store.close();
+      }
+      const env = { DATABASE_URL: database.url, PUBLIC_URL: 'https://idp.rotation.test', KEY_REFRESH_INTERVAL: '1' };
+      services.push(...(await Promise.all([spawnService(env), spawnService(env)])));
+      const kids = async (s: ServiceProcess) =>
+        ((await (await fetch(`${s.url}/openid/jwks`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+      for (let i = 0; i < 100 && (await kids(services[0]!)).length < 4; i++)
+        await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 2500)); // both instances have checked again by now
+      const [one, two] = await Promise.all(services.map(kids));
+      assert.equal(one!.length, 4);
+      assert.deepEqual(new Set(one), new Set(two));
     });
   });
 }
