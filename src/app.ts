@@ -186,7 +186,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const keyManager = await startKeyManager(config, store, keys, app.log);
   app.addHook('onClose', async () => keyManager.stop());
   observeStore(app, store);
-  observeSigningKeys(app, { store, active: () => keyManager.current().active });
+  observeSigningKeys(app, {
+    store,
+    active: () => keyManager.current().active,
+    rotationDays: config.keyRotationDays,
+  });
   observeAdoption(app, store);
   const verifier = tokenVerifier(config, keys, keyManager, store);
   const provider = createProviderHolder({

@@ -36,6 +36,7 @@ export interface Config {
   paginationTokenTtl: number; // seconds
   deviceCodeTtl: number; // seconds a device authorization (device and user code) stays valid
   keyRefreshInterval: number; // seconds between checks for rotated signing keys
+  keyRotationDays: number; // age at which the signing keys are rotated; 0: only by `keys rotate`
   /** seconds without requests after which the service gives memory back (src/memory.ts); 0: never */
   memoryReleaseIdle: number;
   /** Fastify trustProxy: false, a hop count, or trusted proxy addresses/CIDR ranges */
@@ -563,6 +564,14 @@ export const SETTINGS: Setting[] = [
     1,
     3600,
     'Seconds between checks for signing keys rotated by another instance or the CLI (1-3600)',
+  ),
+  intSetting(
+    'KEY_ROTATION_DAYS',
+    'keyRotationDays',
+    90,
+    0,
+    3650,
+    'Age in days at which the signing keys are rotated by the service itself: the new keys are published two days before they sign, the old ones stay published until the tokens they signed have expired. 0: only `keys rotate` rotates (0-3650)',
   ),
   intSetting(
     'MEMORY_RELEASE_IDLE',

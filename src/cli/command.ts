@@ -95,6 +95,21 @@ export interface CommandDef extends CommandInfo {
   run(ctx: Ctx, values: Values, positionals: string[]): Promise<unknown>;
 }
 
+/** What a command that works on files, without the store or the secret, is given. */
+export interface BareCtx {
+  /** the settings; read only when the command asks (verifying a backup needs none) */
+  config(): Config;
+  json: boolean;
+  io: Io;
+  exitCode?: number;
+}
+
+/** A command that must not open the database (backups, restores into a stopped service). */
+export interface BareCommandDef extends CommandInfo {
+  bare: true;
+  run(ctx: BareCtx, values: Values, positionals: string[]): Promise<unknown>;
+}
+
 export function intOption(value: unknown, name: string): number {
   if (typeof value !== 'string' || !/^\d{1,15}$/.test(value) || Number(value) < 1)
     throw badRequest(`--${name} must be a positive integer (at most 15 digits)`);

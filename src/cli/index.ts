@@ -9,7 +9,7 @@ import { openStore, type Store } from '../store/index.ts';
 import { AppError } from '../errors.ts';
 import { assertSecretMatches } from '../oauth/keys.ts';
 import { operator } from '../audit/index.ts';
-import type { CommandDef, CommandInfo, Ctx, Io, OptionDef, Values } from './command.ts';
+import type { BareCommandDef, BareCtx, CommandDef, CommandInfo, Ctx, Io, OptionDef, Values } from './command.ts';
 import { orgCommands } from './commands/org.ts';
 import { userCommands } from './commands/user.ts';
 import { photoCommands } from './commands/photo.ts';
@@ -26,10 +26,12 @@ import { scimCommands } from './commands/scim.ts';
 import { samlCommands } from './commands/saml.ts';
 import { importCommands } from './commands/import.ts';
 import { ldapCommands } from './commands/ldap.ts';
+import { backupCommands } from './commands/backup.ts';
+import { appVersion } from '../package-files.ts';
 
 export type { Io } from './command.ts';
 
-export const COMMANDS: CommandDef[] = [
+export const COMMANDS: (CommandDef | BareCommandDef)[] = [
   ...orgCommands,
   ...userCommands,
   ...photoCommands,
@@ -46,6 +48,7 @@ export const COMMANDS: CommandDef[] = [
   ...samlCommands,
   ...importCommands,
   ...ldapCommands,
+  ...backupCommands,
 ];
 
 /** `serve` starts the service (src/command-line.ts); it is listed here so help and argument checks cover it. */
@@ -177,11 +180,12 @@ function say(io: Io, text: string, code: 0 | 2): number {
 }
 
 /** Finds the command named by argv; prints help or an error itself and returns an exit code otherwise. */
-function resolve(argv: string[], io: Io): { command: CommandDef; rest: string[] } | number {
+function resolve(argv: string[], io: Io): { command: CommandDef | BareCommandDef; rest: string[] } | number {
   const [first, second] = argv;
   const wantsHelp = (arg: string | undefined) => arg === '--help' || arg === '-h';
   if (first === undefined) return say(io, usage(), 2);
   if (first === 'help' || wantsHelp(first)) return say(io, usage(), 0);
+  if (first === '--version' && second === undefined) return say(io, appVersion(), 0);
   if (!GROUPS.includes(first)) return say(io, `error: unknown command '${first}' (see ${PROGRAM} --help)`, 2);
   if (wantsHelp(second)) return say(io, groupHelp(first), 0);
   // Three-word commands first (client secret rotate), then two-word ones.
@@ -241,6 +245,7 @@ export async function runCli(argv: string[], io: Io, env: NodeJS.ProcessEnv = pr
   const parsed = parseOrExplain(command, found.rest, io);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed as Extract<Parsed, { help: false }>;
+  if ('bare' in command) return runBare(command, values, positionals, io, env);
   let store: Store | undefined;
   try {
     checkRequired(command, values, positionals);
@@ -263,5 +268,39 @@ export async function runCli(argv: string[], io: Io, env: NodeJS.ProcessEnv = pr
     return 1;
   } finally {
     await store?.close();
+  }
+}
+
+/** A command run without the store or the secret; failures are reported as runCli reports them. */
+async function runBare(
+  command: BareCommandDef,
+  values: Values,
+  positionals: string[],
+  io: Io,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  try {
+    checkRequired(command, values, positionals);
+    let config: Config | undefined;
+    const ctx: BareCtx = {
+      config: () => {
+        if (config) return config;
+        config = loadConfig(env);
+        for (const path of checkStorage(config)) io.err(`note: created the default data directory ${path}`);
+        return config;
+      },
+      json: Boolean(values.json),
+      io,
+    };
+    const result = await command.run(ctx, values, positionals);
+    if (result !== undefined) io.out(typeof result === 'string' ? result : JSON.stringify(result, null, 2));
+    return ctx.exitCode ?? 0;
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      io.err(`configuration error: ${err.message}`);
+      return 2;
+    }
+    io.err(`error: ${err instanceof AppError ? err.message : ((err as Error).message?.split('\n')[0] ?? String(err))}`);
+    return 1;
   }
 }

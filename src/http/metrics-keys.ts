@@ -9,6 +9,8 @@ export interface SigningKeySource {
   store: Store;
   /** the kid that signs, per algorithm */
   active(): Record<string, string>;
+  /** KEY_ROTATION_DAYS: the age at which the keys are rotated on schedule, 0 for never */
+  rotationDays: number;
 }
 
 const sources = new Set<SigningKeySource>();
@@ -48,6 +50,18 @@ new Gauge({
     this.reset();
     const now = Date.now();
     for (const [alg, created] of oldest) this.set({ alg }, Math.max(0, (now - created) / 1000));
+  },
+});
+
+new Gauge({
+  name: 'idp_signing_key_rotation_days',
+  help: 'KEY_ROTATION_DAYS: the age in days at which the signing keys are rotated on schedule; 0: only by `keys rotate`',
+  registers: [metrics],
+  aggregator: 'max',
+  collect() {
+    this.reset();
+    const days = [...sources].map((s) => s.rotationDays);
+    if (days.length) this.set(Math.max(...days));
   },
 });
 

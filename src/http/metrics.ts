@@ -1,7 +1,6 @@
 // Prometheus metrics registry, served at /metrics, and who may scrape it.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { packageFile } from '../package-files.ts';
+import { appVersion } from '../package-files.ts';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import ipaddr from 'ipaddr.js';
 import cluster from 'node:cluster';
@@ -65,25 +64,13 @@ export function serveClusterMetrics(): void {
 /** The path the metrics are served at; scrapes themselves are not counted as requests. */
 export const METRICS_PATH = '/metrics';
 
-/** The version in package.json (dist/package.json in a compiled install), 'unknown' without one. */
-function packageVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(packageFile('../package.json'), 'utf8')) as {
-      version?: unknown;
-    };
-    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
-  } catch {
-    return 'unknown';
-  }
-}
-
 new Gauge({
   name: 'idp_info',
   help: 'Always 1; the version label names the running release',
   labelNames: ['version'],
   registers: [metrics],
   aggregator: 'max',
-}).set({ version: packageVersion() }, 1);
+}).set({ version: appVersion() }, 1);
 
 const rateLimited = new Counter({
   name: 'idp_rate_limited_total',

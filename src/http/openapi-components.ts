@@ -189,7 +189,13 @@ export const ROUTE_SCHEMAS: Record<string, Json> = {
     tags: ['operations'],
     security: [],
     response: {
-      200: { description: 'Ready', ...statusBody('ready') },
+      200: {
+        description: 'Ready; `version` is the running release (package.json, semver)',
+        type: 'object',
+        required: ['status', 'version'],
+        properties: { status: { type: 'string', enum: ['ready'] }, version: { type: 'string' } },
+        examples: [{ status: 'ready', version: '0.1.0' }],
+      },
       400: malformed,
       503: {
         description: 'The database is unreachable',

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
-import { ensureSigningKeys, loadKeySet, type KeySet, type KeyTiming } from './keys.ts';
+import { ensureSigningKeys, loadKeySet, rotateSigningKeysIfDue, type KeySet, type KeyTiming } from './keys.ts';
 
 export interface KeyManager {
   current(): KeySet;
@@ -49,8 +49,17 @@ export async function startKeyManager(
     if (!inflight && Date.now() - lastRefresh >= 1000) inflight = reload().finally(() => (inflight = undefined));
     return inflight ?? Promise.resolve(false);
   };
+  // The scheduled rotation (KEY_ROTATION_DAYS), checked with every refresh by every instance; one of
+  // them rotates (rotateSigningKeysIfDue), and the others load its keys.
+  const rotateIfDue = async () => {
+    const added = await rotateSigningKeysIfDue(store, keys, timing, config.keyRotationDays * 86_400_000);
+    if (added.length) log.info({ added }, 'signing keys rotated on schedule');
+  };
   const timer = setInterval(() => {
-    refresh().catch((err) => log.error({ err }, 'signing key refresh failed'));
+    rotateIfDue()
+      .catch((err) => log.error({ err }, 'scheduled signing key rotation failed'))
+      .then(() => refresh())
+      .catch((err) => log.error({ err }, 'signing key refresh failed'));
   }, config.keyRefreshInterval * 1000);
   timer.unref();
 

@@ -67,22 +67,63 @@ export async function rotateSigningKeys(
   timing: KeyTiming,
   { actor = SYSTEM, now = Date.now() }: Change = {},
 ): Promise<{ kid: string; alg: string; activatesAt: number }[]> {
-  return repo.inSigningKeyTransaction(store, async (trx) => {
-    const activatesAt = now + timing.activationDelayMs;
-    const rows = SIGNING_ALGS.map((alg) => generate(alg, now, activatesAt, keys));
-    await repo.insertSigningKeys(trx, rows);
-    for (const row of rows) await repo.retireSigningKeys(trx, row.alg, row.kid, activatesAt);
-    await repo.deleteSigningKeysRetiredBefore(trx, now - timing.retentionMs);
-    const details = { kids: rows.map((r) => r.kid), activates_at: activatesAt };
-    await recordAudit(trx, {
-      action: 'keys.rotate',
-      actor,
-      at: now,
-      subject: rows.map((r) => r.kid).join(' '),
-      details,
+  return repo.inSigningKeyTransaction(store, (trx) =>
+    rotateIn(trx, keys, timing.activationDelayMs, timing, actor, now),
+  );
+}
+
+/** How long before it signs a key rotated on schedule is published: two lifetimes of a relying party's JWKS cache of a day. */
+export const SCHEDULED_PUBLICATION_MS = 2 * 86_400_000;
+
+/**
+ * The scheduled rotation: when the newest key of an algorithm is older than `rotationMs`, new keys
+ * are added as by `keys rotate`, published SCHEDULED_PUBLICATION_MS (at least the activation delay)
+ * before they sign. The age is checked again under the signing-key lock, so of instances that find
+ * the keys due at the same moment one rotates and the others find the new keys: never two.
+ */
+export async function rotateSigningKeysIfDue(
+  store: Store,
+  keys: Keyring,
+  timing: KeyTiming,
+  rotationMs: number,
+  now = Date.now(),
+): Promise<{ kid: string; alg: string; activatesAt: number }[]> {
+  if (rotationMs <= 0) return [];
+  const due = (rows: repo.SigningKeyRow[]) =>
+    SIGNING_ALGS.some((alg) => {
+      const newest = Math.max(...rows.filter((r) => r.alg === alg).map((r) => r.created_at));
+      return Number.isFinite(newest) && newest + rotationMs <= now;
     });
-    return rows.map((r) => ({ kid: r.kid, alg: r.alg, activatesAt }));
+  if (!due(await repo.listSigningKeys(store.db))) return [];
+  return repo.inSigningKeyTransaction(store, async (trx) => {
+    if (!due(await repo.listSigningKeys(trx))) return [];
+    const delay = Math.max(timing.activationDelayMs, SCHEDULED_PUBLICATION_MS);
+    return rotateIn(trx, keys, delay, timing, SYSTEM, now);
   });
+}
+
+async function rotateIn(
+  trx: repo.Trx,
+  keys: Keyring,
+  activationDelayMs: number,
+  timing: KeyTiming,
+  actor: NonNullable<Change['actor']>,
+  now: number,
+): Promise<{ kid: string; alg: string; activatesAt: number }[]> {
+  const activatesAt = now + activationDelayMs;
+  const rows = SIGNING_ALGS.map((alg) => generate(alg, now, activatesAt, keys));
+  await repo.insertSigningKeys(trx, rows);
+  for (const row of rows) await repo.retireSigningKeys(trx, row.alg, row.kid, activatesAt);
+  await repo.deleteSigningKeysRetiredBefore(trx, now - timing.retentionMs);
+  const details = { kids: rows.map((r) => r.kid), activates_at: activatesAt };
+  await recordAudit(trx, {
+    action: 'keys.rotate',
+    actor,
+    at: now,
+    subject: rows.map((r) => r.kid).join(' '),
+    details,
+  });
+  return rows.map((r) => ({ kid: r.kid, alg: r.alg, activatesAt }));
 }
 
 const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

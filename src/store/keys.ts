@@ -5,6 +5,7 @@ import type { Store } from './index.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type SigningKeyRow = Selectable<SigningKeysTable>;
+export type Trx = Transaction<DB>;
 
 export function listSigningKeys(db: Q): Promise<SigningKeyRow[]> {
   return db.selectFrom('signing_keys').selectAll().orderBy('activates_at', 'desc').orderBy('kid').execute();

@@ -162,9 +162,9 @@ function migration002(): Migration {
   };
 }
 
-/** Runs the migrations not yet run, all of them or (tests of a migration's backfill) up to and including `upTo`. */
-export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string): Promise<string[]> {
-  const migrations: Record<string, Migration> = {
+/** Every migration, by name; Kysely runs them in the order of their names. */
+function allMigrations(dialect: Dialect): Record<string, Migration> {
+  return {
     '001_initial': migration001(dialect),
     '002_lookup_indexes': migration002(),
     '003_logout': migration003(dialect),
@@ -190,6 +190,37 @@ export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string):
     '025_ldap_directories': migration025(dialect),
     '028_adoption': migration028(),
   };
+}
+
+/** Migrations recorded in the database that are not among `known`: run by a newer release. */
+async function newerMigrations(db: Kysely<any>, dialect: Dialect, known: string[]): Promise<string[]> {
+  const present =
+    dialect === 'sqlite'
+      ? sql`select 1 as present from sqlite_master where type = 'table' and name = 'schema_migrations'`
+      : sql`select 1 as present from information_schema.tables
+            where table_name = 'schema_migrations' and table_schema = current_schema()`;
+  if ((await present.execute(db)).rows.length === 0) return [];
+  const last = [...known].sort().at(-1) ?? '';
+  const rows = await db.selectFrom('schema_migrations').select('name').execute();
+  return rows.map((r: { name: string }) => r.name).filter((name) => !known.includes(name) && name > last);
+}
+
+/** The names of the migrations this code knows, in order: the last is the schema version it expects. */
+export function migrationNames(): string[] {
+  return Object.keys(allMigrations('sqlite')).sort();
+}
+
+/** Runs the migrations not yet run, all of them or (tests of a migration's backfill) up to and including `upTo`. */
+export async function migrate(db: Kysely<any>, dialect: Dialect, upTo?: string): Promise<string[]> {
+  const migrations = allMigrations(dialect);
+  // A newer release, upgraded first (docs/operations.md, Upgrading instances one at a time), may have
+  // run migrations this code does not know. They only add (docs/architecture.md, Migrations: expand,
+  // then contract), so this code works on the database as it is: they are taken as run, where
+  // Kysely would otherwise refuse a database with a migration it has no definition of.
+  for (const name of await newerMigrations(db, dialect, Object.keys(migrations)))
+    migrations[name] = {
+      up: () => Promise.reject(new Error(`migration ${name} belongs to a newer release`)),
+    };
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   // Kysely runs the pending migrations and their records in schema_migrations in one transaction
   // where the dialect's adapter declares transactional DDL: PostgreSQL's does, and so does ours for

@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { dialects, startTestApp, seedOrg, seedClient, clientToken, PUBLIC_URL, type TestContext } from '../helpers.ts';
 
@@ -37,7 +38,10 @@ for (const dialect of dialects()) {
 
     it('healthz and readyz answer; readyz is 503 once the database is gone', async () => {
       assert.equal((await ctx.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
-      assert.deepEqual((await ctx.app.inject({ method: 'GET', url: '/readyz' })).json(), { status: 'ready' });
+      assert.deepEqual((await ctx.app.inject({ method: 'GET', url: '/readyz' })).json(), {
+        status: 'ready',
+        version: JSON.parse(readFileSync('package.json', 'utf8')).version,
+      });
       const other = await startTestApp(dialect);
       await other.store.close();
       const res = await other.app.inject({ method: 'GET', url: '/readyz' });

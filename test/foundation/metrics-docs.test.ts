@@ -220,9 +220,10 @@ const ALERT_TESTS = {
     {
       interval: '1m',
       input_series: [
-        // key a: 200 days old and ageing; key b: 10 days
+        // a rotation every 90 days; key a: 200 days old and ageing; key b: 92 days (within the two days of publication)
+        series('idp_signing_key_rotation_days', {}, '90x120'),
         series('idp_signing_key_age_seconds', { alg: 'ES256' }, `${200 * 86400}+60x120`),
-        series('idp_signing_key_age_seconds', { alg: 'RS256' }, `${10 * 86400}+60x120`),
+        series('idp_signing_key_age_seconds', { alg: 'RS256' }, `${92 * 86400}+60x120`),
         // a pool with 10 connections: 10 in use and 3 queries waiting from minute 10
         series('idp_db_pool_connections', { state: 'in_use' }, '2x9 10x30'),
         series('idp_db_pool_max_connections', {}, '10x40'),
