@@ -1,7 +1,7 @@
 // The adoption funnel of an organization's move onto the service: its users (imported, synced or
 // provisioned), those invited by e-mail to make a passkey (mail_invitations), those who signed in at least once, those with a
 // passkey and those with only passkeys (no password). Today's figures are counted live over partial
-// indexes of users (migrations 010 and 028); each day's are kept in adoption_daily, written by the
+// indexes of users (migrations 010 and 024); each day's are kept in adoption_daily, written by the
 // housekeeping of every instance (an upsert of the same counts: instances racing write one row).
 import { sql, type ExpressionBuilder, type Kysely, type Transaction } from 'kysely';
 import type { AdoptionDailyTable, DB } from './schema.ts';

@@ -2,7 +2,7 @@
 // in, and the figures recorded once a day so the report can draw the last 90 days.
 import { type Kysely, type Migration, sql } from 'kysely';
 
-export function migration028(): Migration {
+export function migration024(): Migration {
   return {
     async up(db: Kysely<unknown>) {
       for (const statement of [

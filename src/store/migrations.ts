@@ -6,9 +6,9 @@ import { migration011 } from './migrations-provisioning.ts';
 import { migration017, migration021 } from './migrations-service-providers.ts';
 import { migration018 } from './migrations-saml-sso.ts';
 import { migration020 } from './migrations-saml-sp-blocks.ts';
-import { migration023 } from './migrations-mail.ts';
-import { migration028 } from './migrations-adoption.ts';
-import { migration025 } from './migrations-ldap.ts';
+import { migration022 } from './migrations-mail.ts';
+import { migration024 } from './migrations-adoption.ts';
+import { migration023 } from './migrations-ldap.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -186,9 +186,9 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '019_saml_federations': migration019(dialect),
     '020_saml_sp_blocks': migration020(),
     '021_federation_signed_requests': migration021(),
-    '023_mail': migration023(dialect),
-    '025_ldap_directories': migration025(dialect),
-    '028_adoption': migration028(),
+    '022_mail': migration022(dialect),
+    '023_ldap_directories': migration023(dialect),
+    '024_adoption': migration024(),
   };
 }
 

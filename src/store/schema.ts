@@ -49,11 +49,11 @@ export interface UsersTable {
   entitlement: Later<string | null>;
   /** counted up to end every console session of the user (migration 013) */
   console_generation: Later<number>;
-  /** en or nb: the language of the user's e-mail (migration 023); null: not known */
+  /** en or nb: the language of the user's e-mail (migration 022); null: not known */
   language: Later<string | null>;
   /** the user's passkeys, kept by triggers on passkeys (migration 010): never written directly */
   passkey_count: ColumnType<number, never, never>;
-  /** the first successful sign-in (migration 028), for the adoption funnel */
+  /** the first successful sign-in (migration 024), for the adoption funnel */
   first_sign_in_at: Later<number | null>;
 }
 
@@ -287,7 +287,7 @@ export interface DB {
   mail_invitations: MailInvitationsTable;
 }
 
-/** An organization's adoption funnel as recorded on one day (UTC), migration 028 (src/store/adoption.ts). */
+/** An organization's adoption funnel as recorded on one day (UTC), migration 024 (src/store/adoption.ts). */
 export interface AdoptionDailyTable {
   org_id: number;
   /** YYYY-MM-DD, UTC */
@@ -299,7 +299,7 @@ export interface AdoptionDailyTable {
   passkey_only: number;
 }
 
-/** An invitation to create a first passkey, sent by e-mail (migration 023). */
+/** An invitation to create a first passkey, sent by e-mail (migration 022). */
 export interface MailInvitationsTable {
   id: Generated<number>;
   org_id: number;

@@ -1,7 +1,7 @@
 // The adoption funnel of an organization's move (the report's `adoption` and `adoption_history`,
 // the console's chart, the `idp_adoption_users` metric): a first sign-in is noted once, the day's
 // figures are recorded as one row per organization and day however often they are recorded, the
-// history covers 90 days, and migration 028 fills in who had signed in before it.
+// history covers 90 days, and migration 024 fills in who had signed in before it.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -171,7 +171,7 @@ for (const dialect of dialects()) {
     });
   });
 
-  describe(`adoption funnel: migration 028 notes who had signed in before it (${dialect})`, () => {
+  describe(`adoption funnel: migration 024 notes who had signed in before it (${dialect})`, () => {
     it('from the audit trail, else from a passkey used', async () => {
       const database = await freshDatabase(dialect);
       const store = await openStore(database.url, { migrate: false });
@@ -213,7 +213,7 @@ for (const dialect of dialects()) {
           eppn: 'cara@example.org',
         });
         await insertPasskeys(store.db, [passkeyRow(bea!, 1, { lastUsedAt: at + 5 * DAY }), passkeyRow(cara!, 1)]);
-        assert.ok((await migrate(store.db, dialect)).includes('028_adoption'));
+        assert.ok((await migrate(store.db, dialect)).includes('024_adoption'));
         const first = async (id: number) =>
           (await store.db.selectFrom('users').select('first_sign_in_at').where('id', '=', id).executeTakeFirstOrThrow())
             .first_sign_in_at;
