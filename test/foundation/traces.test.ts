@@ -1,6 +1,7 @@
 // OpenTelemetry traces from the real service: an OTLP/HTTP receiver in the test collects the spans
 // of a token request (answered before Fastify's routing), a passkey API call (Fastify, with its
-// queries as children) and a password sign-in (the hashing span); a traceparent from a trusted proxy
+// queries as children), a webhook delivery (its span, and its traceparent at the receiver) and a
+// password sign-in (the hashing span); a traceparent from a trusted proxy
 // continues its trace, one from any other peer starts a new one. Without OTEL_EXPORTER_OTLP_ENDPOINT
 // no OpenTelemetry module is loaded at all (a module resolve hook in the service's process watches).
 import { describe, it, before, after } from 'node:test';
@@ -24,7 +25,9 @@ import {
 } from '../helpers.ts';
 import { openStore } from '../../src/store/index.ts';
 import { keyring } from '../../src/crypto.ts';
-import { TEST_SECRET } from '../helpers.ts';
+import { TEST_SECRET, cli } from '../helpers.ts';
+import { seedPasskeys } from '../passkey-admin/fixtures.ts';
+import { startReceiver, type Receiver } from '../events/receiver.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const REDIRECT = 'https://rp.example.test/callback';
@@ -138,16 +141,27 @@ for (const dialect of dialects()) {
     let service: ServiceProcess;
     let api: { clientId: string; secret: string };
     let rp: { clientId: string };
+    let hooks: Receiver;
+    let passkeyId: number;
 
     before(async () => {
       db = await migratedDatabase(dialect);
       const store = await openStore(db.url);
       const ctx = { store, keys: keyring(TEST_SECRET) };
       await seedOrg(ctx);
-      await seedUser(ctx, 1, 'ada@example.org', { password: PASSWORD });
-      api = await seedClient(ctx, { scopes: ['passkey.read'], orgs: [1] });
+      const ada = await seedUser(ctx, 1, 'ada@example.org', { password: PASSWORD });
+      passkeyId = (await seedPasskeys(store, 1, [ada.id], 1))[0]!;
+      api = await seedClient(ctx, { scopes: ['passkey.read', 'passkey.delete'], orgs: [1] });
       rp = await seedClient(ctx, { name: 'Portal', redirectUris: [REDIRECT], firstParty: true });
       await store.close();
+      hooks = await startReceiver();
+      const hook = await cli(
+        db.url,
+        ['webhook', 'add', '--org', '1', '--url', `${hooks.url}/hook`, '--events', 'passkey.deleted', '--json'],
+        '',
+        { PUBLIC_URL: 'http://127.0.0.1:8080' },
+      );
+      assert.equal(hook.code, 0, hook.err);
       receiver = await otlpReceiver();
       service = await spawnService({
         DATABASE_URL: db.url,
@@ -160,6 +174,7 @@ for (const dialect of dialects()) {
     after(async () => {
       await service?.stop();
       await receiver?.close();
+      await hooks?.close();
       await db?.drop();
     });
 
@@ -170,7 +185,7 @@ for (const dialect of dialects()) {
           authorization: basicAuth(api.clientId, api.secret),
           'content-type': 'application/x-www-form-urlencoded',
         },
-        body: 'grant_type=client_credentials&scope=passkey.read',
+        body: 'grant_type=client_credentials&scope=passkey.read%20passkey.delete',
       });
       assert.equal(tokenRes.status, 200);
       const tokenId = tokenRes.headers.get('x-request-id')!;
@@ -217,6 +232,32 @@ for (const dialect of dialects()) {
       assert.ok(receiver.spans.every((s) => !JSON.stringify(s.attributes).includes('select ')));
       // nor the query string's personal data
       assert.ok(receiver.spans.every((s) => !JSON.stringify(s.attributes).includes('ada')));
+    });
+
+    it('a webhook delivery has its span, and the receiver gets its traceparent', async () => {
+      const tokenRes = await fetch(`${service.url}/oauth/token`, {
+        method: 'POST',
+        headers: {
+          authorization: basicAuth(api.clientId, api.secret),
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: 'grant_type=client_credentials&scope=passkey.delete',
+      });
+      const { access_token } = (await tokenRes.json()) as { access_token: string };
+      const deleted = await fetch(`${service.url}/2/passkey/1/${passkeyId}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${access_token}` },
+      });
+      assert.equal(deleted.status, 200);
+      const [delivered] = await hooks.waitFor(1);
+      const traceparent = delivered!.headers.traceparent as string;
+      const [, traceId, parentId] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(traceparent) ?? [];
+      assert.ok(traceId, `a traceparent: ${traceparent}`);
+      const span = await spanWhere(receiver.spans, (s) => s.spanId === parentId, 'the delivery span');
+      assert.equal(span.name, 'webhook delivery');
+      assert.equal(span.traceId, traceId);
+      assert.equal(span.attributes['event.delivery.kind'], 'webhook');
+      assert.equal(span.attributes['event.delivery.attempt'], 1);
     });
 
     it('a password sign-in has a hashing span in its trace', async () => {
