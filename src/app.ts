@@ -10,6 +10,7 @@ import { registerRequestGuard } from './http/request-guard.ts';
 import { directRoutes } from './http/direct.ts';
 import { trustProxy } from './http/client-address.ts';
 import { requestId } from './http/request-id.ts';
+import { traceApp } from './http/tracing.ts';
 import { lazySchemaCompilers } from './http/schema-compilers.ts';
 import { startHousekeeping } from './store/housekeeping.ts';
 import { startLogoutRetries } from './oauth/backchannel-logout.ts';
@@ -169,6 +170,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   // First, so every answer is counted, refusals by the hooks below included.
   registerHttpMetrics(app, { behindWildcards: providerRoutePatterns(ROUTES) });
+  // Request and query spans when traces are on (OTEL_EXPORTER_OTLP_ENDPOINT), before any route.
+  await traceApp(app, store, trust);
   const https = config.publicUrl.startsWith('https:');
   // Headers every answer carries; set before routing, so a route may still replace them (a photo
   // sets its own cache-control). A synchronous hook: this runs on every request.

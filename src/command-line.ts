@@ -7,6 +7,7 @@ import cluster from 'node:cluster';
 import { createInterface } from 'node:readline';
 import { runPrimary, type Notice } from './cluster.ts';
 import { memoryRelease } from './memory.ts';
+import { startTracing, stopTracing } from './http/tracing.ts';
 import { checkServeArguments, runCli, type Io } from './cli/index.ts';
 
 /** How long after listening the memory start-up left is given back. */
@@ -70,6 +71,12 @@ async function serve(): Promise<void> {
     runPrimary(config.workers, config.logLevel, notices(created, secret));
     return;
   }
+  // Each serving process (every worker) sets up its own tracer; nothing is loaded when traces are off.
+  try {
+    await startTracing(config.tracesEndpoint);
+  } catch (err) {
+    fatal(`start-up failed: traces: ${(err as Error).message.split('\n')[0]}`);
+  }
   const store = await openOrFail(config);
   let app;
   try {
@@ -98,6 +105,8 @@ async function serve(): Promise<void> {
     app
       .close()
       .then(() => store.close())
+      // the spans still buffered are sent before the process ends
+      .then(() => stopTracing())
       .then(() => process.exit(0))
       .catch((err) => {
         app.log.error({ err }, 'shutdown failed');

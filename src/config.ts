@@ -63,6 +63,7 @@ export interface Config {
   databaseStatementTimeoutMs: number; // PostgreSQL: one statement, on the server (and a little more on the client)
   metricsToken: string | undefined; // bearer token every /metrics scrape must present, when set
   metricsAllow: string[]; // CIDR ranges /metrics answers
+  tracesEndpoint: string | undefined; // OTLP/HTTP collector base URL; traces are off when unset
   webauthnRelatedOrigins: string[]; // other origins that may use PUBLIC_URL's RP ID (/.well-known/webauthn)
   webauthnHints: { registration: WebAuthnHint[]; authentication: WebAuthnHint[] }; // WebAuthn hints per ceremony
   passkeyUpgradeSnoozeSeconds: number; // how long "Not now" on the passkey offer is remembered
@@ -379,6 +380,20 @@ function smtpFrom(raw: string | undefined, soFar: Partial<Config>): Partial<Conf
   if (!MAIL_ADDRESS.test(address) || /[\r\n]/.test(raw))
     throw new ConfigError('SMTP_FROM', `must be an address or 'Name <address>', got '${raw}'`);
   return { smtpFrom: raw.trim() };
+}
+
+/** OTEL_EXPORTER_OTLP_ENDPOINT: an http(s) URL; the OpenTelemetry SDK reads it (and the other OTEL_* variables) itself. */
+function tracesEndpoint(raw: string | undefined): Partial<Config> {
+  if (raw === undefined) return { tracesEndpoint: undefined };
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', `not a URL: ${raw}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', `must be an http or https URL, got ${url.protocol}`);
+  return { tracesEndpoint: raw };
 }
 
 function metricsToken(raw: string | undefined): Partial<Config> {
@@ -791,6 +806,13 @@ export const SETTINGS: Setting[] = [
     meaning:
       'Comma-separated addresses/CIDR ranges /metrics answers (403 for others); the client address honours TRUST_PROXY. `0.0.0.0/0,::/0` allows every address',
     parse: (raw) => ({ metricsAllow: raw === undefined ? DEFAULT_METRICS_ALLOW : rangeList('METRICS_ALLOW', raw) }),
+  },
+  {
+    name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    default: '(unset)',
+    meaning:
+      'OpenTelemetry traces: the OTLP/HTTP (JSON) collector base URL, such as http://collector:4318 (spans go to `/v1/traces` under it). Unset: no traces, and no OpenTelemetry code is loaded. The SDK reads the other standard variables itself (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS, OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG, OTEL_BSP_*); docs/operations.md, Traces',
+    parse: tracesEndpoint,
   },
   brandSetting(
     'BRAND_NAME',

@@ -8,6 +8,7 @@
 import { argon2, createHash, pbkdf2, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import bcrypt from 'bcryptjs';
 import { createHashingQueue, type HashingLimits, type HashingQueue } from './hashing-queue.ts';
+import { inSpan } from '../http/tracing.ts';
 
 /** The parameters of new hashes: memory in KiB, passes, lanes, and the sizes of salt and tag in bytes. */
 export const ARGON2ID = { memory: 19_456, passes: 2, parallelism: 1, saltBytes: 16, tagBytes: 32 } as const;
@@ -41,7 +42,9 @@ const b64 = (b: Buffer) => b.toString('base64').replace(/=+$/, '');
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(ARGON2ID.saltBytes);
   const { memory, passes, parallelism } = ARGON2ID;
-  const key = await queue.run(() => deriveArgon2id(password, salt, { memory, passes, parallelism }, ARGON2ID.tagBytes));
+  const key = await inSpan('password hash', { 'password.operation': 'hash' }, () =>
+    queue.run(() => deriveArgon2id(password, salt, { memory, passes, parallelism }, ARGON2ID.tagBytes)),
+  );
   return `$argon2id$v=19$m=${memory},t=${passes},p=${parallelism}$${b64(salt)}$${b64(key)}`;
 }
 
@@ -330,7 +333,9 @@ export interface PasswordVerdict {
 export async function verifyPassword(password: string, stored: string | null | undefined): Promise<PasswordVerdict> {
   const parsed = stored ? parse(stored) : undefined;
   const target = parsed ?? (await decoyHash());
-  const actual = await queue.run(() => target.derive(password));
+  const actual = await inSpan('password hash', { 'password.operation': 'verify' }, () =>
+    queue.run(() => target.derive(password)),
+  );
   const valid =
     parsed !== undefined && actual.length === target.expected.length && timingSafeEqual(actual, target.expected);
   return { valid, outdated: valid && !target.current };

@@ -8,6 +8,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { open, seal, type Keyring } from '../crypto.ts';
 import { errorText } from '../errors.ts';
+import { inSpan } from '../http/tracing.ts';
 import type { Store } from '../store/index.ts';
 import * as repo from '../store/events.ts';
 import { countDelivery } from '../http/metrics-events.ts';
@@ -232,15 +233,19 @@ async function attempt(
   const at = now();
   const split = d.destination.indexOf(':');
   const [kind, id] = [d.destination.slice(0, split), d.destination.slice(split + 1)];
-  let outcome: Outcome | Gone | 'gone' | 'paused';
-  try {
-    if (kind === 'mail') outcome = await toMail(o, d, id);
-    else if (kind === 'webhook') outcome = await toWebhook(o, known, d, Number(id), at);
-    else outcome = await toStream(o, known, d, id, at);
-  } catch (err) {
-    outcome = { ok: false, status: null, error: errorText(err) };
-  }
-  return { d, kind, result: settle(o, d, kind, outcome, now()) };
+  // a span per attempt, a trace of its own; the receiver gets its traceparent (targets.ts)
+  const attributes = { 'event.delivery.kind': kind, 'event.delivery.attempt': d.attempts + 1 };
+  return inSpan(`${kind} delivery`, attributes, async () => {
+    let outcome: Outcome | Gone | 'gone' | 'paused';
+    try {
+      if (kind === 'mail') outcome = await toMail(o, d, id);
+      else if (kind === 'webhook') outcome = await toWebhook(o, known, d, Number(id), at);
+      else outcome = await toStream(o, known, d, id, at);
+    } catch (err) {
+      outcome = { ok: false, status: null, error: errorText(err) };
+    }
+    return { d, kind, result: settle(o, d, kind, outcome, now()) };
+  });
 }
 
 export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>; runOnce(): Promise<number> } {

@@ -10,6 +10,7 @@ import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { isLoopbackHost, type Config } from '../config.ts';
 import { badRequest } from '../errors.ts';
+import { withTraceContext } from '../http/tracing.ts';
 
 /** How long a receiver has to answer. */
 const TIMEOUT_MS = 5000;
@@ -117,7 +118,12 @@ export function post(
     return Promise.reject(new Error(`${host} is a private or special-use address`));
   const options: RequestOptions = {
     method: 'POST',
-    headers: { ...headers, 'content-length': Buffer.byteLength(body), 'user-agent': 'passkey-idp-events' },
+    // the delivery's trace context (traceparent) when traces are on
+    headers: {
+      ...withTraceContext({ ...headers }),
+      'content-length': Buffer.byteLength(body),
+      'user-agent': 'passkey-idp-events',
+    },
     lookup: checkedLookup(policy),
     timeout: TIMEOUT_MS,
     agent: url.protocol === 'https:' ? agentsOf(policy).https : agentsOf(policy).http,

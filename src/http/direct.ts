@@ -19,6 +19,7 @@ import { clientAddress, type TrustProxy } from './client-address.ts';
 import { requestId } from './request-id.ts';
 import { recordRequest } from './metrics-http.ts';
 import { errorBody } from './errors.ts';
+import { directSpan, trustedPeer } from './tracing.ts';
 
 /** What a direct route's handler gets besides the raw request and response. */
 export interface DirectRequest {
@@ -77,13 +78,16 @@ export function directRoutes(trust: TrustProxy, log: () => FastifyBaseLogger): D
     // Fastify's request log lines, in the same shape (the serializers are the application's).
     const logRequests = (base as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }).isLevelEnabled('info');
     if (logRequests) requestLog().info({ req: { method: req.method, url: route.path, ip } }, 'incoming request');
+    const fields = { id, method: route.method, route: route.path, clientAddress: ip, trusted: trustedPeer(req, trust) };
+    // the handler runs inside the request's span when traces are on; 'finish' comes after it returns
+    const span = directSpan(req, fields, () => route.handle(req, res, { id, ip, log: requestLog }));
     res.once('finish', () => {
       const seconds = (performance.now() - started) / 1000;
       recordRequest(route.path, route.method, res.statusCode, seconds);
+      span?.end(res.statusCode);
       if (logRequests)
         requestLog().info({ res: { statusCode: res.statusCode }, responseTime: seconds * 1000 }, 'request completed');
     });
-    route.handle(req, res, { id, ip, log: requestLog });
   }
 
   const dispatch = (fastify: Handler): Handler =>

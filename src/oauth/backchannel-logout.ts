@@ -3,6 +3,7 @@
 // are retried with backoff a bounded number of times by a small job.
 import { isLoopbackHost } from '../config.ts';
 import { errorText } from '../errors.ts';
+import { inSpan, withTraceContext } from '../http/tracing.ts';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import type Provider from 'oidc-provider';
@@ -52,10 +53,20 @@ export function outgoingFetch(publicUrl: string) {
     const url = new URL(input instanceof Request ? input.url : input);
     const options: RequestInit & { dispatcher?: unknown } = { ...init, redirect: 'manual' };
     if (allowLoopback && isLoopbackHost(url.hostname)) delete options.dispatcher;
-    const response = await fetch(url, options);
-    const attempt = answered.getStore();
-    if (attempt) attempt.status = response.status;
-    return response;
+    const method = options.method ?? 'GET';
+    return inSpan('outgoing request', { 'http.request.method': method, 'server.address': url.hostname }, async () => {
+      // the trace context goes along when traces are on
+      const traced = withTraceContext({});
+      if (Object.keys(traced).length > 0) {
+        const headers = new Headers(options.headers);
+        for (const [name, value] of Object.entries(traced)) headers.set(name, value);
+        options.headers = headers;
+      }
+      const response = await fetch(url, options);
+      const attempt = answered.getStore();
+      if (attempt) attempt.status = response.status;
+      return response;
+    });
   };
 }
 
