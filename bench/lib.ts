@@ -250,19 +250,52 @@ export function cpuSeconds(pid: number): number | undefined {
   }
 }
 
+/** The process and, recursively, its children (the workers of WORKERS=2); throws when the process is gone. */
+function processTree(pid: number): number[] {
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+  return [
+    pid,
+    ...(children ? children.split(' ') : []).flatMap((child) => {
+      try {
+        return processTree(Number(child));
+      } catch {
+        return []; // a child that exited meanwhile
+      }
+    }),
+  ];
+}
+
 /** utime + stime of a process and, recursively, of its children; throws when the process is gone. */
 function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-  const own = Number(fields[11]) + Number(fields[12]);
-  return (children ? children.split(' ') : []).reduce((sum, child) => {
+  return processTree(pid).reduce((sum, each) => {
     try {
-      return sum + cpuTicks(Number(child));
+      const stat = readFileSync(`/proc/${each}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return sum + Number(fields[11]) + Number(fields[12]);
     } catch {
+      if (each === pid) throw new Error(`process ${pid} is gone`);
       return sum; // a child that exited meanwhile
     }
-  }, own);
+  }, 0);
+}
+
+/**
+ * Resident memory (VmRSS) in MB of a process and its descendants (the workers of WORKERS=2), from
+ * /proc; undefined where /proc cannot tell (not Linux, or the process is gone).
+ */
+export function treeRssMb(pid: number): number | undefined {
+  try {
+    const kb = processTree(pid).reduce((sum, each) => {
+      try {
+        return sum + Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${each}/status`, 'utf8'))?.[1] ?? 0);
+      } catch {
+        return sum;
+      }
+    }, 0);
+    return Math.round(kb / 1024);
+  } catch {
+    return undefined;
+  }
 }
 
 export function machine(): string {

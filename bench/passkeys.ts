@@ -197,14 +197,20 @@ async function queryPlans(store: Store, afterId: number): Promise<string> {
   return out.join('\n');
 }
 
-export async function accessToken(base: string, clientId: string, secret: string): Promise<string> {
+/** A client_credentials access token of the client, with `scope`. */
+export async function accessToken(
+  base: string,
+  clientId: string,
+  secret: string,
+  scope = 'passkey.read',
+): Promise<string> {
   const res = await fetch(`${base}/oauth/token`, {
     method: 'POST',
     headers: {
       authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`,
       'content-type': 'application/x-www-form-urlencoded',
     },
-    body: 'grant_type=client_credentials&scope=passkey.read',
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope }).toString(),
   });
   if (!res.ok) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { access_token: string }).access_token;

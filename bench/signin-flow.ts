@@ -214,7 +214,7 @@ export async function follow(target: Target, jar: CookieJar, href: string, stopA
   throw new Error('too many redirects');
 }
 
-function expectStatus(step: string, response: Response, status: number, body?: string): void {
+export function expectStatus(step: string, response: Response, status: number, body?: string): void {
   if (response.status !== status)
     throw new FlowError(`${step}: ${response.status} instead of ${status}${body ? `: ${body.slice(0, 300)}` : ''}`);
 }
@@ -365,20 +365,24 @@ async function redeem(target: Target, rp: RelyingParty, code: string, verifier: 
     if (!tokens.access_token || !tokens.id_token) throw new FlowError('token: no access token or ID token');
     return tokens.access_token;
   });
-  return timed(times, 'userinfo', async () => {
-    const res = await fetch(new URL('/openid/userinfo', target.url), {
-      headers: { authorization: `Bearer ${accessToken}` },
-    });
-    const claims = (await res.json()) as { sub?: string };
-    expectStatus('userinfo', res, 200, JSON.stringify(claims));
-    return claims;
+  const claims = await timed(times, 'userinfo', () => userinfo(target, accessToken));
+  return { claims, accessToken };
+}
+
+/** GET /openid/userinfo with a user's access token: the claims, or a FlowError unless 200. */
+export async function userinfo(target: Target, accessToken: string): Promise<{ sub?: string }> {
+  const res = await fetch(new URL('/openid/userinfo', target.url), {
+    headers: { authorization: `Bearer ${accessToken}` },
   });
+  const claims = (await res.json()) as { sub?: string };
+  expectStatus('userinfo', res, 200, JSON.stringify(claims));
+  return claims;
 }
 
 /**
  * One complete sign-in of the user to the relying party. The browser keeps its long-lived cookie
  * (the CSRF browser id) between sign-ins and starts without a session, as on a new day. Returns the
- * milliseconds of each step and the userinfo answer; throws a FlowError naming the step that failed.
+ * milliseconds of each step, the userinfo answer and the access token; throws a FlowError naming the step that failed.
  */
 export async function signIn(target: Target, rp: RelyingParty, user: VirtualUser, mode: SignInMode) {
   user.jar.retain(/idp_browser$/);
@@ -387,9 +391,9 @@ export async function signIn(target: Target, rp: RelyingParty, user: VirtualUser
   const { uid, csrf, state } = await openSignIn(target, user, rp, sha256(verifier).toString('base64url'), times);
   const resume = await authenticate(target, user, { uid, csrf, mode, times });
   const code = await timed(times, 'code', () => codeAt(target, user, rp, resume, state));
-  const claims = await redeem(target, rp, code, verifier, times);
+  const { claims, accessToken } = await redeem(target, rp, code, verifier, times);
   if (claims.sub !== user.sub) throw new FlowError(`userinfo: sub ${claims.sub}, not the user's ${user.sub}`);
-  return { times, claims };
+  return { times, claims, accessToken };
 }
 
 export const REDIRECT_URI = 'https://rp.example.test/callback';
