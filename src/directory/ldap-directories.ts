@@ -7,6 +7,7 @@ import type { Keyring } from '../crypto.ts';
 import { open, seal } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import { findOrganization } from '../store/directory.ts';
+import { rolesOfUser } from '../store/roles.ts';
 import * as repo from '../store/ldap.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { badRequest, notFound } from '../errors.ts';
@@ -304,14 +305,17 @@ export type DirectoryPasswordVerdict = 'valid' | 'invalid' | 'unavailable' | 'no
 export async function checkPasswordWithDirectory(
   store: Store,
   keys: Keyring,
-  user: { id: number; eppn: string; password_hash: string | null },
+  user: { id: number; eppn: string; org_id: number; password_hash: string | null },
   password: string,
 ): Promise<DirectoryPasswordVerdict> {
   if (user.password_hash !== null) return 'not-applicable';
   const entry = await repo.findLdapEntryOfUser(store.db, Number(user.id));
   if (!entry) return 'not-applicable';
   const d = await repo.findLdapDirectory(store.db, Number(entry.directory_id));
-  if (!d || d.password_check !== 1) return 'not-applicable';
+  if (!d || d.password_check !== 1 || Number(d.org_id) !== Number(user.org_id)) return 'not-applicable';
+  // staff sign in with what the service itself holds: whoever controls a directory entry (a
+  // directory administrator, a password reset there) must not get a staff account's sign-in
+  if ((await rolesOfUser(store.db, Number(user.id))).length > 0) return 'not-applicable';
   if (typeof password !== 'string' || password.length === 0) return 'invalid';
   try {
     return await checkDirectoryPassword(

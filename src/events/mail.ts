@@ -45,7 +45,14 @@ export function createMailer(config: Pick<Config, 'smtpUrl' | 'smtpFrom'>): Mail
   const from = config.smtpFrom;
   return {
     async send(message) {
-      await transport.sendMail({ from, ...message, disableFileAccess: true, disableUrlAccess: true });
+      await transport.sendMail({
+        from,
+        ...message,
+        // the stored address alone, never parsed for a display name and another address it may hide
+        to: { name: '', address: message.to },
+        disableFileAccess: true,
+        disableUrlAccess: true,
+      });
     },
     close: () => transport.close(),
   };

@@ -10,6 +10,7 @@ import { AndFilter, GreaterThanEqualsFilter, type Client, type Filter } from 'ld
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
+import { rolesOfUser } from '../store/roles.ts';
 import * as repo from '../store/ldap.ts';
 import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
 import { AppError, conflict, notFound } from '../errors.ts';
@@ -102,6 +103,9 @@ async function adoptable(store: Store, run: Run, record: DirectoryRecord): Promi
     return `'${record.eppn}' already belongs to a user with another external id`;
   if (await repo.findLdapEntryOfUser(store.db, Number(user.id)))
     return `'${record.eppn}' already belongs to a user of another directory entry`;
+  // staff accounts are the admin CLI's alone: a directory never takes one over, changed or not
+  if ((await rolesOfUser(store.db, Number(user.id))).length > 0)
+    return `'${record.eppn}' is a staff account: changed only with the admin CLI`;
   return user;
 }
 

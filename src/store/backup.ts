@@ -112,6 +112,9 @@ export async function backupSqlite(source: string, target: string, appVersion: s
   const partial = temporaryName(target, 'partial');
   const db = new DatabaseSync(source, { readOnly: true, timeout: 5000 });
   try {
+    // created empty and private first: the copy holds password hashes and sealed secrets, and must
+    // never be readable by others, not even while it is being written (SQLite fills an empty file)
+    closeSync(openSync(partial, 'wx', 0o600));
     db.prepare('vacuum into ?').run(partial);
   } catch (err) {
     await rm(partial, { force: true });

@@ -103,39 +103,43 @@ export async function insertInvitation(db: Q, row: Insertable<MailInvitationsTab
  * without a passkey and the invitation's link still unused. One per user (the latest).
  */
 export function dueReminders(db: Q, orgId: number, now: number) {
-  return db
-    .selectFrom('mail_invitations as i')
-    .innerJoin('users as u', 'u.id', 'i.user_id')
-    .innerJoin('recovery_links as l', 'l.id', 'i.recovery_link_id')
-    .select([
-      'i.id',
-      'i.user_id',
-      'i.recovery_link_id',
-      'i.invited_at',
-      'i.remind_after_ms',
-      'u.eppn',
-      'u.email',
-      'u.disabled_at',
-    ])
-    .where('i.org_id', '=', orgId)
-    .where('i.reminded_at', 'is', null)
-    .where('i.remind_after_ms', 'is not', null)
-    .where(sql<boolean>`i.invited_at + i.remind_after_ms <= ${now}`)
-    .where('u.passkey_count', '=', 0)
-    .where('l.used_at', 'is', null)
-    .where((eb) =>
-      eb.not(
-        eb.exists(
-          eb
-            .selectFrom('mail_invitations as later')
-            .select('later.id')
-            .whereRef('later.user_id', '=', 'i.user_id')
-            .whereRef('later.id', '>', 'i.id'),
+  return (
+    db
+      .selectFrom('mail_invitations as i')
+      .innerJoin('users as u', 'u.id', 'i.user_id')
+      .innerJoin('recovery_links as l', 'l.id', 'i.recovery_link_id')
+      .select([
+        'i.id',
+        'i.user_id',
+        'i.recovery_link_id',
+        'i.invited_at',
+        'i.remind_after_ms',
+        'u.eppn',
+        'u.email',
+        'u.disabled_at',
+      ])
+      .where('i.org_id', '=', orgId)
+      .where('i.reminded_at', 'is', null)
+      .where('i.remind_after_ms', 'is not', null)
+      .where(sql<boolean>`i.invited_at + i.remind_after_ms <= ${now}`)
+      .where('u.passkey_count', '=', 0)
+      .where('l.used_at', 'is', null)
+      // a link staff revoked on purpose is not replaced by a reminder's new one
+      .where('l.revoked_at', 'is', null)
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('mail_invitations as later')
+              .select('later.id')
+              .whereRef('later.user_id', '=', 'i.user_id')
+              .whereRef('later.id', '>', 'i.id'),
+          ),
         ),
-      ),
-    )
-    .orderBy('i.id')
-    .execute();
+      )
+      .orderBy('i.id')
+      .execute()
+  );
 }
 
 /** Marks an invitation reminded, once: of two runs at once only one gets true. */

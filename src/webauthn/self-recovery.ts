@@ -8,7 +8,6 @@ import type { Keyring } from '../crypto.ts';
 import { findUserByEppn, type User } from '../store/directory.ts';
 import { findUserByEmail } from '../store/mail.ts';
 import { rolesOfUser } from '../store/roles.ts';
-import { setUserLanguage } from '../store/mail.ts';
 import type { Actor } from '../audit/index.ts';
 import { loadPolicy } from './policy.ts';
 import { createRecoveryLink } from './recovery-links.ts';
@@ -54,8 +53,8 @@ export async function requestSelfRecovery(
       ttlMs: SELF_RECOVERY_TTL_MS,
       purpose: 'self-recovery',
       within: async (trx, link, u) => {
-        await setUserLanguage(trx, u.id, input.lang);
-        await queueLinkMail(trx, keys, { kind: 'recovery', user: u, link, at: from.now });
+        // the page's language for this one message: an anonymous request never changes the user's own
+        await queueLinkMail(trx, keys, { kind: 'recovery', user: u, link, lang: input.lang, at: from.now });
       },
     },
     { actor, now: from.now },

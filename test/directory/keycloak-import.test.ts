@@ -6,9 +6,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cli, dialects, pickFreePort, seedOrg, startTestApp, type TestContext } from '../helpers.ts';
+import { cli, dialects, pickFreePort, seedOrg, seedUser, startTestApp, type TestContext } from '../helpers.ts';
 import {
   cookieJar,
   FlowError,
@@ -218,6 +220,33 @@ for (const dialect of dialects()) {
         ['exists', 'exists', 'exists'],
       );
       assert.equal((await findUserByEppn(ctx.store.db, `alice@${REALM}`))!.password_hash, before);
+    });
+  });
+}
+
+for (const dialect of dialects()) {
+  describe(`import keycloak: a disabled user named in another organization's realm (${dialect})`, () => {
+    it('is refused, and the user of that other organization stays enabled', async () => {
+      const ctx = await startTestApp(dialect);
+      const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+      try {
+        await seedOrg(ctx, 7, REALM, 'ACME University');
+        await seedOrg(ctx, 8, 'other.example.org', 'Other College');
+        await seedUser(ctx, 8, 'bob@other.example.org');
+        const realm = JSON.parse(readFileSync(FIXTURE, 'utf8')) as { users: unknown[]; clients: unknown[] };
+        realm.users = [{ username: 'bob@other.example.org', enabled: false, firstName: 'Bob', credentials: [] }];
+        realm.clients = [];
+        const file = join(dir, 'realm.json');
+        writeFileSync(file, JSON.stringify(realm));
+        const r = await cli(ctx.config.databaseUrl, ['import', 'keycloak', '--org', '7', '--json', file]);
+        const report = JSON.parse(r.out) as { disabled: number; users: { rejected: number } };
+        assert.equal(report.disabled, 0);
+        assert.equal(report.users.rejected, 1, 'the line is rejected: another realm');
+        assert.equal((await findUserByEppn(ctx.store.db, 'bob@other.example.org'))!.disabled_at, null);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+        await ctx.close();
+      }
     });
   });
 }

@@ -21,6 +21,7 @@ import {
 import { checkDirectoryPassword, findLoginEntry, serviceConnection, close } from '../../src/directory/ldap-client.ts';
 import { syncLdapDirectory } from '../../src/ldap/sync.ts';
 import { findUserByEppn } from '../../src/store/directory.ts';
+import { grantRole } from '../../src/directory/roles.ts';
 import { cookieJar, exchange, follow, type Target } from '../../bench/signin-flow.ts';
 import { PEOPLE, SERVICE_DN, SERVICE_PASSWORD, startSlapd, testUsers, type Slapd } from './slapd.ts';
 
@@ -119,6 +120,14 @@ for (const dialect of dialects()) {
       assert.match(done.location ?? '', /[?&]code=/);
       assert.equal((await findUserByEppn(ctx.store.db, 'user00001@example.org'))?.password_hash, null);
       assert.ok(bindsOf('user00001') >= 1);
+    });
+
+    it("never signs a staff account in with the directory's password", async () => {
+      await grantRole(ctx.store, { eppn: 'user00002@example.org', role: 'helpdesk', orgId: 1 });
+      const before = bindsOf('user00002');
+      const res = await post('user00002@example.org', 'pw-user00002');
+      assert.equal(res.status, 401, 'refused as a wrong password');
+      assert.equal(bindsOf('user00002'), before, 'no bind as the staff account');
     });
 
     it('refuses a wrong password as any wrong password', async () => {

@@ -99,7 +99,11 @@ for (const dialect of dialects()) {
         .select('language')
         .where('eppn', '=', 'ada@example.org')
         .executeTakeFirstOrThrow();
-      assert.equal(lang.language, 'nb', 'the language is remembered for later messages');
+      assert.equal(
+        lang.language,
+        null,
+        "an anonymous request's language is for its own message: it never changes the user's own",
+      );
     });
 
     it('sends nothing where the policy is off, to staff, or without a valid form', async () => {

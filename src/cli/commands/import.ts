@@ -48,12 +48,23 @@ async function importRealmUsers(ctx: Ctx, realm: KeycloakRealm, orgId: number, f
   }
 }
 
-/** Users Keycloak had disabled are disabled here too (a dry run counts them). */
-async function disableRealmUsers(ctx: Ctx, realm: KeycloakRealm, dryRun: boolean): Promise<number> {
+/**
+ * Users Keycloak had disabled are disabled here too (a dry run counts them): only those of this
+ * organization whose line the import took, never a user of another organization with that name.
+ */
+async function disableRealmUsers(
+  ctx: Ctx,
+  realm: KeycloakRealm,
+  orgId: number,
+  rejectedLines: Set<number>,
+  dryRun: boolean,
+): Promise<number> {
   let disabled = 0;
-  for (const u of realm.users.filter((x) => !x.enabled)) {
+  for (const [i, u] of realm.users.entries()) {
+    if (u.enabled || rejectedLines.has(i + 1)) continue;
     const eppn = normalizeEppn(String(u.fields.eppn));
     const user = await findUserByEppn(ctx.store.db, eppn);
+    if (user && Number(user.org_id) !== orgId) continue;
     if (dryRun) disabled += !user || user.disabled_at === null ? 1 : 0;
     else if (user && (await disableUser(ctx.store, eppn, by(ctx))).changed) disabled++;
   }
@@ -127,7 +138,8 @@ export const importCommands: CommandDef[] = [
       const realm = await readKeycloakExport(file!, org.realm);
       const notCarried = [...realm.notCarried];
       const users = await importRealmUsers(ctx, realm, orgId, file!, dryRun);
-      const disabled = await disableRealmUsers(ctx, realm, dryRun);
+      const rejected = new Set(users.rejections.map((r) => r.line));
+      const disabled = await disableRealmUsers(ctx, realm, orgId, rejected, dryRun);
       const added = await addRealmClients(ctx, realm, dryRun, notCarried);
       const report: KeycloakReport = {
         ...{ realm: realm.realm, dry_run: dryRun, users, disabled },
