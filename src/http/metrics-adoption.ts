@@ -18,6 +18,8 @@ new Gauge({
   aggregator: 'max',
   async collect() {
     const store = stores.values().next().value;
+    // after the synchronous collectors: the pool's gauges read the pool before this query takes a connection
+    await new Promise<void>((r) => setImmediate(r));
     const rows = store ? await latestAdoption(store.db).catch(() => []) : [];
     this.reset();
     for (const row of rows)

@@ -73,7 +73,9 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
 
   it('is bundled, with source maps of the TypeScript for the project’s code only', () => {
     const files = readdirSync(join(app, 'src')).filter((f) => f.endsWith('.js'));
-    assert.ok(files.length < 30, `a few bundled files, not a file per module: ${files.length}`);
+    // a few dozen at most (OpenTelemetry's resource detection alone brings a lazily loaded chunk per
+    // platform), not a file for each of the hundreds of modules
+    assert.ok(files.length < 40, `a few bundled files, not a file per module: ${files.length}`);
     assert.ok(!files.includes('libraries.js'), 'the build-time entry point of the libraries is not shipped');
     const maps = files.filter((f) => existsSync(join(app, 'src', `${f}.map`)));
     const sources = maps.flatMap(
