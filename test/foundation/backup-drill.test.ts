@@ -176,10 +176,13 @@ describe('backup drill: back up a serving SQLite service, restore it elsewhere, 
     service = await spawnService({ DATA_DIR: restored }, port);
     const copy = await openStore(join(restored, 'idp.sqlite'));
     try {
+      const counts: string[] = [];
       for (const table of Object.keys(COLUMNS) as Table[]) {
         assert.ok(acknowledged.rows[table]!.length > 0);
         assert.deepEqual(await lasting(copy, table, acknowledged.upTo[table]!), acknowledged.rows[table], table);
+        counts.push(`${table} ${acknowledged.rows[table]!.length}`);
       }
+      console.log(`# acknowledged before the backup and found in the restored copy: ${counts.join(', ')}`);
       const eppns = await copy.db.selectFrom('users').select('eppn').execute();
       for (const eppn of acknowledged.eppns)
         assert.ok(
