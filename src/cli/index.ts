@@ -257,18 +257,28 @@ export async function runCli(argv: string[], io: Io, env: NodeJS.ProcessEnv = pr
     await assertSecretMatches(store, keys);
     const ctx: Ctx = { config, store, keys, json: Boolean(values.json), io, actor: operator(env) };
     const result = await command.run(ctx, values, positionals);
-    if (result !== undefined) io.out(typeof result === 'string' ? result : JSON.stringify(result, null, 2));
+    printResult(io, result);
     return ctx.exitCode ?? 0;
   } catch (err) {
-    if (err instanceof ConfigError) {
-      io.err(`configuration error: ${err.message}`);
-      return 2;
-    }
-    io.err(`error: ${err instanceof AppError ? err.message : ((err as Error).message?.split('\n')[0] ?? String(err))}`);
-    return 1;
+    return reportFailure(io, err);
   } finally {
     await store?.close();
   }
+}
+
+/** What a command returned, on standard output: text as is, anything else as JSON. */
+function printResult(io: Io, result: unknown): void {
+  if (result !== undefined) io.out(typeof result === 'string' ? result : JSON.stringify(result, null, 2));
+}
+
+/** A command's failure in one line, and its exit code: 2 for the configuration, 1 for the rest. */
+function reportFailure(io: Io, err: unknown): number {
+  if (err instanceof ConfigError) {
+    io.err(`configuration error: ${err.message}`);
+    return 2;
+  }
+  io.err(`error: ${err instanceof AppError ? err.message : ((err as Error).message?.split('\n')[0] ?? String(err))}`);
+  return 1;
 }
 
 /** A command run without the store or the secret; failures are reported as runCli reports them. */
@@ -293,14 +303,9 @@ async function runBare(
       io,
     };
     const result = await command.run(ctx, values, positionals);
-    if (result !== undefined) io.out(typeof result === 'string' ? result : JSON.stringify(result, null, 2));
+    printResult(io, result);
     return ctx.exitCode ?? 0;
   } catch (err) {
-    if (err instanceof ConfigError) {
-      io.err(`configuration error: ${err.message}`);
-      return 2;
-    }
-    io.err(`error: ${err instanceof AppError ? err.message : ((err as Error).message?.split('\n')[0] ?? String(err))}`);
-    return 1;
+    return reportFailure(io, err);
   }
 }
