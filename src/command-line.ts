@@ -1,6 +1,7 @@
 // The command line: `serve` starts the service; anything else is an admin command (no command: usage).
 import { checkStorage, ConfigError, databaseTimeouts, loadConfig, type Config } from './config.ts';
-import { keyring, loadSecret, type SecretSource } from './crypto.ts';
+import { loadSecret, type SecretSource } from './crypto.ts';
+import { loadKeyring } from './oauth/master-secret.ts';
 import { openStore, type Store } from './store/index.ts';
 import { buildApp } from './app.ts';
 import cluster from 'node:cluster';
@@ -80,7 +81,7 @@ async function serve(): Promise<void> {
   const store = await openOrFail(config);
   let app;
   try {
-    ({ app } = await buildApp({ config, store, keys: keyring(secret.secret) }));
+    ({ app } = await buildApp({ config, store, keys: await loadKeyring(store, secret) }));
   } catch (err) {
     await store.close();
     fatal(`start-up failed: ${(err as Error).message.split('\n')[0]}`);

@@ -25,6 +25,8 @@ export interface Config {
   databaseUrl: string; // a SQLite file path, ':memory:', or postgres://...
   dialect: 'sqlite' | 'postgres';
   idpSecret: string | undefined; // resolved to a value by loadSecret() before use
+  /** the master secret before the last `secret rotate`, accepted (never used to seal or sign) during the transition */
+  idpSecretPrevious?: string | undefined;
   dataDir: string;
   /** the directories checkStorage() verifies before start-up */
   storage: StorageDirectory[];
@@ -310,6 +312,12 @@ function secret(raw: string | undefined, soFar: Partial<Config>): Partial<Config
   return { idpSecret: raw };
 }
 
+function previousSecret(raw: string | undefined): Partial<Config> {
+  if (raw !== undefined && raw.length < 32)
+    throw new ConfigError('IDP_SECRET_PREVIOUS', `must be at least 32 characters, got ${raw.length}`);
+  return { idpSecretPrevious: raw };
+}
+
 function claimsNamespace(raw: string | undefined, soFar: Partial<Config>): Partial<Config> {
   const value = (raw ?? `${soFar.publicUrl}/claims`).replace(/\/$/, '');
   let url: URL;
@@ -541,8 +549,15 @@ export const SETTINGS: Setting[] = [
     name: 'IDP_SECRET',
     default: '(generated for SQLite)',
     meaning:
-      'Master secret, at least 32 characters. Signing keys are encrypted under it; pagination cursors, cookies and client-secret hashes are keyed from it. With SQLite and none given, `npm start` generates one on first start into <DATA_DIR>/idp-secret (mode 0600); admin commands never generate one. Required with PostgreSQL, and must be the same on every instance',
+      'Master secret, at least 32 characters. Signing keys, SAML keys, webhook secrets and LDAP bind passwords are sealed under it; pagination cursors, cookies and CSRF tokens are keyed from it. `npm run idp -- secret rotate` replaces it (docs/operations.md, Replacing the master secret). With SQLite and none given, `npm start` generates one on first start into <DATA_DIR>/idp-secret (mode 0600); admin commands never generate one. Required with PostgreSQL, and must be the same on every instance',
     parse: secret,
+  },
+  {
+    name: 'IDP_SECRET_PREVIOUS',
+    default: '(none)',
+    meaning:
+      'The master secret before the last `npm run idp -- secret rotate`, during the transition only (docs/operations.md, Replacing the master secret): values sealed and cookies, CSRF tokens and console sessions signed under it are still accepted, nothing new is sealed or signed with it. With SQLite and a generated secret, <DATA_DIR>/idp-secret.previous plays this part. Remove it once every instance runs on the new secret and `secret reseal` has run',
+    parse: previousSecret,
   },
   {
     name: 'LOG_LEVEL',

@@ -24,6 +24,8 @@ export interface Keyring {
   cookies: string[];
   /** HMAC key for CSRF tokens */
   csrf: KeyObject;
+  /** the CSRF key of the secret before a rotation, verifying only (IDP_SECRET_PREVIOUS) */
+  previousCsrf?: KeyObject;
   /** secret of the DPoP nonces (RFC 9449 8), so every instance accepts every other's */
   dpopNonce: Buffer;
   /** AES-256-GCM key for webhook secrets and push streams' authorization headers at rest */
@@ -42,27 +44,86 @@ function derive(secret: string, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), `idp:${purpose}`, 32));
 }
 
-export function keyring(secret: string): Keyring {
-  return {
-    keyEncryption: derive(secret, 'signing-key-encryption'),
-    cursor: derive(secret, 'pagination-cursor'),
-    clientSecret: createSecretKey(derive(secret, 'client-secret-hash')),
-    cookies: [derive(secret, 'cookies').toString('base64url')],
-    csrf: createSecretKey(derive(secret, 'csrf')),
-    dpopNonce: derive(secret, 'dpop-nonce'),
-    eventSecrets: derive(secret, 'event-secrets'),
-    directorySecrets: derive(secret, 'directory-secrets'),
-    consoleSession: derive(secret, 'console-session'),
-    samlState: derive(secret, 'saml-state'),
-    samlPairwise: createSecretKey(derive(secret, 'saml-pairwise')),
+/**
+ * Keys whose results outlive the secret: client-secret hashes stay in the database and pairwise
+ * ids are a user's identifier at a service provider, so neither may change when the master secret
+ * is replaced. They are derived from the first secret; `secret rotate` keeps them in the database
+ * sealed under the new one (src/store/kept-keys.ts), and the keyring takes them from there.
+ */
+export const KEPT_KEYS = { clientSecret: 'client-secret-hash', samlPairwise: 'saml-pairwise' } as const;
+export type KeptKeyName = keyof typeof KEPT_KEYS;
+export type KeptKeys = Partial<Record<KeptKeyName, Buffer>>;
+
+/** The additional data a kept key is sealed with (under keyEncryption). */
+export const keptKeyAad = (name: KeptKeyName) => `kept-key:${KEPT_KEYS[name]}`;
+
+/** Keys of the secret before a rotation that open() also tries, keyed by the current key. */
+const previousKeys = new WeakMap<Buffer, Buffer>();
+
+export interface KeyringOptions {
+  /** the secret before the last rotation: what it sealed still opens, what it signed still verifies */
+  previous?: string | undefined;
+  /** keys kept across rotations (KEPT_KEYS), opened from the database */
+  kept?: KeptKeys;
+}
+
+export function keyring(secret: string, options: KeyringOptions = {}): Keyring {
+  const { previous, kept = {} } = options;
+  const sealing = (purpose: string) => {
+    const key = derive(secret, purpose);
+    if (previous !== undefined && previous !== secret) previousKeys.set(key, derive(previous, purpose));
+    return key;
   };
+  const cookies = [derive(secret, 'cookies').toString('base64url')];
+  if (previous !== undefined && previous !== secret) cookies.push(derive(previous, 'cookies').toString('base64url'));
+  return {
+    keyEncryption: sealing('signing-key-encryption'),
+    cursor: sealing('pagination-cursor'),
+    clientSecret: createSecretKey(kept.clientSecret ?? derive(secret, KEPT_KEYS.clientSecret)),
+    cookies,
+    csrf: createSecretKey(derive(secret, 'csrf')),
+    ...(previous !== undefined && previous !== secret
+      ? { previousCsrf: createSecretKey(derive(previous, 'csrf')) }
+      : {}),
+    dpopNonce: derive(secret, 'dpop-nonce'),
+    eventSecrets: sealing('event-secrets'),
+    directorySecrets: sealing('directory-secrets'),
+    consoleSession: sealing('console-session'),
+    samlState: sealing('saml-state'),
+    samlPairwise: createSecretKey(kept.samlPairwise ?? derive(secret, KEPT_KEYS.samlPairwise)),
+  };
+}
+
+/** The kept keys' values under this keyring (what `secret rotate` stores when none are stored yet). */
+export function keptKeyValues(keys: Keyring): Record<KeptKeyName, Buffer> {
+  return { clientSecret: keys.clientSecret.export(), samlPairwise: keys.samlPairwise.export() };
 }
 
 export interface SecretSource {
   secret: string;
   generated: boolean;
   path?: string;
+  /** the secret before the last rotation (IDP_SECRET_PREVIOUS or <DATA_DIR>/idp-secret.previous) */
+  previous?: string;
 }
+
+export const SECRET_FILE = 'idp-secret';
+export const PREVIOUS_SECRET_FILE = 'idp-secret.previous';
+
+/** The previous secret: IDP_SECRET_PREVIOUS, else (a secret kept in DATA_DIR) the file beside it. */
+function previousSecret(config: Config, fromFile: boolean): string | undefined {
+  if (config.idpSecretPrevious !== undefined) return config.idpSecretPrevious;
+  if (!fromFile) return undefined;
+  const path = join(config.dataDir, PREVIOUS_SECRET_FILE);
+  if (!existsSync(path)) return undefined;
+  const previous = readFileSync(path, 'utf8').trim();
+  if (previous.length < 32)
+    throw new ConfigError('IDP_SECRET_PREVIOUS', `${path}: stored previous secret is too short; remove it`);
+  return previous;
+}
+
+const withPrevious = (source: SecretSource, previous: string | undefined): SecretSource =>
+  previous === undefined ? source : { ...source, previous };
 
 /**
  * The configured secret, or (SQLite only) the one stored under DATA_DIR. Only the service
@@ -70,15 +131,16 @@ export interface SecretSource {
  * second secret the database's keys were not sealed under.
  */
 export function loadSecret(config: Config, options: { generate: boolean } = { generate: true }): SecretSource {
-  if (config.idpSecret) return { secret: config.idpSecret, generated: false };
-  const path = join(config.dataDir, 'idp-secret');
+  if (config.idpSecret)
+    return withPrevious({ secret: config.idpSecret, generated: false }, previousSecret(config, false));
+  const path = join(config.dataDir, SECRET_FILE);
   const variable = config.storage.find((d) => d.holds === 'secret')?.variable ?? 'DATA_DIR';
   try {
     if (existsSync(path)) {
       const secret = readFileSync(path, 'utf8').trim();
       if (secret.length < 32)
         throw new ConfigError('IDP_SECRET', `${path}: stored secret is too short; remove it or set IDP_SECRET`);
-      return { secret, generated: false, path };
+      return withPrevious({ secret, generated: false, path }, previousSecret(config, true));
     }
     if (!options.generate)
       throw new Error(
@@ -108,11 +170,21 @@ export function seal(key: Buffer, plaintext: Buffer, aad = ''): string {
   return Buffer.concat([iv, cipher.getAuthTag(), ct]).toString('base64url');
 }
 
-/** Returns undefined for anything that is not an intact box sealed with this key and aad. */
+/**
+ * Returns undefined for anything that is not an intact box sealed with this key and aad. During a
+ * rotation of the master secret (IDP_SECRET_PREVIOUS), a box the previous secret's key sealed opens too.
+ */
 export function open(key: Buffer, box: string, aad = ''): Buffer | undefined {
   if (!/^[A-Za-z0-9_-]+$/.test(box)) return undefined;
   const raw = Buffer.from(box, 'base64url');
   if (raw.length < 28) return undefined;
+  const opened = openRaw(key, raw, aad);
+  if (opened) return opened;
+  const previous = previousKeys.get(key);
+  return previous ? openRaw(previous, raw, aad) : undefined;
+}
+
+function openRaw(key: Buffer, raw: Buffer, aad: string): Buffer | undefined {
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
     decipher.setAAD(Buffer.from(aad));

@@ -63,6 +63,8 @@ export const AUDIT_ACTIONS = [
   'role.revoke',
   'access.refused',
   'keys.rotate',
+  'secret.rotate',
+  'secret.reseal',
   'webhook.add',
   'webhook.remove',
   'webhook.secret_rotate',

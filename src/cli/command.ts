@@ -1,7 +1,7 @@
 // What an admin command is: its definition (the parser and the help both read it) and the small
 // helpers the command files share.
 import type { Config } from '../config.ts';
-import type { Keyring } from '../crypto.ts';
+import type { Keyring, SecretSource } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import { badRequest } from '../errors.ts';
 import { parseList } from '../clients/index.ts';
@@ -22,6 +22,8 @@ export interface Ctx {
   config: Config;
   store: Store;
   keys: Keyring;
+  /** where the master secret came from (and the previous one, during a rotation) */
+  secret?: SecretSource;
   json: boolean;
   io: Io;
   /** the operator running the command, for the audit trail */

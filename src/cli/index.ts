@@ -4,7 +4,8 @@
 import { parseArgs } from 'node:util';
 import { checkStorage, ConfigError, databaseTimeouts, loadConfig, type Config } from '../config.ts';
 import { enableSecurityNotifications } from '../audit/notifications.ts';
-import { keyring, loadSecret } from '../crypto.ts';
+import { loadSecret } from '../crypto.ts';
+import { loadKeyring } from '../oauth/master-secret.ts';
 import { openStore, type Store } from '../store/index.ts';
 import { AppError } from '../errors.ts';
 import { assertSecretMatches } from '../oauth/keys.ts';
@@ -16,6 +17,7 @@ import { photoCommands } from './commands/photo.ts';
 import { clientCommands } from './commands/client.ts';
 import { passkeyCommands } from './commands/passkey.ts';
 import { keysCommands } from './commands/keys.ts';
+import { secretCommands } from './commands/secret.ts';
 import { auditCommands } from './commands/audit.ts';
 import { eventsCommands } from './commands/events.ts';
 import { recoveryCommands } from './commands/recovery.ts';
@@ -38,6 +40,7 @@ export const COMMANDS: (CommandDef | BareCommandDef)[] = [
   ...clientCommands,
   ...passkeyCommands,
   ...keysCommands,
+  ...secretCommands,
   ...auditCommands,
   ...eventsCommands,
   ...recoveryCommands,
@@ -251,11 +254,12 @@ export async function runCli(argv: string[], io: Io, env: NodeJS.ProcessEnv = pr
     checkRequired(command, values, positionals);
     const config = configuration(env, io);
     if (typeof config === 'number') return config;
-    const keys = keyring(loadSecret(config, { generate: false }).secret);
+    const secret = loadSecret(config, { generate: false });
     enableSecurityNotifications(config.smtpUrl !== undefined);
     store = await openStore(config.databaseUrl, { poolSize: 2, timeouts: databaseTimeouts(config) });
+    const keys = await loadKeyring(store, secret);
     await assertSecretMatches(store, keys);
-    const ctx: Ctx = { config, store, keys, json: Boolean(values.json), io, actor: operator(env) };
+    const ctx: Ctx = { config, store, keys, secret, json: Boolean(values.json), io, actor: operator(env) };
     const result = await command.run(ctx, values, positionals);
     printResult(io, result);
     return ctx.exitCode ?? 0;

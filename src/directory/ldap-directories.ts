@@ -157,7 +157,8 @@ function checkInput(input: LdapDirectoryInput) {
   };
 }
 
-const aad = (id: number) => `ldap-bind-password:${id}`;
+export const bindPasswordAad = (id: number) => `ldap-bind-password:${id}`;
+const aad = bindPasswordAad;
 
 /** Adds a directory to the organization; its bind password is sealed and never shown. */
 export async function addLdapDirectory(

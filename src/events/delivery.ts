@@ -68,13 +68,16 @@ function fromAnswer(answer: Answer): Outcome {
 }
 
 /** A push stream's Authorization header, sealed at rest with the stream's id as associated data. */
+/** The additional data a push stream's Authorization header is sealed with. */
+export const streamAuthorizationAad = (streamId: string) => `stream-authorization:${streamId}`;
+
 export function sealAuthorization(keys: Keyring, streamId: string, header: string): string {
-  return seal(keys.eventSecrets, Buffer.from(header), `stream-authorization:${streamId}`);
+  return seal(keys.eventSecrets, Buffer.from(header), streamAuthorizationAad(streamId));
 }
 
 function openAuthorization(keys: Keyring, stream: repo.StreamRow): string | undefined {
   if (!stream.authorization_header) return undefined;
-  const header = open(keys.eventSecrets, stream.authorization_header, `stream-authorization:${stream.id}`);
+  const header = open(keys.eventSecrets, stream.authorization_header, streamAuthorizationAad(stream.id));
   if (!header) throw new Error(`stream ${stream.id}: its authorization header cannot be opened with this IDP_SECRET`);
   return header.toString('utf8');
 }

@@ -38,8 +38,11 @@ function view(row: repo.WebhookRow): WebhookView {
   };
 }
 
+/** The additional data a webhook's secret is sealed with: its row, so it cannot be moved to another. */
+export const webhookSecretAad = (id: number | 'new') => `webhook-secret:${id}`;
+
 function sealSecret(keys: Keyring, id: number | 'new', secret: string): string {
-  return seal(keys.eventSecrets, Buffer.from(secret), `webhook-secret:${id}`);
+  return seal(keys.eventSecrets, Buffer.from(secret), webhookSecretAad(id));
 }
 
 function newSecret(): string {
@@ -136,7 +139,7 @@ const opened = new Map<string, Buffer>();
 function openSecret(keys: Keyring, id: number, sealed: string): Buffer {
   const cached = opened.get(sealed);
   if (cached) return cached;
-  const secret = open(keys.eventSecrets, sealed, `webhook-secret:${id}`);
+  const secret = open(keys.eventSecrets, sealed, webhookSecretAad(id));
   if (!secret) throw new Error(`webhook ${id}: its secret cannot be opened with this IDP_SECRET`);
   const key = Buffer.from(secret.toString('utf8').slice(SECRET_PREFIX.length), 'base64');
   if (opened.size >= 1000) opened.clear();

@@ -9,6 +9,9 @@ import type { Store } from '../store/index.ts';
 import * as repo from '../store/keys.ts';
 import { open, seal, type Keyring } from '../crypto.ts';
 
+/** The additional data a signing key's private part is sealed with. */
+export const signingKeyAad = (kid: string) => `signing-key:${kid}`;
+
 export const SIGNING_ALGS = ['ES256', 'RS256'] as const;
 export type SigningAlg = (typeof SIGNING_ALGS)[number];
 
@@ -41,7 +44,7 @@ function generate(alg: SigningAlg, now: number, activatesAt: number, keys: Keyri
   return {
     kid,
     alg,
-    private_jwk: seal(keys.keyEncryption, Buffer.from(JSON.stringify(privateJwk)), `signing-key:${kid}`),
+    private_jwk: seal(keys.keyEncryption, Buffer.from(JSON.stringify(privateJwk)), signingKeyAad(kid)),
     public_jwk: JSON.stringify(publicJwk),
     created_at: now,
     activates_at: activatesAt,
@@ -155,7 +158,7 @@ export async function loadKeySet(store: Store, keys: Keyring, timing: KeyTiming,
   const activeKids = new Set(Object.values(active));
   const ordered = publicationOrder(rows);
   const providerJwks = ordered.map((r) => {
-    const plain = open(keys.keyEncryption, r.private_jwk, `signing-key:${r.kid}`);
+    const plain = open(keys.keyEncryption, r.private_jwk, signingKeyAad(r.kid));
     if (!plain)
       throw new Error(`signing key ${r.kid} cannot be decrypted: IDP_SECRET differs from the one it was stored under`);
     const jwk = JSON.parse(plain.toString('utf8')) as JWK;
@@ -172,7 +175,7 @@ export async function loadKeySet(store: Store, keys: Keyring, timing: KeyTiming,
 /** Throws when the stored signing keys were sealed under another IDP_SECRET. */
 export async function assertSecretMatches(store: Store, keys: Keyring): Promise<void> {
   const [row] = await repo.listSigningKeys(store.db);
-  if (row && !open(keys.keyEncryption, row.private_jwk, `signing-key:${row.kid}`)) {
+  if (row && !open(keys.keyEncryption, row.private_jwk, signingKeyAad(row.kid))) {
     throw new Error(
       'IDP_SECRET does not match the secret this database was set up with (its signing keys cannot be decrypted)',
     );

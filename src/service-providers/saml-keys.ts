@@ -16,6 +16,9 @@ import { open, seal, type Keyring } from '../crypto.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { createSelfSignedCertificate } from '../saml/xml/index.ts';
 
+/** The additional data a SAML key's private part is sealed with. */
+export const samlKeyAad = (kid: string) => `saml-key:${kid}`;
+
 export const SAML_KEY_USES = ['signing', 'encryption', 'metadata'] as const;
 export type SamlKeyUse = (typeof SAML_KEY_USES)[number];
 
@@ -77,7 +80,7 @@ async function generate(
   return {
     kid,
     key_use: use,
-    private_key: seal(keys.keyEncryption, Buffer.from(pem), `saml-key:${kid}`),
+    private_key: seal(keys.keyEncryption, Buffer.from(pem), samlKeyAad(kid)),
     certificate,
     created_at: now,
     activates_at: activatesAt,
@@ -156,7 +159,7 @@ function openKey(keys: Keyring, row: repo.SamlKeyRow): KeyObject {
   if (!byKid) opened.set(keys, (byKid = new Map<string, KeyObject>()));
   const known = byKid.get(row.kid);
   if (known) return known;
-  const plain = open(keys.keyEncryption, row.private_key, `saml-key:${row.kid}`);
+  const plain = open(keys.keyEncryption, row.private_key, samlKeyAad(row.kid));
   if (!plain)
     throw new Error(`SAML key ${row.kid} cannot be decrypted: IDP_SECRET differs from the one it was stored under`);
   const key = createPrivateKey(plain.toString('utf8'));

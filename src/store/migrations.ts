@@ -8,6 +8,7 @@ import { migration017, migration021 } from './migrations-service-providers.ts';
 import { migration018 } from './migrations-saml-sso.ts';
 import { migration020 } from './migrations-saml-sp-blocks.ts';
 import { migration022 } from './migrations-mail.ts';
+import { migration028 } from './migrations-secrets.ts';
 import { migration024 } from './migrations-adoption.ts';
 import { migration023 } from './migrations-ldap.ts';
 
@@ -183,6 +184,7 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '022_mail': migration022(dialect),
     '023_ldap_directories': migration023(dialect),
     '024_adoption': migration024(),
+    '028_kept_keys': migration028(),
   };
 }
 

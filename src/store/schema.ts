@@ -285,6 +285,16 @@ export interface DB {
   saml_sp_blocks: SamlSpBlocksTable;
   adoption_daily: AdoptionDailyTable;
   mail_invitations: MailInvitationsTable;
+  kept_keys: KeptKeysTable;
+}
+
+/** A key kept across replacements of the master secret (migration 028, src/crypto.ts KEPT_KEYS). */
+export interface KeptKeysTable {
+  /** client-secret-hash | saml-pairwise */
+  name: string;
+  /** the key, sealed under the current master secret */
+  sealed: string;
+  created_at: number;
 }
 
 /** An organization's adoption funnel as recorded on one day (UTC), migration 024 (src/store/adoption.ts). */

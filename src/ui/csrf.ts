@@ -34,7 +34,7 @@ export function createCsrf(config: Config, keys: Keyring): Csrf {
     const value = issued.get(request) ?? request.cookies[cookie];
     return typeof value === 'string' && BROWSER_ID.test(value) ? value : undefined;
   };
-  const mac = (id: string, scope: string) => hmac(keys.csrf, `csrf\n${id}\n${scope}`);
+  const mac = (id: string, scope: string, key = keys.csrf) => hmac(key, `csrf\n${id}\n${scope}`);
 
   return {
     field: '_csrf',
@@ -51,7 +51,12 @@ export function createCsrf(config: Config, keys: Keyring): Csrf {
     verify(request, scope, presented) {
       const id = browserId(request);
       if (!id || typeof presented !== 'string' || presented.length > 100) return false;
-      return safeEqual(mac(id, scope), presented);
+      // A token from before a rotation of the master secret still passes during the transition.
+      const previous = keys.previousCsrf;
+      return (
+        safeEqual(mac(id, scope), presented) ||
+        (previous !== undefined && safeEqual(mac(id, scope, previous), presented))
+      );
     },
   };
 }
