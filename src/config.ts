@@ -601,7 +601,7 @@ export const SETTINGS: Setting[] = [
     90,
     0,
     3650,
-    'Age in days at which the signing keys are rotated by the service itself: the new keys are published two days before they sign, the old ones stay published until the tokens they signed have expired. 0: only `keys rotate` rotates (0-3650)',
+    'Age in days at which the signing keys are rotated by the service itself: the new keys are published two days before they sign, the old ones stay published until the tokens they signed have expired. The signing key of the SAML identity provider follows the same schedule, in the metadata a week before it signs (docs/saml.md, Key rollover). 0: only `keys rotate` and `saml keys rotate` rotate (0-3650)',
   ),
   intSetting(
     'MEMORY_RELEASE_IDLE',

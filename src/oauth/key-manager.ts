@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
+import { rotateSamlSigningKeyIfDue } from '../service-providers/saml-keys.ts';
 import { ensureSigningKeys, loadKeySet, rotateSigningKeysIfDue, type KeySet, type KeyTiming } from './keys.ts';
 
 export interface KeyManager {
@@ -54,6 +55,15 @@ export async function startKeyManager(
   const rotateIfDue = async () => {
     const added = await rotateSigningKeysIfDue(store, keys, timing, config.keyRotationDays * 86_400_000);
     if (added.length) log.info({ added }, 'signing keys rotated on schedule');
+    // The SAML identity provider's signing key, on the same schedule (src/service-providers/saml-keys.ts).
+    const saml = await rotateSamlSigningKeyIfDue(
+      store,
+      keys,
+      config.keyRotationDays * 86_400_000,
+      Date.now(),
+      new URL(config.publicUrl).hostname,
+    );
+    if (saml) log.info({ saml }, 'SAML signing key rotated on schedule');
   };
   const timer = setInterval(() => {
     rotateIfDue()

@@ -138,6 +138,57 @@ export async function rotateSamlKeys(
   return rows.map((r) => ({ kid: r.kid, use: r.key_use as SamlKeyUse, activatesAt }));
 }
 
+/**
+ * How long before it signs a signing key rotated on schedule is in the metadata: the metadata's
+ * validity (validUntil), so an SP that loaded it once by hand and honours validUntil has fetched the
+ * new key too, and at least the activation delay of `saml keys rotate`.
+ */
+export const SAML_SCHEDULED_PUBLICATION_MS = Math.max(SAML_KEY_TIMING.validityMs, SAML_KEY_TIMING.activationDelayMs);
+
+/**
+ * The scheduled rotation of the signing key (KEY_ROTATION_DAYS, as for the OpenID Connect keys):
+ * when the newest signing key is `rotationMs` old, a new one is published at once and signs
+ * SAML_SCHEDULED_PUBLICATION_MS later, when the old one retires (it stays in the metadata
+ * SAML_KEY_TIMING.signingGraceMs longer). The age is checked again under the SAML key lock, so of
+ * instances that find it due at once one adds a key. Nothing happens before the first keys exist
+ * (they are made on first use); the encryption and metadata keys change only by `saml keys rotate`.
+ */
+export async function rotateSamlSigningKeyIfDue(
+  store: Store,
+  keys: Keyring,
+  rotationMs: number,
+  now = Date.now(),
+  commonName = 'SAML identity provider',
+): Promise<{ kid: string; activatesAt: number } | undefined> {
+  if (rotationMs <= 0) return undefined;
+  const due = (rows: repo.SamlKeyRow[]) => {
+    const newest = Math.max(...rows.filter((r) => r.key_use === 'signing').map((r) => r.created_at));
+    return Number.isFinite(newest) && newest + rotationMs <= now;
+  };
+  if (!due(await repo.listSamlKeys(store.db))) return undefined;
+  const activatesAt = now + SAML_SCHEDULED_PUBLICATION_MS;
+  // Generated outside the lock (RSA-3072 takes a while); an instance that finds it done drops its key.
+  const row = await generate('signing', keys, now, activatesAt, commonName);
+  const added = await repo.inSamlKeyTransaction(store, async (trx) => {
+    if (!due(await repo.listSamlKeys(trx))) return false;
+    await repo.insertSamlKeys(trx, [row]);
+    await repo.retireSamlKeys(trx, 'signing', row.kid, activatesAt);
+    const longest = Math.max(SAML_KEY_TIMING.signingGraceMs, SAML_KEY_TIMING.decryptionRetentionMs);
+    await repo.deleteSamlKeysRetiredBefore(trx, now - longest);
+    await recordAudit(trx, {
+      action: 'saml_keys.rotate',
+      actor: SYSTEM,
+      at: now,
+      subject: row.kid,
+      details: { keys: [{ kid: row.kid, use: 'signing' }], activates_at: activatesAt, scheduled: true },
+    });
+    return true;
+  });
+  if (!added) return undefined;
+  forget(store);
+  return { kid: row.kid, activatesAt };
+}
+
 /** Keys are read from the database at most this often per process; a rotation activates hours later. */
 const RELOAD_MS = 10_000;
 
