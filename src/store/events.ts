@@ -577,3 +577,33 @@ export async function insertStreamEvent(
     })
     .execute();
 }
+
+/** The tables whose ids leave the service (webhook-id, a SET's jti and txn, logout deliveries). */
+const OUTBOX_TABLES = ['events', 'event_deliveries', 'logout_deliveries'] as const;
+
+/**
+ * After a restore: the next id of each outbox table is above `floor` (and above every id it
+ * holds), so no new event is given an id that receivers saw before the restore. `floor` is the
+ * restore's time in microseconds (restoreIdFloor): the ids issued before a restore were below it as
+ * long as fewer than a million were issued a second since the last restore.
+ */
+export async function advanceOutboxIds(db: Kysely<DB>, dialect: Dialect, floor: number): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    for (const table of OUTBOX_TABLES) {
+      if (dialect === 'sqlite') {
+        // AUTOINCREMENT keeps its counter in sqlite_sequence, one row per table once it had one.
+        const { rows } = await sql<{ seq: number }>`select seq from sqlite_sequence where name = ${table}`.execute(trx);
+        if (rows.length === 0)
+          await sql`insert into sqlite_sequence (name, seq) values (${table}, ${floor})`.execute(trx);
+        else await sql`update sqlite_sequence set seq = max(seq, ${floor}) where name = ${table}`.execute(trx);
+      } else {
+        await sql`select setval(pg_get_serial_sequence(${table}, 'id'), greatest(${floor}::bigint,
+                  (select coalesce(max(id), 0) from ${sql.table(table)}),
+                  coalesce(pg_sequence_last_value(pg_get_serial_sequence(${table}, 'id')::regclass), 0)))`.execute(trx);
+      }
+    }
+  });
+}
+
+/** The floor of advanceOutboxIds for a restore at `now` (ms): microseconds, within 2^53 until the 23rd century. */
+export const restoreIdFloor = (now: number) => now * 1000;

@@ -167,6 +167,17 @@ describe('backup drill: back up a serving SQLite service, restore it elsewhere, 
   });
 
   it('restores into a new data directory, and the service there has everything acknowledged before the backup', async () => {
+    // The event ids receivers saw: up to the last event written before the service stopped, after the backup.
+    const maxEventId = async (s: Store) =>
+      Number(
+        (
+          await s.db
+            .selectFrom('events')
+            .select((eb) => eb.fn.max('id').as('id'))
+            .executeTakeFirst()
+        )?.id ?? 0,
+      );
+    const seen = await maxEventId(store);
     await service!.stop();
     service = undefined;
     const restore = await idp(['restore', backupFile], { DATA_DIR: restored, IDP_SECRET: TEST_SECRET });
@@ -183,6 +194,18 @@ describe('backup drill: back up a serving SQLite service, restore it elsewhere, 
         counts.push(`${table} ${acknowledged.rows[table]!.length}`);
       }
       console.log(`# acknowledged before the backup and found in the restored copy: ${counts.join(', ')}`);
+      // Events written after the backup are lost with it, but their ids went out: a new event's id is above them.
+      const restoredTop = await maxEventId(copy);
+      assert.ok(restoredTop < seen, 'events were written after the backup began');
+      await addUser(copy, {
+        orgId: 1,
+        eppn: 'after-restore@signin.example.org',
+        name: 'After',
+        email: 'after@example.org',
+      });
+      const next = await maxEventId(copy);
+      assert.ok(next > seen, `the first event after the restore has id ${next}, above ${seen} issued before`);
+      console.log(`# event ids: ${restoredTop} in the backup, ${seen} issued before the restore, ${next} the next one`);
       const eppns = await copy.db.selectFrom('users').select('eppn').execute();
       for (const eppn of acknowledged.eppns)
         assert.ok(

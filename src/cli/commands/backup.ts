@@ -9,6 +9,7 @@ import { badRequest } from '../../errors.ts';
 import { assertSecretMatches } from '../../oauth/keys.ts';
 import { appVersion } from '../../package-files.ts';
 import { openStore } from '../../store/index.ts';
+import { advanceOutboxIds, restoreIdFloor } from '../../store/events.ts';
 import {
   BackupError,
   backupSqlite,
@@ -142,21 +143,26 @@ export const backupCommands: BareCommandDef[] = [
         throw badRequest(
           `the data directory ${dir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', ...' : ''}); --force replaces its database`,
         );
-      let secret: string | undefined;
+      let secret: { secret: string; previous?: string } | undefined;
       try {
-        secret = loadSecret(config, { generate: false }).secret;
+        secret = loadSecret(config, { generate: false });
       } catch {
         secret = undefined;
       }
       await installBackup(path, target, async (copy) => {
-        if (secret === undefined) return;
         const store = await openStore(copy, { migrate: false });
         try {
-          await assertSecretMatches(store, keyring(secret));
-        } catch {
-          throw badRequest(
-            `the master secret in ${secretLocation(config)} does not open this backup's signing keys: put the secret kept with the backups there, then restore again`,
-          );
+          if (secret !== undefined) {
+            try {
+              await assertSecretMatches(store, keyring(secret.secret, { previous: secret.previous }));
+            } catch {
+              throw badRequest(
+                `the master secret in ${secretLocation(config)} does not open this backup's signing keys: put the secret kept with the backups there, then restore again`,
+              );
+            }
+          }
+          // Receivers of webhooks and SETs saw ids issued after the backup: new ones start above them.
+          await advanceOutboxIds(store.db, 'sqlite', restoreIdFloor(Date.now()));
         } finally {
           await store.close();
         }

@@ -4,7 +4,14 @@ import { badRequest, notFound } from '../../errors.ts';
 import { EVENT_TYPES } from '../../audit/events.ts';
 import * as webhooks from '../../events/webhooks.ts';
 import { targetPolicy } from '../../events/targets.ts';
-import { findDelivery, listDeliveries, replayDelivery, type DeliveryView } from '../../store/events.ts';
+import {
+  advanceOutboxIds,
+  findDelivery,
+  listDeliveries,
+  replayDelivery,
+  restoreIdFloor,
+  type DeliveryView,
+} from '../../store/events.ts';
 import { iso } from '../../time.ts';
 import {
   by,
@@ -135,6 +142,19 @@ export const eventsCommands: CommandDef[] = [
       return ctx.json
         ? rotated
         : `webhook ${rotated.id}: new signing secret (shown once): ${rotated.secret}${rotated.previous_secret_until ? `\nthe previous secret also signs until ${rotated.previous_secret_until}` : ''}`;
+    },
+  },
+  {
+    group: 'events',
+    name: 'after-restore',
+    summary:
+      'after restoring the database to an earlier moment (pg_restore, a point-in-time recovery): new event and delivery ids start above every id issued before',
+    options: {},
+    async run(ctx) {
+      await advanceOutboxIds(ctx.store.db, ctx.store.dialect, restoreIdFloor(Date.now()));
+      return ctx.json
+        ? { advanced: true }
+        : 'New events and deliveries get ids above every id issued before the restore; webhook-id, jti and txn values are never given twice.';
     },
   },
   {
