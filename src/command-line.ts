@@ -74,7 +74,7 @@ async function serve(): Promise<void> {
   }
   // Each serving process (every worker) sets up its own tracer; nothing is loaded when traces are off.
   try {
-    await startTracing(config.tracesEndpoint);
+    await startTracing(config.tracesEndpoint, { clientAddress: config.tracesClientAddress });
   } catch (err) {
     fatal(`start-up failed: traces: ${(err as Error).message.split('\n')[0]}`);
   }

@@ -66,6 +66,8 @@ export interface Config {
   metricsToken: string | undefined; // bearer token every /metrics scrape must present, when set
   metricsAllow: string[]; // CIDR ranges /metrics answers
   tracesEndpoint: string | undefined; // OTLP/HTTP collector base URL; traces are off when unset
+  /** TRACES_CLIENT_ADDRESS: request spans carry the client's IP address (client.address); off by default */
+  tracesClientAddress: boolean;
   webauthnRelatedOrigins: string[]; // other origins that may use PUBLIC_URL's RP ID (/.well-known/webauthn)
   webauthnHints: { registration: WebAuthnHint[]; authentication: WebAuthnHint[] }; // WebAuthn hints per ceremony
   passkeyUpgradeSnoozeSeconds: number; // how long "Not now" on the passkey offer is remembered
@@ -828,6 +830,13 @@ export const SETTINGS: Setting[] = [
     meaning:
       'OpenTelemetry traces: the OTLP/HTTP (JSON) collector base URL, such as http://collector:4318 (spans go to `/v1/traces` under it). Unset: no traces, and no OpenTelemetry code is loaded. The SDK reads the other standard variables itself (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS, OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG, OTEL_BSP_*); docs/operations.md, Traces',
     parse: tracesEndpoint,
+  },
+  {
+    name: 'TRACES_CLIENT_ADDRESS',
+    default: 'false',
+    meaning:
+      "true puts the client's IP address (`client.address`) on request spans. Off, spans carry no client address: an IP address is personal data, and a trace exporter sends it outside the service. Exception messages never leave in a span either, only the exception's type (docs/operations.md, Traces)",
+    parse: (raw) => ({ tracesClientAddress: flag('TRACES_CLIENT_ADDRESS', raw) }),
   },
   brandSetting(
     'BRAND_NAME',

@@ -25,6 +25,7 @@ import {
   NodeTracerProvider,
   type ReadableSpan,
   type Span as SdkSpan,
+  type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-node';
 import {
@@ -55,6 +56,76 @@ class RequestIdOnChildren implements SpanProcessor {
   }
   shutdown(): Promise<void> {
     return Promise.resolve();
+  }
+}
+
+/** Attributes that never leave in a span: the client's address (unless TRACES_CLIENT_ADDRESS), a query string, a URL in full. */
+const PERSONAL = [
+  'client.port',
+  'network.peer.address',
+  'network.peer.port',
+  'url.full',
+  'url.query',
+  'user_agent.original',
+];
+
+/**
+ * What a span may carry out of the service, whatever put it there (our spans, @fastify/otel, the
+ * SDK): no exception message or stack (a message can quote a token, an e-mail address, a SQL
+ * error), only the exception's type; no status description (@fastify/otel copies the message
+ * there); no client address unless TRACES_CLIENT_ADDRESS; no query string.
+ */
+export function exportable(span: ReadableSpan, clientAddress: boolean): ReadableSpan {
+  const attributes: Attributes = {};
+  for (const [name, value] of Object.entries(span.attributes)) {
+    if (PERSONAL.includes(name) || (name === ATTR_CLIENT_ADDRESS && !clientAddress)) continue;
+    attributes[name] = value;
+  }
+  const events = span.events.map((event) => {
+    if (event.name !== 'exception') return event;
+    const type = event.attributes?.['exception.type'];
+    return { ...event, attributes: type === undefined ? {} : { 'exception.type': type } };
+  });
+  return {
+    name: span.name,
+    kind: span.kind,
+    spanContext: () => span.spanContext(),
+    parentSpanContext: span.parentSpanContext,
+    startTime: span.startTime,
+    endTime: span.endTime,
+    status: { code: span.status.code },
+    attributes,
+    links: span.links,
+    events,
+    duration: span.duration,
+    ended: span.ended,
+    resource: span.resource,
+    instrumentationScope: span.instrumentationScope,
+    droppedAttributesCount: span.droppedAttributesCount,
+    droppedEventsCount: span.droppedEventsCount,
+    droppedLinksCount: span.droppedLinksCount,
+  };
+}
+
+/** The OTLP exporter, given only what exportable() leaves of each span. */
+class ExportableOnly implements SpanExporter {
+  private readonly inner: SpanExporter;
+  private readonly clientAddress: boolean;
+  constructor(inner: SpanExporter, clientAddress: boolean) {
+    this.inner = inner;
+    this.clientAddress = clientAddress;
+  }
+  export(spans: ReadableSpan[], done: Parameters<SpanExporter['export']>[1]): void {
+    this.inner.export(
+      spans.map((s) => exportable(s, this.clientAddress)),
+      done,
+    );
+  }
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
   }
 }
 
@@ -113,13 +184,16 @@ function directRequest(tracer: Tracer, req: IncomingMessage, fields: DirectField
   };
 }
 
-export function startSdk(): Tracing {
+export function startSdk(options: { clientAddress: boolean }): Tracing {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: SERVICE_NAME }))
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new NodeTracerProvider({
     resource,
-    spanProcessors: [new RequestIdOnChildren(), new BatchSpanProcessor(new OTLPTraceExporter())],
+    spanProcessors: [
+      new RequestIdOnChildren(),
+      new BatchSpanProcessor(new ExportableOnly(new OTLPTraceExporter(), options.clientAddress)),
+    ],
   });
   // W3C trace context only: no baggage is taken from callers.
   provider.register({ propagator: new W3CTraceContextPropagator() });
@@ -132,7 +206,9 @@ export function startSdk(): Tracing {
         try {
           return await work();
         } catch (err) {
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+          // the type only: a message can carry what must not leave the service (exportable())
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          span.setAttribute('error.type', (err as Error)?.name ?? 'Error');
           throw err;
         } finally {
           span.end();

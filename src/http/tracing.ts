@@ -14,10 +14,13 @@ export { REQUEST_ID_ATTRIBUTE } from './tracing-types.ts';
 let active: Tracing | undefined;
 
 /** Starts the SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set (each process its own: every worker calls it). */
-export async function startTracing(endpoint: string | undefined): Promise<boolean> {
+export async function startTracing(
+  endpoint: string | undefined,
+  options: { clientAddress: boolean } = { clientAddress: false },
+): Promise<boolean> {
   if (!endpoint || active) return active !== undefined;
   const sdk = await import('./tracing-sdk.ts');
-  active = sdk.startSdk();
+  active = sdk.startSdk(options);
   return true;
 }
 

@@ -45,6 +45,10 @@ interface ReceivedSpan {
   kind: number;
   attributes: Record<string, string | number | boolean | undefined>;
   service: string | undefined;
+  events: { name: string; attributes: Record<string, string | number | boolean | undefined> }[];
+  status: { code?: number; message?: string };
+  /** the span as the exporter sent it */
+  raw: string;
 }
 
 function valueOf(v: OtlpValue): string | number | boolean | undefined {
@@ -78,6 +82,12 @@ async function otlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; clo
                 kind: s.kind,
                 attributes: attributes(s.attributes),
                 service,
+                events: (s.events ?? []).map((e: { name: string; attributes?: [] }) => ({
+                  name: e.name,
+                  attributes: attributes(e.attributes),
+                })),
+                status: s.status ?? {},
+                raw: JSON.stringify(s),
               });
         }
       }
@@ -232,6 +242,44 @@ for (const dialect of dialects()) {
       assert.ok(receiver.spans.every((s) => !JSON.stringify(s.attributes).includes('select ')));
       // nor the query string's personal data
       assert.ok(receiver.spans.every((s) => !JSON.stringify(s.attributes).includes('ada')));
+    });
+
+    it('spans carry no exception message, no status description and no client address', async () => {
+      const token = await fetch(`${service.url}/oauth/token`, {
+        method: 'POST',
+        headers: {
+          authorization: basicAuth(api.clientId, api.secret),
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: 'grant_type=client_credentials&scope=passkey.read',
+      });
+      const { access_token } = (await token.json()) as { access_token: string };
+      // a route that throws: its message names the parameter and why it was refused
+      const bad = await fetch(`${service.url}/2/passkey/1?eppn=ada%40example.org&offset=not-an-offset`, {
+        headers: { authorization: `Bearer ${access_token}` },
+      });
+      assert.equal(bad.status, 400);
+      const message = ((await bad.json()) as { message: string }).message;
+      assert.match(message, /offset/);
+      const id = bad.headers.get('x-request-id')!;
+      const span = await spanWhere(
+        receiver.spans,
+        (s) => s.attributes['http.request.id'] === id && s.kind === 2 && s.events.some((e) => e.name === 'exception'),
+        'the refused request, with its exception',
+      );
+      const exception = span.events.find((e) => e.name === 'exception')!;
+      assert.ok(exception.attributes['exception.type'], 'the type is kept');
+      assert.equal(exception.attributes['exception.message'], undefined);
+      assert.equal(exception.attributes['exception.stacktrace'], undefined);
+      assert.ok(!span.status.message, 'no status description');
+      const trace = receiver.spans.filter((s) => s.traceId === span.traceId);
+      assert.ok(trace.every((s) => !s.raw.includes(message) && !s.raw.includes('not-an-offset')));
+      // no client address on any span (TRACES_CLIENT_ADDRESS is off)
+      assert.ok(receiver.spans.length > 0);
+      for (const s of receiver.spans) {
+        assert.equal(s.attributes['client.address'], undefined, s.name);
+        assert.ok(!s.raw.includes('127.0.0.'), `${s.name} carries no address`);
+      }
     });
 
     it('a webhook delivery has its span, and the receiver gets its traceparent', async () => {
@@ -397,5 +445,43 @@ registerHooks({
       spawnService({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://collector' }),
       /configuration error: OTEL_EXPORTER_OTLP_ENDPOINT: must be an http or https URL/,
     );
+  });
+});
+
+describe('what a span may carry out (exportable)', () => {
+  it('keeps the exception type and drops its message, the status description and client addresses unless asked', async () => {
+    const { exportable } = await import('../../src/http/tracing-sdk.ts');
+    const span = {
+      name: 'GET /x',
+      kind: 1,
+      spanContext: () => ({ traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1 }),
+      startTime: [0, 0],
+      endTime: [0, 1],
+      status: { code: 2, message: 'user ada@example.org has no passkey' },
+      attributes: { 'client.address': '192.0.2.7', 'url.query': 'token=abc', 'http.route': '/x' },
+      links: [],
+      events: [
+        {
+          name: 'exception',
+          time: [0, 0],
+          attributes: {
+            'exception.type': 'AppError',
+            'exception.message': 'user ada@example.org has no passkey',
+            'exception.stacktrace': 'AppError: user ada@example.org ...',
+          },
+        },
+      ],
+      duration: [0, 1],
+      ended: true,
+      droppedAttributesCount: 0,
+      droppedEventsCount: 0,
+      droppedLinksCount: 0,
+    } as unknown as Parameters<typeof exportable>[0];
+    const out = exportable(span, false);
+    assert.deepEqual(out.attributes, { 'http.route': '/x' });
+    assert.deepEqual(out.status, { code: 2 });
+    assert.deepEqual(out.events[0]!.attributes, { 'exception.type': 'AppError' });
+    assert.equal(out.spanContext().spanId, 'b'.repeat(16));
+    assert.deepEqual(exportable(span, true).attributes, { 'client.address': '192.0.2.7', 'http.route': '/x' });
   });
 });
