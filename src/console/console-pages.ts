@@ -24,6 +24,7 @@ import { organizationsView } from './console-views.ts';
 import { userPages } from './console-user-pages.ts';
 import { organizationPages } from './console-org-pages.ts';
 import { applicationPages } from './console-app-pages.ts';
+import { databaseOutage } from '../http/errors.ts';
 
 const SCRIPT = readFileSync(packageFile('console/static/console.js'));
 
@@ -87,6 +88,15 @@ function consoleErrors(app: FastifyInstance) {
         title: 'console.error_title',
         message: 'console.error_request',
       });
+    // The database away for the moment (src/http/errors.ts): the same 503 as everywhere, as a page.
+    const outage = databaseOutage(err, request);
+    if (outage) {
+      reply.headers(outage.headers);
+      return sendConsoleMessage(request, reply, outage.status, {
+        title: 'console.error_title',
+        message: 'console.error_server',
+      });
+    }
     request.log.error({ err }, 'unhandled error');
     return sendConsoleMessage(request, reply, 500, { title: 'console.error_title', message: 'console.error_server' });
   });

@@ -3,7 +3,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Negotiator from 'negotiator';
 import { AppError } from '../errors.ts';
-import { isDatabaseFull, isDatabaseUnavailable } from '../store/database-errors.ts';
+import { isDatabaseFull, isDatabaseUnavailable, isStatementTimeout } from '../store/database-errors.ts';
 
 export function errorBody(status: number, message: string) {
   return { code: status, message };
@@ -13,6 +13,42 @@ const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
 
 export function sendError(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}) {
   return reply.code(status).headers(headers).type('application/json; charset=utf-8').send(errorBody(status, message));
+}
+
+/** How every surface (the JSON API, SCIM, the pages, the console, the authorization server) answers a database outage. */
+export interface DatabaseOutage {
+  status: 503;
+  headers: { 'retry-after': string };
+  message: string;
+}
+
+const DATABASE_FULL: DatabaseOutage = {
+  status: 503,
+  headers: { 'retry-after': '30' },
+  message: 'Service Unavailable: the database cannot take writes at the moment, try again later',
+};
+const DATABASE_UNAVAILABLE: DatabaseOutage = {
+  status: 503,
+  headers: { 'retry-after': '1' },
+  message: 'Service Unavailable: the database is busy or unreachable, try again',
+};
+
+/**
+ * The answer to err when it is the database's for the moment, logged once for the request (never
+ * the driver's message in the answer): a full disk (Retry-After 30, at error level: an operator must
+ * make room); a lock held too long, lost connections, a statement timeout (Retry-After 1, at warn).
+ * undefined for any other error.
+ */
+export function databaseOutage(err: unknown, request: FastifyRequest): DatabaseOutage | undefined {
+  if (isDatabaseFull(err)) {
+    request.log.error({ err }, 'database full: the write was refused and rolled back; make room on its disk');
+    return DATABASE_FULL;
+  }
+  if (!isDatabaseUnavailable(err)) return undefined;
+  if (isStatementTimeout(err))
+    request.log.warn({ err }, 'database statement timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS');
+  else request.log.warn({ err }, 'database unavailable');
+  return DATABASE_UNAVAILABLE;
 }
 
 export function handleError(err: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) {
@@ -35,25 +71,8 @@ export function handleError(err: FastifyError | AppError | Error, request: Fasti
       fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Unsupported Media Type' : fe.message.replace(/^FST_\w+:\s*/, ''),
     );
   }
-  if (isDatabaseFull(err)) {
-    // an operator must make room: said once per request in the log, at error level
-    request.log.error({ err }, 'database full: the write was refused and rolled back; make room on its disk');
-    return sendError(
-      reply,
-      503,
-      'Service Unavailable: the database cannot take writes at the moment, try again later',
-      {
-        'retry-after': '30',
-      },
-    );
-  }
-  if (isDatabaseUnavailable(err)) {
-    // locked beyond the busy timeout (SQLite) or connections lost (PostgreSQL): worth trying again
-    request.log.warn({ err }, 'database unavailable');
-    return sendError(reply, 503, 'Service Unavailable: the database is busy or unreachable, try again', {
-      'retry-after': '1',
-    });
-  }
+  const outage = databaseOutage(err, request);
+  if (outage) return sendError(reply, outage.status, outage.message, outage.headers);
   request.log.error({ err }, 'unhandled error');
   return sendError(reply, 500, 'Internal Server Error');
 }

@@ -2,6 +2,7 @@
 // errors, with a scimType where the RFC names one, answered as application/scim+json.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
+import { databaseOutage } from '../http/errors.ts';
 
 export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 export const SCIM_JSON = 'application/scim+json; charset=utf-8';
@@ -59,6 +60,11 @@ export function scimErrorHandler(err: FastifyError | Error, request: FastifyRequ
   if (fe.statusCode === 415) return sendScimError(reply, 415, 'Content-Type must be application/scim+json');
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500)
     return sendScimError(reply, 400, 'Request body is not valid JSON', 'invalidSyntax');
+  const outage = databaseOutage(err, request);
+  if (outage) {
+    reply.headers(outage.headers);
+    return sendScimError(reply, outage.status, outage.message);
+  }
   request.log.error({ err }, 'unhandled error');
   return sendScimError(reply, 500, 'Internal Server Error');
 }

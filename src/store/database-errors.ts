@@ -40,6 +40,17 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 /**
+ * True when err is a statement that ran out of time: PostgreSQL's query_canceled (57014, the
+ * server's statement_timeout, DATABASE_STATEMENT_TIMEOUT_MS) or pg's own read timeout for a server
+ * that did not answer at all. isDatabaseUnavailable() is true for both: the same 503.
+ */
+export function isStatementTimeout(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { code?: unknown; message?: unknown };
+  return e.code === '57014' || e.message === 'Query read timeout';
+}
+
+/**
  * True when err says the database has no room for a write: SQLite's SQLITE_FULL (a full disk or file
  * system; the transaction is rolled back and the database stays consistent), or PostgreSQL's
  * disk_full. Reads go on; writes succeed again once there is room, without a restart.

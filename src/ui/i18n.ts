@@ -28,6 +28,7 @@ const en = {
   'error.rate_limited': 'Too many sign-in attempts. Wait a few minutes and try again.',
   'error.busy': 'Too many people are signing in right now, so your password was not checked.',
   'error.busy_advice': 'Wait a moment and try again.',
+  'error.unavailable': 'The service cannot reach its data at the moment.',
   'error.csrf': 'This form has expired or was sent from another page. Please try again.',
   'error.expired': 'This sign-in request has expired or was already used. Go back to the application and start again.',
   'error.title': 'Something went wrong',
@@ -251,6 +252,7 @@ const nb: Record<MessageKey, string> = {
   'error.rate_limited': 'For mange innloggingsforsøk. Vent noen minutter og prøv igjen.',
   'error.busy': 'Akkurat nå logger for mange seg inn, så passordet ditt ble ikke sjekket.',
   'error.busy_advice': 'Vent litt og prøv igjen.',
+  'error.unavailable': 'Tjenesten får ikke tak i dataene sine akkurat nå.',
   'error.csrf': 'Skjemaet er utløpt eller ble sendt fra en annen side. Prøv igjen.',
   'error.expired':
     'Innloggingsforespørselen er utløpt eller allerede brukt. Gå tilbake til tjenesten og start på nytt.',

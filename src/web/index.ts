@@ -16,6 +16,7 @@ import { devicePlugin } from './device-pages.ts';
 import { languageRoutes } from './language.ts';
 import { recoveryRoutes } from './recovery-page.ts';
 import { lostPasskeyRoutes } from './lost-passkey.ts';
+import { databaseOutage } from '../http/errors.ts';
 
 export { providerViews } from './provider-views.ts';
 export { deviceViews } from './device-pages.ts';
@@ -44,6 +45,13 @@ function pagesPlugin(kit: Kit, keys: WebDeps['keys'], accountRoutes: (app: Fasti
         return sendMessage(reply, frameFor(request), 503, 'error.busy', { advice: 'error.busy_advice', headers });
       if (typeof status === 'number' && status >= 400 && status < 500)
         return sendMessage(reply, frameFor(request), status, 'error.generic', { advice: 'error.try_later', headers });
+      // The database away for the moment (src/http/errors.ts): the same 503 as everywhere, as a page.
+      const outage = databaseOutage(err, request);
+      if (outage)
+        return sendMessage(reply, frameFor(request), outage.status, 'error.unavailable', {
+          advice: 'error.busy_advice',
+          headers: outage.headers,
+        });
       request.log.error({ err }, 'unhandled error');
       return sendMessage(reply, frameFor(request), 500, 'error.server', { advice: 'error.try_later' });
     });
