@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { keyring } from '../../src/crypto.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { listSigningKeys } from '../../src/store/keys.ts';
+import { listSamlKeys } from '../../src/store/saml.ts';
+import { ensureSamlKeys } from '../../src/service-providers/saml-keys.ts';
 import {
   ensureSigningKeys,
   loadKeySet,
@@ -119,6 +121,7 @@ for (const dialect of dialects()) {
       try {
         const old = Date.now() - 91 * DAY;
         await ensureSigningKeys(store, keys, old);
+        await ensureSamlKeys(store, keys, old);
       } finally {
         await store.close();
       }
@@ -132,6 +135,33 @@ for (const dialect of dialects()) {
       const [one, two] = await Promise.all(services.map(kids));
       assert.equal(one!.length, 4);
       assert.deepEqual(new Set(one), new Set(two));
+    });
+
+    it("and the SAML identity provider's signing key on the same schedule: one new key, in the metadata", async () => {
+      const store = await openStore(database.url);
+      try {
+        const signing = async () => (await listSamlKeys(store.db)).filter((r) => r.key_use === 'signing');
+        for (let i = 0; i < 100 && (await signing()).length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+        assert.equal((await signing()).length, 2);
+        const audit = await store.db
+          .selectFrom('audit_events')
+          .selectAll()
+          .where('kind', '=', 'saml_keys.rotate')
+          .execute();
+        assert.equal(audit.length, 1);
+        assert.equal(audit[0]!.actor_type, 'system');
+        const certificates = async (s: ServiceProcess) =>
+          ((await (await fetch(`${s.url}/saml2/idp/metadata`)).text()).match(/use="signing"/g) ?? []).length;
+        // each instance reads the SAML keys again within 10 s
+        let seen = [0, 0];
+        for (let i = 0; i < 150 && seen.some((n) => n < 2); i++) {
+          seen = await Promise.all(services.map(certificates));
+          if (seen.some((n) => n < 2)) await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.deepEqual(seen, [2, 2]);
+      } finally {
+        await store.close();
+      }
     });
   });
 }

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../../config.ts';
-import { keyring, loadSecret } from '../../crypto.ts';
+import { keyring, loadSecret, PREVIOUS_SECRET_FILE, SECRET_FILE } from '../../crypto.ts';
 import { badRequest } from '../../errors.ts';
 import { assertSecretMatches } from '../../oauth/keys.ts';
 import { appVersion } from '../../package-files.ts';
@@ -22,8 +22,6 @@ import {
 } from '../../store/backup.ts';
 import { migrationNames } from '../../store/migrations.ts';
 import type { BareCommandDef } from '../command.ts';
-
-const SECRET_FILE = 'idp-secret';
 
 /** The SQLite file the settings name; PostgreSQL and :memory: are refused with the way to go. */
 function sqliteFile(config: Config, what: string): string {
@@ -137,7 +135,8 @@ export const backupCommands: BareCommandDef[] = [
         );
       if (databaseInUse(target))
         throw badRequest(`the database ${target} is open in another process: stop the service (every instance) first`);
-      const secretHere = config.idpSecret === undefined && resolve(config.dataDir) === dir ? [SECRET_FILE] : [];
+      const secretHere =
+        config.idpSecret === undefined && resolve(config.dataDir) === dir ? [SECRET_FILE, PREVIOUS_SECRET_FILE] : [];
       const present = await otherEntries(dir, secretHere);
       if (present.length > 0 && values.force !== true)
         throw badRequest(
