@@ -10,9 +10,10 @@ import type { Store } from '../store/index.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { clientKey, rateLimit, type RateLimit } from '../http/rate-limit.ts';
 import { AppError } from '../errors.ts';
-import { normalizeEppn, setPassword } from '../directory/index.ts';
+import { normalizeEppn, realmOf, setPassword } from '../directory/index.ts';
 import { userActor } from '../audit/index.ts';
 import { verifyPassword } from '../directory/passwords.ts';
+import { costliestImportedHash } from '../directory/password-profile.ts';
 import { checkPasswordWithDirectory, type DirectoryPasswordVerdict } from '../directory/ldap-directories.ts';
 import { findUserByEppn, type User } from '../store/directory.ts';
 import { createWebAuthn, type WebAuthn } from '../webauthn/ceremonies.ts';
@@ -264,7 +265,9 @@ async function directoryPassword(
  */
 async function checkPassword(kit: Kit, keys: { ip: string; eppn: string }, password: string, user?: User) {
   try {
-    return await verifyPassword(password, user?.password_hash);
+    // as costly as the organization's costliest imported hash, whoever the user (docs/sign-in.md, Timing)
+    const costliest = await costliestImportedHash(kit.store, realmOf(keys.eppn));
+    return await verifyPassword(password, user?.password_hash, { costliest });
   } catch (err) {
     if (err instanceof AppError && err.status === 503) {
       await kit.limits.ip.refund(keys.ip);
