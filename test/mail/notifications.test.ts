@@ -21,7 +21,11 @@ import { grantRole } from '../../src/directory/roles.ts';
 import { createRecoveryLink } from '../../src/webauthn/recovery-links.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 import { enableSecurityNotifications } from '../../src/audit/notifications.ts';
+import { createScimToken } from '../../src/directory/provisioning.ts';
 import { startSmtp, type TestSmtp } from './smtp.ts';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 
 async function addPasskey(ctx: TestContext, user: { id: number; org_id: number }, name: string) {
   const [id] = await insertPasskeys(ctx.store.db, [
@@ -157,7 +161,6 @@ for (const dialect of dialects()) {
       assert.match(fresh.text, /eve@example\.org/);
 
       // SCIM (provisioning's one writer, which the LDAP sync shares)
-      const { createScimToken } = await import('../../src/directory/provisioning.ts');
       const { token } = await createScimToken(ctx.store, 1, 'hr');
       const patch = await ctx.app.inject({
         method: 'PATCH',
@@ -174,9 +177,6 @@ for (const dialect of dialects()) {
       await wait('eve@scim.example', 1);
 
       // the user import (its batch's transaction)
-      const { mkdtempSync, writeFileSync } = await import('node:fs');
-      const { join } = await import('node:path');
-      const { tmpdir } = await import('node:os');
       const file = join(mkdtempSync(join(tmpdir(), 'import-')), 'users.jsonl');
       writeFileSync(file, `${JSON.stringify({ eppn: eve.eppn, name: 'eve', email: 'eve@import.example' })}\n`);
       const imported = await cli(ctx.config.databaseUrl, ['user', 'import', file, '--org', '1'], '', env());
