@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { JSONWebKeySet } from 'jose';
 import type { Config } from './config.ts';
 import { limitPasswordHashing } from './directory/passwords.ts';
+import { limitDirectoryPasswordChecks } from './directory/ldap-directories.ts';
 import type { Keyring } from './crypto.ts';
 import type { Store } from './store/index.ts';
 import { registerErrorHandling, sendError } from './http/errors.ts';
@@ -160,6 +161,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, keys } = deps;
   // one bound on password hashing for the whole process, whichever surface hashes
   limitPasswordHashing({ concurrency: config.passwordHashConcurrency, maxWaiting: config.passwordHashQueue });
+  // and on the password checks of each LDAP directory
+  limitDirectoryPasswordChecks({
+    concurrency: config.ldapPasswordCheckConcurrency,
+    maxWaiting: config.ldapPasswordCheckQueue,
+  });
   // security notifications go out only where a mail server is configured
   enableSecurityNotifications(config.smtpUrl !== undefined);
   const schemas = lazySchemaCompilers();

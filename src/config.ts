@@ -61,6 +61,8 @@ export interface Config {
   loginRateLimitIp: number; // login attempts per client IP per 15 minutes
   passwordHashConcurrency: number; // password hashes computed at once per process
   passwordHashQueue: number; // password hashes that may wait for a place; more are refused with 503
+  ldapPasswordCheckConcurrency: number; // LDAP directory password checks at once per directory and process
+  ldapPasswordCheckQueue: number; // LDAP password checks that may wait (2 s at most) for a place; more: 503
   databaseConnectTimeoutMs: number; // PostgreSQL: opening a connection, or waiting for a free one of the pool
   databaseStatementTimeoutMs: number; // PostgreSQL: one statement, on the server (and a little more on the client)
   metricsToken: string | undefined; // bearer token every /metrics scrape must present, when set
@@ -809,6 +811,22 @@ export const SETTINGS: Setting[] = [
     0,
     100_000,
     'Password checks that may wait per process for one of those places. A sign-in beyond them is refused at once with 503 and `Retry-After: 1` (the page asks to try again in a moment) instead of waiting in a growing line',
+  ),
+  intSetting(
+    'LDAP_PASSWORD_CHECK_CONCURRENCY',
+    'ldapPasswordCheckConcurrency',
+    8,
+    1,
+    1_000,
+    "Sign-ins checked against one LDAP directory's password at once per process (docs/ldap.md, Signing in with the directory's password): each holds two connections to the directory for up to 5 seconds",
+  ),
+  intSetting(
+    'LDAP_PASSWORD_CHECK_QUEUE',
+    'ldapPasswordCheckQueue',
+    16,
+    0,
+    100_000,
+    'Directory password checks that may wait per directory and process for one of those places, 2 seconds at most. A sign-in beyond them, or one that waited that long, is refused with 503 and `Retry-After: 1`; the attempt is not counted against the rate limits',
   ),
   {
     name: 'METRICS_TOKEN',

@@ -70,6 +70,17 @@ export interface AuditedChange {
   passkeyIds?: number[];
   details?: Record<string, unknown>;
   sub?: string | null;
+  /** users whose e-mail address the change changed: each is told at the old address and the new */
+  emailChanges?: EmailChange[];
+}
+
+/** A user's e-mail address changed (an audited change's, not part of its record). */
+export interface EmailChange {
+  /** the user's eppn after the change */
+  eppn: string;
+  orgId: number;
+  from: string | null;
+  to: string | null;
 }
 
 /** The events an audited change produces, in order. */

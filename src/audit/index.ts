@@ -9,7 +9,7 @@ import type { DB } from '../store/schema.ts';
 import { insertAuditEvent, type AuditRow } from '../store/audit.ts';
 import { iso } from '../time.ts';
 import { countAudit } from '../http/metrics.ts';
-import { recordEvents } from './events.ts';
+import { recordEvents, type EmailChange } from './events.ts';
 import { recordNotification } from './notifications.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
@@ -122,6 +122,8 @@ export interface AuditEntry {
   details?: Record<string, unknown>;
   /** the user's sub, when the change has it at hand: its events need it (not part of the record) */
   sub?: string | null;
+  /** e-mail addresses the change changed, for the notices to the old and new address (not part of the record) */
+  emailChanges?: EmailChange[];
 }
 
 /**

@@ -10,6 +10,8 @@ export interface HashingLimits {
   concurrency: number;
   /** hashes waiting for one of those places; more are refused */
   maxWaiting: number;
+  /** how long one may wait for a place before it is refused as well (unset: as long as it takes) */
+  maxWaitMs?: number;
 }
 
 export interface HashingQueue {
@@ -36,12 +38,28 @@ export function createHashingQueue(limits: HashingLimits): HashingQueue {
     if (next) next();
     else running -= 1;
   };
+  // the place of the one that finishes passes straight to the first in line; one that waited too
+  // long leaves the line refused
+  const wait = () =>
+    new Promise<void>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const enter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      line.push(enter);
+      if (limits.maxWaitMs !== undefined)
+        timer = setTimeout(() => {
+          const at = line.indexOf(enter);
+          if (at >= 0) line.splice(at, 1);
+          reject(busy());
+        }, limits.maxWaitMs);
+    });
   return {
     async run<T>(work: () => Promise<T>): Promise<T> {
       if (running < limits.concurrency) running += 1;
       else if (line.length >= limits.maxWaiting) throw busy();
-      // the place of the one that finishes passes straight to the first in line
-      else await new Promise<void>((resolve) => line.push(resolve));
+      else await wait();
       try {
         return await work();
       } finally {

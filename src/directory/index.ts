@@ -377,7 +377,19 @@ export async function setUserAttributes(
     await dir.updateUser(trx, user.id, changes);
     await publish(trx, 'user', user.sub);
     const fields = Object.keys(changes).filter((f) => f !== 'updated_at');
-    await recordAudit(trx, { action: 'user.update', actor, at: now, orgId: user.org_id, eppn, details: { fields } });
+    const emailChanges =
+      changes.email !== undefined && changes.email !== user.email
+        ? [{ eppn, orgId: user.org_id, from: user.email, to: changes.email }]
+        : [];
+    await recordAudit(trx, {
+      action: 'user.update',
+      actor,
+      at: now,
+      orgId: user.org_id,
+      eppn,
+      details: { fields },
+      emailChanges,
+    });
     return { ...user, ...changes };
   });
 }

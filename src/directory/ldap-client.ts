@@ -53,8 +53,11 @@ export const DEFAULT_MAPPING: Mapping = {
 
 /** A failure to reach or use the directory, said without anything secret. */
 export class DirectoryUnavailable extends AppError {
-  constructor(message: string) {
+  /** a password check: the bind with the user's password had been sent when it failed */
+  readonly bindSent: boolean;
+  constructor(message: string, bindSent = false) {
     super(502, message);
+    this.bindSent = bindSent;
   }
 }
 
@@ -270,7 +273,7 @@ export async function findLoginEntry(
   return typeof record === 'string' || record.eppn !== eppn ? undefined : record;
 }
 
-export type PasswordCheck = 'valid' | 'invalid' | 'unavailable';
+export type PasswordCheck = 'valid' | 'invalid';
 
 /**
  * Checks a password against the directory: the user's entry found by the service account, then a
@@ -287,6 +290,7 @@ export async function checkDirectoryPassword(
   if (typeof password !== 'string' || password.length === 0) return 'invalid';
   let timer: NodeJS.Timeout | undefined;
   let finished = false;
+  let bindSent = false;
   const clients: Client[] = [];
   // A connection made after the deadline passed is closed at once.
   const keep = async (client: Client) => {
@@ -300,6 +304,7 @@ export async function checkDirectoryPassword(
     if (!entry || entry.externalId !== user.externalId || entry.disabled) return 'invalid';
     const own = await keep(await openConnection(settings, timeoutMs));
     try {
+      bindSent = true;
       await own.bind(entry.dn, password);
       return 'valid';
     } catch (err) {
@@ -313,7 +318,7 @@ export async function checkDirectoryPassword(
   try {
     return await Promise.race([check(), deadline]);
   } catch (err) {
-    throw new DirectoryUnavailable(describeLdapError(err));
+    throw new DirectoryUnavailable(describeLdapError(err), bindSent);
   } finally {
     finished = true;
     clearTimeout(timer);

@@ -21,6 +21,7 @@ import {
   type Mapping,
 } from './ldap-client.ts';
 import { IMPORT_COLUMNS, type ImportColumn } from './user-import-file.ts';
+import { createHashingQueue, type HashingLimits, type HashingQueue } from './hashing-queue.ts';
 
 export const ON_MISSING = ['disable', 'remove', 'keep'] as const;
 export type OnMissing = (typeof ON_MISSING)[number];
@@ -295,7 +296,29 @@ export async function removeLdapDirectory(store: Store, id: number, { actor = SY
   });
 }
 
-export type DirectoryPasswordVerdict = 'valid' | 'invalid' | 'unavailable' | 'not-applicable';
+/**
+ * `unavailable`: the directory failed before the bind with the password was sent (nothing was
+ * tried); `unanswered`: the bind was sent and no answer came in time (the directory may have
+ * checked it).
+ */
+export type DirectoryPasswordVerdict = 'valid' | 'invalid' | 'unavailable' | 'unanswered' | 'not-applicable';
+
+/** Per directory and process: checks at once, checks that may wait, and for how long. */
+const DEFAULT_CHECK_LIMITS: HashingLimits = { concurrency: 8, maxWaiting: 16, maxWaitMs: 2_000 };
+let checkLimits = DEFAULT_CHECK_LIMITS;
+const gates = new Map<number, HashingQueue>();
+
+/** Sets the bound on password checks at once per directory (LDAP_PASSWORD_CHECK_CONCURRENCY, _QUEUE). */
+export function limitDirectoryPasswordChecks(limits: Partial<HashingLimits>): void {
+  checkLimits = { ...DEFAULT_CHECK_LIMITS, ...limits };
+  gates.clear();
+}
+
+function gateOf(directoryId: number): HashingQueue {
+  let gate = gates.get(directoryId);
+  if (!gate) gates.set(directoryId, (gate = createHashingQueue(checkLimits)));
+  return gate;
+}
 
 /**
  * A sign-in's password checked against the directory the user came from, when they have no
@@ -318,14 +341,14 @@ export async function checkPasswordWithDirectory(
   // directory administrator, a password reset there) must not get a staff account's sign-in
   if ((await rolesOfUser(store.db, Number(user.id))).length > 0) return 'not-applicable';
   if (typeof password !== 'string' || password.length === 0) return 'invalid';
-  try {
-    return await checkDirectoryPassword(
-      directorySettings(keys, d),
-      { eppn: user.eppn, externalId: entry.external_id },
-      password,
-    );
-  } catch (err) {
-    if (err instanceof DirectoryUnavailable) return 'unavailable';
-    throw err;
-  }
+  const settings = directorySettings(keys, d);
+  // a bounded number at once per directory, a few more waiting a short while; beyond, 503 (busy())
+  return gateOf(Number(d.id)).run(async () => {
+    try {
+      return await checkDirectoryPassword(settings, { eppn: user.eppn, externalId: entry.external_id }, password);
+    } catch (err) {
+      if (err instanceof DirectoryUnavailable) return err.bindSent ? 'unanswered' : 'unavailable';
+      throw err;
+    }
+  });
 }

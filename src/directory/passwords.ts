@@ -4,9 +4,19 @@
 // service's earlier `scrypt$N$r$p$salt$hash`, and those an import brings) keep working; a verdict
 // says when the hash is not a current argon2id one, so the caller can replace it after a
 // successful sign-in. Every hash and verification runs through one bounded queue per process
-// (hashing-queue.ts), off the event loop, leaving libuv's other threads to token signing.
+// (hashing-queue.ts), off the event loop: node:crypto's on libuv's thread pool, bcrypt in worker
+// threads (bcrypt-workers.ts), leaving libuv's other threads to token signing.
+//
+// The service's own hashes are of the NFKC-normalised password; an imported hash is of the password
+// as its source system received it, so it is checked against the password as typed (UTF-8), never
+// normalised. An argon2id hash in exactly the service's own shape may still be an import of the
+// same parameters: with a password that NFKC changes, it is checked both ways, and a match only as
+// typed is reported outdated (so the sign-in replaces it with the service's own).
+//
+// A check does the same work whether the account exists, has a password or an imported hash of the
+// organization's costliest kind (verifyPassword, `costliest`): docs/sign-in.md, Timing.
 import { argon2, createHash, pbkdf2, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import bcrypt from 'bcryptjs';
+import { bcryptHash, sizeBcryptPool } from './bcrypt-workers.ts';
 import { createHashingQueue, type HashingLimits, type HashingQueue } from './hashing-queue.ts';
 import { inSpan } from '../http/tracing.ts';
 
@@ -25,7 +35,12 @@ let queue: HashingQueue = createHashingQueue(DEFAULT_HASHING);
 /** Sets the process's bound on hashing at once (PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_QUEUE). */
 export function limitPasswordHashing(limits: HashingLimits): void {
   queue = createHashingQueue(limits);
+  sizeBcryptPool(limits.concurrency);
 }
+
+/** Derivations computed, by kind (format and parameters): what checks cost, for tests and gauges. */
+const work = new Map<string, number>();
+export const passwordWork = (): Map<string, number> => new Map(work);
 
 /** The process's hashing queue, for its gauges. */
 export const passwordHashing = (): HashingQueue => queue;
@@ -51,8 +66,17 @@ export async function hashPassword(password: string): Promise<string> {
 /** A stored hash, parsed: how to derive the key again, and whether it is a current argon2id hash. */
 interface Parsed {
   expected: Buffer;
+  /** the key of the password as given (a string: NFKC-normalised first if the format says so) */
   derive(password: string): Promise<Buffer>;
   current: boolean;
+  /** the service's own hash, of the NFKC-normalised password; false: imported, of the password as typed */
+  own: boolean;
+  /** an own-shape hash may be an import of the same parameters: its key of the password as typed */
+  asTyped?: (password: string) => Promise<Buffer>;
+  /** the format and its parameters, e.g. `bcrypt 12`: derivations of one kind cost the same */
+  kind: string;
+  /** a rough cost of one derivation, in microseconds of one core (to find the costliest kind) */
+  cost: number;
 }
 
 /**
@@ -99,6 +123,7 @@ function deriveArgon2(
   return promised((done) => argon2(algorithm, { message, nonce, tagLength, ...p }, done));
 }
 
+/** The service's own argon2id: of the NFKC-normalised password. */
 function deriveArgon2id(password: string, salt: Buffer, p: Argon2Params, tagLength: number): Promise<Buffer> {
   return deriveArgon2('argon2id', password.normalize('NFKC'), salt, p, tagLength);
 }
@@ -130,16 +155,30 @@ const argon2Format: Format = {
     const salt = Buffer.from(m[6]!, 'base64');
     const expected = Buffer.from(m[7]!, 'base64');
     const params = { memory, passes, parallelism };
-    if (algorithm === 'argon2i')
-      return {
-        expected,
-        derive: (password) => deriveArgon2('argon2i', password, salt, params, expected.length),
-        current: false,
-      };
+    const kind = `${algorithm} m=${memory},t=${passes},p=${parallelism}`;
+    const cost = Math.round(memory * passes * 0.8);
+    // what hashPassword writes; anything else was brought by an import
+    const ownShape =
+      algorithm === 'argon2id' &&
+      memory === ARGON2ID.memory &&
+      passes === ARGON2ID.passes &&
+      parallelism === ARGON2ID.parallelism &&
+      salt.length === ARGON2ID.saltBytes &&
+      expected.length === ARGON2ID.tagBytes;
     return {
       expected,
-      derive: (password) => deriveArgon2id(password, salt, params, expected.length),
-      current: memory >= ARGON2ID.memory && passes >= ARGON2ID.passes,
+      derive: ownShape
+        ? (password) => deriveArgon2('argon2id', password.normalize('NFKC'), salt, params, expected.length)
+        : (password) => deriveArgon2(algorithm, password, salt, params, expected.length),
+      // an imported argon2 hash, whatever its parameters, is replaced by the service's own at the first
+      // sign-in: of the normalised password, like every other, and no longer costlier than the rest
+      current: ownShape,
+      own: ownShape,
+      ...(ownShape
+        ? { asTyped: (password: string) => deriveArgon2('argon2id', password, salt, params, expected.length) }
+        : {}),
+      kind,
+      cost,
     };
   },
 };
@@ -157,7 +196,14 @@ const ownScryptFormat: Format = {
       return 'scrypt parameters out of bounds';
     const salt = Buffer.from(m[4]!, 'base64url');
     const expected = Buffer.from(m[5]!, 'base64url');
-    return { expected, derive: (password) => deriveScrypt(password.normalize('NFKC'), salt, n, r, p), current: false };
+    return {
+      expected,
+      derive: (password) => deriveScrypt(password.normalize('NFKC'), salt, n, r, p),
+      current: false,
+      own: true,
+      kind: `scrypt N=${n},r=${r},p=${p}`,
+      cost: Math.round(n * r * p * 0.4),
+    };
   },
 };
 
@@ -177,11 +223,18 @@ const passlibScryptFormat: Format = {
     if (n * r * p > BOUNDS.scryptWork) return `scrypt work N·r·p is above ${BOUNDS.scryptWork}`;
     const salt = fromAb64(m[4]!);
     const expected = fromAb64(m[5]!);
-    return { expected, derive: (password) => deriveScrypt(utf8(password), salt, n, r, p), current: false };
+    return {
+      expected,
+      derive: (password) => deriveScrypt(utf8(password), salt, n, r, p),
+      current: false,
+      own: false,
+      kind: `scrypt ln=${ln},r=${r},p=${p}`,
+      cost: Math.round(n * r * p * 0.4),
+    };
   },
 };
 
-/** bcrypt (`$2a$`, `$2b$`, `$2y$`), checked by bcryptjs: the same hash made again and compared. */
+/** bcrypt (`$2a$`, `$2b$`, `$2y$`), checked by bcryptjs in a worker thread: the same hash made again and compared. */
 const bcryptFormat: Format = {
   name: 'bcrypt',
   test: /^\$2[abxy]?\$/,
@@ -193,9 +246,11 @@ const bcryptFormat: Format = {
     const salt = stored.slice(0, 29);
     return {
       expected: Buffer.from(stored),
-      // bcryptjs hashes in steps that give the event loop back in between
-      derive: async (password) => Buffer.from(await bcrypt.hash(password, salt)),
+      derive: async (password) => Buffer.from(await bcryptHash(password, salt)),
       current: false,
+      own: false,
+      kind: `bcrypt ${cost}`,
+      cost: 2 ** cost * 80,
     };
   },
 };
@@ -210,6 +265,9 @@ function pbkdf2Parsed(digest: Digest, iterations: number, salt: Buffer, expected
     derive: (password) =>
       promised<Buffer>((done) => pbkdf2(utf8(password), salt, iterations, expected.length, digest, done)),
     current: false,
+    own: false,
+    kind: `pbkdf2-${digest} ${iterations}`,
+    cost: Math.round(iterations * (digest === 'sha512' ? 1.2 : 0.6)),
   };
 }
 
@@ -272,6 +330,9 @@ const ldapFormat: Format = {
       expected,
       derive: async (password) => createHash(digest).update(utf8(password)).update(salt).digest(),
       current: false,
+      own: false,
+      kind: `{${scheme}}`,
+      cost: 1,
     };
   },
 };
@@ -311,8 +372,13 @@ export function passwordHashProblem(stored: string): string | undefined {
   return typeof parsed === 'string' ? parsed : undefined;
 }
 
-// A fixed hash to verify against when the account does not exist, has no password or a hash in no
-// known format, so every case costs one argon2id.
+/** A rough cost of checking the hash (microseconds of one core); undefined when it is unreadable. */
+export function passwordCheckCost(stored: string): number | undefined {
+  return parse(stored)?.cost;
+}
+
+// A fixed hash of the service's own kind to verify against when the account does not exist, has no
+// password or a hash in no known format.
 let decoy: Promise<Parsed> | undefined;
 // A decoy refused by a full queue is made again next time, not kept as a refusal.
 const decoyHash = () =>
@@ -330,15 +396,67 @@ export interface PasswordVerdict {
   outdated: boolean;
 }
 
-export async function verifyPassword(password: string, stored: string | null | undefined): Promise<PasswordVerdict> {
+export interface CheckOptions {
+  /**
+   * A hash of the costliest kind the organization still holds among imported hashes
+   * (password-profile.ts): every check also does one derivation of that kind (against this hash
+   * when the user's own is of another), so an account with an imported hash costs what any other
+   * does.
+   */
+  costliest?: string | null;
+}
+
+/** One derivation of a check: the hash it is compared with, and the password as given to it. */
+interface Step {
+  target: Parsed;
+  password: string;
+  /** a match here counts (false: a decoy's) */
+  real: boolean;
+  /** a match here means the hash must be replaced */
+  outdated: boolean;
+}
+
+/**
+ * The derivations of the service's own kind: the password normalised (the service's own hashes),
+ * and when NFKC changes it, as typed too (an import in the same shape). An unknown account does the
+ * same two against the decoy.
+ */
+function ownSteps(target: Parsed, password: string, real: boolean): Step[] {
+  const steps = [{ target, password, real, outdated: !target.current }];
+  if (target.asTyped && password.normalize('NFKC') !== password)
+    steps.push({ target: { ...target, derive: target.asTyped }, password, real, outdated: true });
+  return steps;
+}
+
+export async function verifyPassword(
+  password: string,
+  stored: string | null | undefined,
+  options: CheckOptions = {},
+): Promise<PasswordVerdict> {
   const parsed = stored ? parse(stored) : undefined;
-  const target = parsed ?? (await decoyHash());
-  const actual = await inSpan('password hash', { 'password.operation': 'verify' }, () =>
-    queue.run(() => target.derive(password)),
+  const costliest = options.costliest ? parse(options.costliest) : undefined;
+  const own = await decoyHash();
+  let steps: Step[];
+  if (parsed?.own) steps = ownSteps(parsed, password, true);
+  else steps = ownSteps(own, password, false);
+  if (parsed && !parsed.own) steps.push({ target: parsed, password, real: true, outdated: !parsed.current });
+  else if (costliest && !costliest.own) steps.push({ target: costliest, password, real: false, outdated: false });
+  const matches = await inSpan('password hash', { 'password.operation': 'verify' }, () =>
+    queue.run(async () => {
+      const found: boolean[] = [];
+      // every step runs, whatever an earlier one found: the work does not depend on the answer
+      for (const step of steps) {
+        const actual = await step.target.derive(step.password);
+        work.set(step.target.kind, (work.get(step.target.kind) ?? 0) + 1);
+        const equal = actual.length === step.target.expected.length && timingSafeEqual(actual, step.target.expected);
+        found.push(equal && step.real);
+      }
+      return found;
+    }),
   );
-  const valid =
-    parsed !== undefined && actual.length === target.expected.length && timingSafeEqual(actual, target.expected);
-  return { valid, outdated: valid && !target.current };
+  const matched = steps.filter((_, i) => matches[i]);
+  const valid = matched.length > 0;
+  return { valid, outdated: valid && matched.every((m) => m.outdated) };
 }
 
 export function validatePassword(password: string): string | undefined {

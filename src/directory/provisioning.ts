@@ -138,7 +138,11 @@ async function writeDirectoryColumns(
   await publish(trx, 'user', user.sub);
   const fields = [...changedFields(columns), ...(renamed ? ['eppn'] : [])];
   const details = { fields, ...(renamed ? { renamed_from: user.eppn } : {}) };
-  await recordAudit(trx, { action: 'user.update', actor, at: now, orgId: user.org_id, eppn, details });
+  const emailChanges =
+    'email' in columns && (columns.email ?? null) !== user.email
+      ? [{ eppn, orgId: user.org_id, from: user.email, to: columns.email ?? null }]
+      : [];
+  await recordAudit(trx, { action: 'user.update', actor, at: now, orgId: user.org_id, eppn, details, emailChanges });
   return { ...user, ...changes };
 }
 

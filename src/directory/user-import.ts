@@ -22,7 +22,9 @@ import {
 import { passwordHashProblem } from './passwords.ts';
 import { publishAll } from '../store/invalidation.ts';
 import { AppError, badRequest, notFound } from '../errors.ts';
-import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
+import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
+import { notifyEmailChanges } from '../audit/notifications.ts';
+import type { EmailChange } from '../audit/events.ts';
 import { eppnProblem, normalizeEppn, realmOf } from './index.ts';
 import { directoryColumns, type DirectoryAttributes, type DirectoryColumns } from './directory-attributes.ts';
 import { importFormat, readImportFile, type ImportFields, type ImportRecord } from './user-import-file.ts';
@@ -85,6 +87,7 @@ interface RunState {
   lines: number;
   stopped: boolean;
   now: number;
+  actor: Actor;
 }
 
 const nonEmpty = (v: string | string[] | null | undefined): string | undefined =>
@@ -151,7 +154,7 @@ function prepare(state: RunState, record: ImportRecord): Prepared | ImportReject
 
 type Decision =
   | { kind: 'create'; row: Insertable<UsersTable> }
-  | { kind: 'update'; user: User; renamed: boolean; password?: string }
+  | { kind: 'update'; user: User; renamed: boolean; password?: string; emailFrom?: string | null }
   | { kind: 'unchanged' }
   | { kind: 'reject'; error: string };
 
@@ -231,7 +234,13 @@ function decide(state: RunState, p: Prepared, m: Matches): Decision {
   // A new address is unverified, as when an operator changes it (setUserAttributes), and what a
   // directory said of the old one being primary (SCIM) no longer holds.
   if (changed.includes('email')) Object.assign(after, { email_verified: 0, email_primary: null });
-  return { kind: 'update', user: after, renamed, password };
+  return {
+    kind: 'update',
+    user: after,
+    renamed,
+    password,
+    ...(changed.includes('email') ? { emailFrom: user.email } : {}),
+  };
 }
 
 /** One batch: read what exists, decide each line, write the new and changed users. */
@@ -257,6 +266,7 @@ async function runBatch(q: Q, state: RunState, records: ImportRecord[], write: b
   const creates: Insertable<UsersTable>[] = [];
   const updates: User[] = [];
   const passwords: { id: number; hash: string }[] = [];
+  const emailChanges: EmailChange[] = [];
   for (const p of prepared) {
     const d = decide(state, p, matches);
     if (d.kind === 'reject') reject({ line: p.line, error: d.error });
@@ -266,6 +276,8 @@ async function runBatch(q: Q, state: RunState, records: ImportRecord[], write: b
       updates.push(d.user);
       if (d.renamed) summary.renamed++;
       if (d.password !== undefined) passwords.push({ id: d.user.id, hash: d.password });
+      if (d.emailFrom !== undefined)
+        emailChanges.push({ eppn: d.user.eppn, orgId: d.user.org_id, from: d.emailFrom, to: d.user.email });
     }
   }
   summary.created += creates.length;
@@ -278,6 +290,8 @@ async function runBatch(q: Q, state: RunState, records: ImportRecord[], write: b
   await insertImportedUsers(q, creates);
   await updateImportedUsers(q, updates);
   summary.passwords += newPasswords + (await setImportedPasswords(q, passwords, state.now));
+  // each user whose address the import changed is told, in the batch's transaction
+  await notifyEmailChanges(q, emailChanges, { action: 'user.import', actor: state.actor, at: state.now });
   // Userinfo keeps claims per user: the changed users' entries must go, in every process.
   await publishAll(
     q,
@@ -366,7 +380,7 @@ export async function importUsers(store: Store, options: ImportOptions, change: 
   };
   const state: RunState = {
     ...{ org, summary, eppns: new Map(), externalIds: new Map(), claimed: new Map(), renamedFrom: new Map() },
-    ...{ lines: 0, stopped: false, now: change.now ?? Date.now() },
+    ...{ lines: 0, stopped: false, now: change.now ?? Date.now(), actor: change.actor ?? SYSTEM },
   };
   const untune = await tuneForImport(store.db, store.dialect);
   try {

@@ -29,6 +29,7 @@ const en = {
   'notice.subject.password_removed': 'Your password was removed',
   'notice.subject.recovery_link_created': 'A recovery link was made for your account',
   'notice.subject.recovery_link_used': 'A recovery link was used on your account',
+  'notice.subject.email_changed': 'The e-mail address of your account was changed',
   'notice.what.passkey_added': 'A passkey was added to your account {eppn}.',
   'notice.what.passkey_removed': 'A passkey was removed from your account {eppn}.',
   'notice.what.password_changed': 'The password of your account {eppn} was changed.',
@@ -36,6 +37,8 @@ const en = {
   'notice.what.recovery_link_created':
     'A one-time link that lets whoever holds it register a passkey for your account {eppn} was made.',
   'notice.what.recovery_link_used': 'A one-time recovery link was used to register a passkey for your account {eppn}.',
+  'notice.what.email_changed':
+    'The e-mail address of your account {eppn} was changed: its messages, recovery links among them, go to the new address.',
   'notice.when': 'When: {time}',
   'notice.by': 'By: {who}',
   'notice.advice':
@@ -76,6 +79,7 @@ const nb: Record<Key, string> = {
   'notice.subject.password_removed': 'Passordet ditt ble fjernet',
   'notice.subject.recovery_link_created': 'Det ble laget en gjenopprettingslenke for kontoen din',
   'notice.subject.recovery_link_used': 'En gjenopprettingslenke ble brukt på kontoen din',
+  'notice.subject.email_changed': 'E-postadressen til kontoen din ble endret',
   'notice.what.passkey_added': 'En passnøkkel ble lagt til kontoen din {eppn}.',
   'notice.what.passkey_removed': 'En passnøkkel ble fjernet fra kontoen din {eppn}.',
   'notice.what.password_changed': 'Passordet til kontoen din {eppn} ble endret.',
@@ -84,6 +88,8 @@ const nb: Record<Key, string> = {
     'Det ble laget en engangslenke som lar den som har den registrere en passnøkkel for kontoen din {eppn}.',
   'notice.what.recovery_link_used':
     'En engangslenke for gjenoppretting ble brukt til å registrere en passnøkkel for kontoen din {eppn}.',
+  'notice.what.email_changed':
+    'E-postadressen til kontoen din {eppn} ble endret: meldingene dens, også gjenopprettingslenker, går til den nye adressen.',
   'notice.when': 'Når: {time}',
   'notice.by': 'Av: {who}',
   'notice.advice':

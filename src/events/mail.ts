@@ -80,14 +80,16 @@ export async function sendMail(deps: MailDeps, kind: string, data: string): Prom
   const d = JSON.parse(data) as LinkMailData & NoticeMailData;
   const user = await findUserByEppn(deps.store.db, d.eppn);
   if (!user) return { gone: 'the user no longer exists' };
-  if (!user.email) return { gone: 'the user has no e-mail address' };
+  // a notice of an address changed goes to the old address, which the service wrote itself
+  const to = kind === 'notification' && typeof d.to === 'string' && d.to ? d.to : user.email;
+  if (!to) return { gone: 'the user has no e-mail address' };
   const org = await findOrganization(deps.store.db, user.org_id);
   const common = {
     locale: localeOf(d.lang, user.language),
     brand: { ...deps.brand, ...parseStoredBrand(org?.branding ?? null) },
     orgName: org?.name ?? '',
     eppn: user.eppn,
-    email: user.email,
+    email: to,
   };
   let message;
   if (kind === 'notification') {
@@ -108,7 +110,7 @@ export async function sendMail(deps: MailDeps, kind: string, data: string): Prom
     return { gone: `unknown message kind '${kind}'` };
   }
   try {
-    await deps.mailer.send({ to: user.email, ...message });
+    await deps.mailer.send({ to, ...message });
     return { ok: true };
   } catch (err) {
     return { ok: false, error: errorText(err) };

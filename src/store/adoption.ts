@@ -1,6 +1,6 @@
 // The adoption funnel of an organization's move onto the service: its users (imported, synced or
 // provisioned), those invited by e-mail to make a passkey (mail_invitations), those who signed in at least once, those with a
-// passkey and those with only passkeys (no password). Today's figures are counted live over partial
+// passkey and those with only passkeys (no password of their own, nor one their LDAP directory checks). Today's figures are counted live over partial
 // indexes of users (migrations 010 and 024); each day's are kept in adoption_daily, written by the
 // housekeeping of every instance (an upsert of the same counts: instances racing write one row).
 import { sql, type ExpressionBuilder, type Kysely, type Transaction } from 'kysely';
@@ -15,6 +15,23 @@ export const ADOPTION_STAGES = ['users', 'invited', 'signed_in', 'with_passkey',
 
 /** The UTC day of a time, as YYYY-MM-DD. */
 export const dayOf = (at: number): string => new Date(at).toISOString().slice(0, 10);
+
+/**
+ * The user signs in with their LDAP directory's password (src/directory/ldap-directories.ts,
+ * checkPasswordWithDirectory): they were synced from a directory of their organization that
+ * checks passwords, and hold no staff role (staff never sign in with a directory's password).
+ * Such a user has a password, though the service stores none: not passkey-only.
+ */
+function directoryPassword(eb: ExpressionBuilder<DB, 'users'>) {
+  return eb
+    .selectFrom('ldap_entries as e')
+    .innerJoin('ldap_directories as d', 'd.id', 'e.directory_id')
+    .select('e.user_id')
+    .whereRef('e.user_id', '=', 'users.id')
+    .whereRef('d.org_id', '=', 'users.org_id')
+    .where('d.password_check', '=', 1)
+    .where((w) => w.not(w.exists(w.selectFrom('roles as r').select('r.id').whereRef('r.user_id', '=', 'users.id'))));
+}
 
 // The conditions are written out in the SQL text, as those of the partial indexes: SQLite uses a
 // partial index only when the query's own words imply its condition.
@@ -39,6 +56,7 @@ function figures(eb: ExpressionBuilder<DB, never>, orgId: number) {
       .as('with_passkey'),
     users()
       .where(sql<boolean>`users.passkey_count > 0 and users.password_hash is null`)
+      .where((w) => w.not(w.exists(directoryPassword(w))))
       .as('passkey_only'),
   ];
 }

@@ -188,3 +188,24 @@ export async function endConsoleSessions(db: Q, sub: string): Promise<void> {
     .where('sub', '=', sub)
     .execute();
 }
+
+/** What the service's own current hashes begin with (src/directory/passwords.ts, hashPassword). */
+const OWN_HASH_PREFIX = '$argon2id$v=19$m=19456,t=2,p=1$%';
+
+/**
+ * A page of the password hashes of the organization with this realm that are not the service's
+ * own current kind (imported ones, mostly), after the user id `afterId`, by id.
+ */
+export function foreignPasswordHashes(db: Q, realm: string, afterId: number, limit: number) {
+  return db
+    .selectFrom('users')
+    .innerJoin('organizations', 'organizations.id', 'users.org_id')
+    .select(['users.id', 'users.password_hash'])
+    .where('organizations.realm', '=', realm)
+    .where('users.password_hash', 'is not', null)
+    .where('users.password_hash', 'not like', OWN_HASH_PREFIX)
+    .where('users.id', '>', afterId)
+    .orderBy('users.id')
+    .limit(limit)
+    .execute();
+}

@@ -20,6 +20,7 @@ export const NOTICES = [
   'password_removed',
   'recovery_link_created',
   'recovery_link_used',
+  'email_changed',
 ] as const;
 export type Notice = (typeof NOTICES)[number];
 

@@ -79,3 +79,27 @@ export async function revokeUserRecoveryLinks(db: Q, userId: number, now: number
     .executeTakeFirst();
   return Number(r.numUpdatedRows);
 }
+
+/**
+ * Revokes the user's links made by `createdBy` (e.g. `system:self-recovery`) that are not yet used
+ * or revoked, except `keep`; their ids.
+ */
+export async function revokeUserLinksMadeBy(
+  db: Q,
+  userId: number,
+  createdBy: string,
+  keep: number,
+  now: number,
+): Promise<number[]> {
+  const rows = await db
+    .updateTable('recovery_links')
+    .set({ revoked_at: now })
+    .where('user_id', '=', userId)
+    .where('created_by', '=', createdBy)
+    .where('id', '<>', keep)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .execute();
+  return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+}

@@ -10,9 +10,10 @@ import type { Store } from '../store/index.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { clientKey, rateLimit, type RateLimit } from '../http/rate-limit.ts';
 import { AppError } from '../errors.ts';
-import { normalizeEppn, setPassword } from '../directory/index.ts';
+import { normalizeEppn, realmOf, setPassword } from '../directory/index.ts';
 import { userActor } from '../audit/index.ts';
 import { verifyPassword } from '../directory/passwords.ts';
+import { costliestImportedHash } from '../directory/password-profile.ts';
 import { checkPasswordWithDirectory, type DirectoryPasswordVerdict } from '../directory/ldap-directories.ts';
 import { findUserByEppn, type User } from '../store/directory.ts';
 import { createWebAuthn, type WebAuthn } from '../webauthn/ceremonies.ts';
@@ -211,7 +212,7 @@ export async function passwordSignIn(
   let { valid, outdated } = verdict;
   if (!valid && user && user.password_hash === null) {
     const directory = await directoryPassword(kit, request, { ip, eppn }, user, password);
-    if (directory === 'unavailable')
+    if (directory === 'unavailable' || directory === 'unanswered')
       return { ok: false, status: 401, error: 'error.credentials', username: rawUsername };
     // the directory's password is never stored: nothing to rehash
     if (directory === 'valid') [valid, outdated] = [true, false];
@@ -239,7 +240,14 @@ export async function passwordSignIn(
 /**
  * A user without a password of their own, provided by an LDAP directory that checks passwords,
  * signs in with the directory's (docs/ldap.md). A directory that cannot be reached in time is the
- * usual refusal, logged; the attempt is given back to both counters, as nothing was checked.
+ * usual refusal, logged. What it costs the rate limits (docs/ldap.md, Signing in):
+ * - too many checks at once for the directory (503): given back to both counters, nothing was sent;
+ * - the directory failed before the bind with the password was sent: given back to the account's
+ *   counter (an outage never locks a user out), kept by the address's (it still bounds how much
+ *   work one address makes a struggling directory do);
+ * - the bind was sent and no answer came: counted by both, as a wrong password. The directory may
+ *   have checked it; a directory slow to refuse (some delay failed binds) must not give an attacker
+ *   free guesses that only a right password answers in time.
  */
 async function directoryPassword(
   kit: Kit,
@@ -248,12 +256,24 @@ async function directoryPassword(
   user: User,
   password: string,
 ): Promise<DirectoryPasswordVerdict> {
-  const verdict = await checkPasswordWithDirectory(kit.store, kit.keys, user, password);
+  let verdict: DirectoryPasswordVerdict;
+  try {
+    verdict = await checkPasswordWithDirectory(kit.store, kit.keys, user, password);
+  } catch (err) {
+    if (err instanceof AppError && err.status === 503) {
+      await kit.limits.ip.refund(keys.ip);
+      await kit.limits.account.refund(keys.eppn);
+    }
+    throw err;
+  }
   if (verdict === 'unavailable') {
     request.log.warn({ event: 'ldap.unavailable', org_id: user.org_id }, 'the LDAP directory did not answer a sign-in');
-    await kit.limits.ip.refund(keys.ip);
     await kit.limits.account.refund(keys.eppn);
-  }
+  } else if (verdict === 'unanswered')
+    request.log.warn(
+      { event: 'ldap.unanswered', org_id: user.org_id },
+      "the LDAP directory did not answer a sign-in's bind in time",
+    );
   return verdict;
 }
 
@@ -264,7 +284,9 @@ async function directoryPassword(
  */
 async function checkPassword(kit: Kit, keys: { ip: string; eppn: string }, password: string, user?: User) {
   try {
-    return await verifyPassword(password, user?.password_hash);
+    // as costly as the organization's costliest imported hash, whoever the user (docs/sign-in.md, Timing)
+    const costliest = await costliestImportedHash(kit.store, realmOf(keys.eppn));
+    return await verifyPassword(password, user?.password_hash, { costliest });
   } catch (err) {
     if (err instanceof AppError && err.status === 503) {
       await kit.limits.ip.refund(keys.ip);

@@ -27,6 +27,8 @@ export interface NoticeMailData {
   notice: string;
   by: string;
   at: number;
+  /** the address it goes to, when not the user's own at sending time (an address changed away from) */
+  to?: string;
 }
 
 const aad = (eppn: string, linkId: number) => `mail-link:${eppn}:${linkId}`;

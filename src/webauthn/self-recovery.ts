@@ -3,16 +3,21 @@
 // --self-recovery email`), to the address the directory holds, for an enabled user without a
 // staff role (staff accounts are recovered by someone who can check who they are). The asker
 // learns nothing: the page answers the same whether a link was sent or not (web/lost-passkey.ts).
+// A new link revokes the user's earlier unused self-service links: only the latest message works.
 import type { Store } from '../store/index.ts';
 import type { Keyring } from '../crypto.ts';
 import { findUserByEppn, type User } from '../store/directory.ts';
 import { findUserByEmail } from '../store/mail.ts';
 import { rolesOfUser } from '../store/roles.ts';
-import type { Actor } from '../audit/index.ts';
+import { recordAudit, type Actor } from '../audit/index.ts';
+import { revokeUserLinksMadeBy } from '../store/recovery-links.ts';
 import { loadPolicy } from './policy.ts';
 import { createRecoveryLink } from './recovery-links.ts';
 import { queueLinkMail } from './mail-links.ts';
 import type { MailSetup } from './invitations.ts';
+
+/** Who makes self-service links (the links' created_by is `system:self-recovery`). */
+export const SELF_RECOVERY_ACTOR = 'self-recovery';
 
 /** A self-service link works for an hour. */
 export const SELF_RECOVERY_TTL_MS = 3600_000;
@@ -44,7 +49,7 @@ export async function requestSelfRecovery(
   if (user.disabled_at !== null || !user.email) return 'not_allowed';
   if ((await loadPolicy(store.db, user.org_id)).selfRecovery !== 'email') return 'not_allowed';
   if ((await rolesOfUser(store.db, user.id)).length > 0) return 'not_allowed';
-  const actor: Actor = { type: 'system', id: 'self-recovery', ip: from.ip, requestId: from.requestId };
+  const actor: Actor = { type: 'system', id: SELF_RECOVERY_ACTOR, ip: from.ip, requestId: from.requestId };
   await createRecoveryLink(
     store,
     setup.publicUrl,
@@ -53,6 +58,17 @@ export async function requestSelfRecovery(
       ttlMs: SELF_RECOVERY_TTL_MS,
       purpose: 'self-recovery',
       within: async (trx, link, u) => {
+        // one working self-service link at a time: the earlier unused ones stop working
+        const revoked = await revokeUserLinksMadeBy(trx, u.id, `system:${SELF_RECOVERY_ACTOR}`, link.id, from.now);
+        for (const id of revoked)
+          await recordAudit(trx, {
+            action: 'recovery_link.revoke',
+            actor,
+            at: from.now,
+            orgId: u.org_id,
+            eppn: u.eppn,
+            details: { recovery_link: id, replaced_by: link.id },
+          });
         // the page's language for this one message: an anonymous request never changes the user's own
         await queueLinkMail(trx, keys, { kind: 'recovery', user: u, link, lang: input.lang, at: from.now });
       },

@@ -24,6 +24,8 @@ import { adoptionHistory, dayOf, latestAdoption, recordAdoptionDay } from '../..
 import { openStore } from '../../src/store/index.ts';
 import { migrate } from '../../src/store/migrations.ts';
 import { recordAudit } from '../../src/audit/index.ts';
+import { insertLdapDirectory, saveLdapEntry } from '../../src/store/ldap.ts';
+import { grantRole } from '../../src/directory/roles.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const DAY = 86_400_000;
@@ -168,6 +170,57 @@ for (const dialect of dialects()) {
       assert.match(res.body, /idp_adoption_users\{org_id="1",stage="users"\} 4\n/);
       assert.match(res.body, /idp_adoption_users\{org_id="1",stage="passkey_only"\} 2\n/);
       assert.match(res.body, /idp_adoption_users\{org_id="2",stage="with_passkey"\} 1\n/);
+    });
+    it('counts a user who signs in with their LDAP directory password as having a password, not passkey-only', async () => {
+      const before = (await report()).adoption;
+      const directory = async (passwordCheck: 0 | 1) =>
+        insertLdapDirectory(ctx.store.db, {
+          org_id: 1,
+          url: 'ldap://127.0.0.1:1',
+          starttls: 0,
+          ca_pem: null,
+          bind_dn: 'cn=idp,dc=example,dc=org',
+          bind_password: '',
+          base_dn: 'dc=example,dc=org',
+          filter: '(objectClass=person)',
+          mapping: '{}',
+          groups_base_dn: null,
+          sync_every_ms: null,
+          on_missing: 'disable',
+          password_check: passwordCheck,
+          created_at: Date.now(),
+          created_by: 'operator:cli',
+          runs_since_full: 0,
+        });
+      const checking = await directory(1);
+      const syncOnly = await directory(0);
+      // eve: the directory checks her password; fay: synced, but her directory checks none;
+      // gus: staff, who never sign in with a directory's password
+      const [eve, fay, gus] = [
+        await seedUser(ctx, 1, 'eve@example.org'),
+        await seedUser(ctx, 1, 'fay@example.org'),
+        await seedUser(ctx, 1, 'gus@example.org'),
+      ];
+      await insertPasskeys(ctx.store.db, [passkeyRow(eve.id, 1), passkeyRow(fay.id, 1), passkeyRow(gus.id, 1)]);
+      for (const [user, directoryId] of [
+        [eve, checking],
+        [fay, syncOnly],
+        [gus, checking],
+      ] as const)
+        await saveLdapEntry(ctx.store.db, {
+          directory_id: directoryId,
+          external_id: `x-${user.eppn}`,
+          user_id: user.id,
+          dn: `uid=${user.eppn},dc=example,dc=org`,
+          disabled_by_directory: 0,
+        });
+      await grantRole(ctx.store, { eppn: gus.eppn, role: 'helpdesk', orgId: 1 });
+      const after = (await report()).adoption;
+      assert.equal(after.with_passkey, before.with_passkey + 3);
+      assert.equal(after.passkey_only, before.passkey_only + 2, 'fay and gus; eve has her directory password');
+      await recordAdoptionDay(ctx.store.db, Date.now());
+      const [recorded] = await adoptionHistory(ctx.store.db, 1, dayOf(Date.now()));
+      assert.equal(recorded!.passkey_only, after.passkey_only, 'the recorded day counts the same');
     });
   });
 

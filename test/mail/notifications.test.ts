@@ -21,7 +21,11 @@ import { grantRole } from '../../src/directory/roles.ts';
 import { createRecoveryLink } from '../../src/webauthn/recovery-links.ts';
 import { ZERO_AAGUID } from '../../src/webauthn/formats.ts';
 import { enableSecurityNotifications } from '../../src/audit/notifications.ts';
+import { createScimToken } from '../../src/directory/provisioning.ts';
 import { startSmtp, type TestSmtp } from './smtp.ts';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 
 async function addPasskey(ctx: TestContext, user: { id: number; org_id: number }, name: string) {
   const [id] = await insertPasskeys(ctx.store.db, [
@@ -131,6 +135,65 @@ for (const dialect of dialects()) {
       assert.equal(m.subject, 'A recovery link was made for your account');
       const url = JSON.parse(made.out).url as string;
       assert.ok(!m.text.includes(url.split('/').pop()!), 'the notice never carries the link');
+    });
+
+    it('an e-mail address changed by the CLI, SCIM or an import is told at the old address and the new', async () => {
+      const notices = (address: string) =>
+        smtp.to(address).filter((m) => m.subject === 'The e-mail address of your account was changed');
+      const wait = async (address: string, n: number) => {
+        const until = Date.now() + 10_000;
+        while (notices(address).length < n) {
+          if (Date.now() > until) throw new Error(`no address notice to ${address}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        return notices(address).at(-1)!;
+      };
+      const eve = await seedUser(ctx, 1, 'eve@example.org', { email: 'eve@old.example' });
+      // the CLI (setUserAttributes)
+      const set = await cli(ctx.config.databaseUrl, ['user', 'set', eve.eppn, '--email', 'eve@new.example'], '', env());
+      assert.equal(set.code, 0, set.err);
+      let old = await wait('eve@old.example', 1);
+      const fresh = await wait('eve@new.example', 1);
+      assert.match(old.text, /The e-mail address of your account eve@example\.org was changed/);
+      assert.match(old.text, /By: the service’s operators/);
+      assert.match(old.text, /sent by .* to eve@old\.example/, 'the footer names the address it went to');
+      assert.ok(!old.text.includes('eve@new.example'), 'the old address is not told the new one');
+      assert.match(fresh.text, /eve@example\.org/);
+
+      // SCIM (provisioning's one writer, which the LDAP sync shares)
+      const { token } = await createScimToken(ctx.store, 1, 'hr');
+      const patch = await ctx.app.inject({
+        method: 'PATCH',
+        url: `/scim/v2/Users/${eve.sub}`,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
+        payload: {
+          schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+          Operations: [{ op: 'replace', path: 'emails', value: [{ value: 'eve@scim.example', primary: true }] }],
+        },
+      });
+      assert.equal(patch.statusCode, 200, patch.body);
+      old = await wait('eve@new.example', 2);
+      assert.match(old.text, /By: an application your organization uses|By: your organization’s user directory/);
+      await wait('eve@scim.example', 1);
+
+      // the user import (its batch's transaction)
+      const file = join(mkdtempSync(join(tmpdir(), 'import-')), 'users.jsonl');
+      writeFileSync(file, `${JSON.stringify({ eppn: eve.eppn, name: 'eve', email: 'eve@import.example' })}\n`);
+      const imported = await cli(ctx.config.databaseUrl, ['user', 'import', file, '--org', '1'], '', env());
+      assert.equal(imported.code, 0, imported.err);
+      await wait('eve@scim.example', 2);
+      await wait('eve@import.example', 1);
+
+      // a change that leaves the address as it was tells nothing
+      const again = await cli(
+        ctx.config.databaseUrl,
+        ['user', 'set', eve.eppn, '--email', 'EVE@import.example'],
+        '',
+        env(),
+      );
+      assert.equal(again.code, 0, again.err);
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(notices('eve@import.example').length, 1);
     });
 
     it('a change that rolls back tells nothing; users without an address are skipped', async () => {

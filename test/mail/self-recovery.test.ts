@@ -122,6 +122,42 @@ for (const dialect of dialects()) {
       assert.equal(smtp.to('olav@mail.example').length + smtp.to('grace@mail.example').length, 0);
     });
 
+    it('a new link revokes the earlier unused ones: only the latest message works', async () => {
+      const before = smtp.messages.length;
+      const earlierLinks = smtp.to('bob@mail.example').map((m) => linkIn(m.text));
+      assert.equal((await ask('bob@example.org')).status, 200);
+      await smtp.waitFor(before + 1);
+      assert.equal((await ask('bob@example.org')).status, 200);
+      await smtp.waitFor(before + 2);
+      const toBob = smtp.to('bob@mail.example');
+      const [first, second] = toBob.slice(-2).map((m) => linkIn(m.text));
+      assert.notEqual(first, second);
+      const states = await ctx.store.db
+        .selectFrom('recovery_links as l')
+        .innerJoin('users as u', 'u.id', 'l.user_id')
+        .select(['l.id', 'l.revoked_at', 'l.used_at'])
+        .where('u.eppn', '=', 'bob@example.org')
+        .orderBy('l.id')
+        .execute();
+      assert.equal(states.length, 3, 'the earlier test asked once by address');
+      assert.deepEqual(
+        states.map((l) => l.revoked_at !== null),
+        [true, true, false],
+        'only the newest is usable',
+      );
+      for (const link of [...earlierLinks, first!])
+        assert.equal((await registerThroughLink(base, link)).status, 404, 'an earlier link no longer works');
+      const revokes = await ctx.store.db
+        .selectFrom('audit_events')
+        .select('details')
+        .where('kind', '=', 'recovery_link.revoke')
+        .where('eppn', '=', 'bob@example.org')
+        .execute();
+      assert.equal(revokes.length, 2, 'each revocation is audited');
+      const done = await registerThroughLink(base, second!);
+      assert.equal(done.status, 200, done.body);
+    });
+
     const clearAddressLimit = () =>
       ctx.store.db.deleteFrom('rate_limits').where('key', 'like', 'lost-passkey-ip%').execute();
 
