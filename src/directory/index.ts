@@ -2,7 +2,7 @@
 import { listUserCredentials } from '../store/passkeys.ts';
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/index.ts';
-import { isUniqueViolation } from '../store/index.ts';
+import { isUniqueViolation, transact } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
 import { setImportedPasswords } from '../store/user-import.ts';
 import type { Transaction } from 'kysely';
@@ -147,7 +147,7 @@ export async function addUser(
     passwordHash = input.passwordHash;
   }
   try {
-    return await store.db.transaction().execute(async (trx) => {
+    return await transact(store.db, async (trx) => {
       const user = await dir.insertUser(trx, {
         sub: randomUUID(),
         org_id: org.id,

@@ -5,7 +5,7 @@
 // and events, so a run that stops leaves every user it reached complete and the rest as they were.
 // The first run reads everything; later ones only what changed since the high-water mark, with a
 // full run every FULL_EVERY runs, which is also when users whose entries are gone are found.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { AndFilter, GreaterThanEqualsFilter, type Client, type Filter } from 'ldapts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
@@ -27,11 +27,13 @@ import {
   type DirectoryRecord,
 } from '../directory/ldap-client.ts';
 import { disableUser, enableUser, removeUser } from '../oauth/account-lifecycle.ts';
-import { recordingRefusals, requireWeaker } from '../directory/roles.ts';
+import { recordingRefusals, Refused, requireWeaker } from '../directory/roles.ts';
 
 /** Every FULL_EVERY-th run reads the whole directory: deletions and entries leaving the filter show only then. */
 export const FULL_EVERY = 24;
 export const PAGE_SIZE = 500;
+/** Entries written in one transaction (each in a savepoint): few enough that other writers wait briefly. */
+export const BATCH_SIZE = 100;
 /** A sync holds its directory this long, renewed with every page. */
 const LEASE_MS = 120_000;
 /** An entry changed while a run reads may carry an older time than the newest it saw: the next run looks back this far. */
@@ -140,12 +142,12 @@ async function createUser(store: Store, run: Run, record: DirectoryRecord): Prom
     run.change,
   );
   const entry = { directory_id: Number(run.directory.id), external_id: record.externalId, user_id: Number(user.id) };
-  const link: repo.LdapEntry = { ...entry, dn: record.dn, disabled_by_directory: 0 };
+  const link: repo.LdapEntry = { ...entry, dn: record.dn, disabled_by_directory: 0, digest: null };
   // A user whose entry is disabled is created disabled: counted as created only.
   if (record.disabled) {
     await disableUser(store, user.eppn, run.change);
     link.disabled_by_directory = 1;
-  }
+  } else link.digest = digestOf(record, Number(user.updated_at));
   await repo.saveLdapEntry(store.db, link);
 }
 
@@ -185,6 +187,7 @@ async function updateUser(
         user_id: linked.user_id,
         dn: linked.dn,
         disabled_by_directory: linked.disabled_by_directory,
+        digest: linked.digest,
       }
     : {
         directory_id: Number(run.directory.id),
@@ -192,25 +195,79 @@ async function updateUser(
         user_id: Number(user.id),
         dn: record.dn,
         disabled_by_directory: 0,
+        digest: null,
       };
-  const before = { dn: link.dn, flag: link.disabled_by_directory };
+  const before = { dn: link.dn, flag: link.disabled_by_directory, digest: link.digest };
   const toggled = await setDisabled(store, run, link, current, record.disabled);
   link.dn = record.dn;
+  // a disable or enable gave the user a version this run does not know: the next run compares again
+  link.digest = toggled ? null : digestOf(record, Number(current.updated_at));
   if (!toggled && Object.keys(changed).length === 0 && !renamed && linked) run.summary.unchanged++;
-  if (run.write && (!linked || before.dn !== link.dn || before.flag !== link.disabled_by_directory))
-    await repo.saveLdapEntry(store.db, link);
+  const moved = before.dn !== link.dn || before.flag !== link.disabled_by_directory || before.digest !== link.digest;
+  if (run.write && (!linked || moved)) await repo.saveLdapEntry(store.db, link);
 }
 
-/** One entry: created, adopted, changed or left alone; what only this entry gets wrong is a rejection. */
+/** One entry: created, adopted, changed or left alone. Throws what only this entry gets wrong (a rejection). */
 async function syncEntry(store: Store, run: Run, record: DirectoryRecord, linked: repo.LinkedUser | undefined) {
+  if (linked) return updateUser(store, run, record, linked, linked.user);
+  const existing = await adoptable(store, run, record);
+  if (typeof existing === 'string') throw new AppError(400, existing);
+  if (existing) return updateUser(store, run, record, undefined, existing);
+  await createUser(store, run, record);
+}
+
+/** What the directory said of an entry, with the version of the user it made: equal digests, nothing to do. */
+function digestOf(record: DirectoryRecord, userVersion: number): string {
+  const said = [record.dn, record.eppn, record.attributes, record.disabled, userVersion];
+  return createHash('sha256').update(JSON.stringify(said)).digest('base64url');
+}
+
+const isRejection = (err: unknown) => err instanceof AppError && err.status < 500;
+
+type Counts = Omit<SyncSummary, 'rejections' | 'warnings'>;
+
+/**
+ * A batch of entries in one transaction, each entry in a savepoint of its own: an entry that is
+ * rejected leaves nothing behind (its refusal recorded, as recordingRefusals would), the others are
+ * written, each through the same function (and audit record) as one at a time. A failure of the
+ * database or the run rolls the batch back, and its counts with it.
+ */
+async function syncBatch(store: Store, run: Run, records: DirectoryRecord[]) {
+  const id = Number(run.directory.id);
+  const ids = records.map((r) => r.externalId);
+  if (!run.write) {
+    const linked = await repo.findLdapEntries(store.db, id, ids);
+    for (const record of records)
+      await syncEntry(store, run, record, linked.get(record.externalId)).catch((err: unknown) => {
+        if (!isRejection(err)) throw err;
+        reject(run, record.dn, (err as AppError).message);
+      });
+    return;
+  }
+  const atStart: Counts = { ...run.summary };
+  const rejectionsAtStart = run.summary.rejections.length;
+  const trx = await store.db.startTransaction().execute();
   try {
-    if (linked) return await updateUser(store, run, record, linked, linked.user);
-    const existing = await adoptable(store, run, record);
-    if (typeof existing === 'string') return reject(run, record.dn, existing);
-    if (existing) return await updateUser(store, run, record, undefined, existing);
-    await createUser(store, run, record);
+    const linked = await repo.findLdapEntries(trx, id, ids);
+    for (const record of records) {
+      const counts: Counts = { ...run.summary };
+      const sp = await trx.savepoint('entry').execute();
+      try {
+        await syncEntry({ ...store, db: sp }, run, record, linked.get(record.externalId));
+        await sp.releaseSavepoint('entry').execute();
+      } catch (err) {
+        if (!isRejection(err)) throw err;
+        await sp.rollbackToSavepoint('entry').execute();
+        Object.assign(run.summary, counts);
+        if (err instanceof Refused) await recordAudit(trx, err.entry);
+        reject(run, record.dn, (err as AppError).message);
+      }
+    }
+    await trx.commit().execute();
   } catch (err) {
-    if (err instanceof AppError && err.status < 500) return reject(run, record.dn, err.message);
+    await trx.rollback().execute().catch(() => {});
+    Object.assign(run.summary, atStart);
+    run.summary.rejections.length = Math.min(run.summary.rejections.length, rejectionsAtStart);
     throw err;
   }
 }
@@ -233,12 +290,19 @@ async function syncPage(store: Store, run: Run, entries: Parameters<typeof readE
     if (record.changed && (run.newest === undefined || newer(record.changed, run.newest))) run.newest = record.changed;
     records.push(record);
   }
-  const linked = await repo.findLdapEntries(
+  // What the directory says as it said it last, of a user unchanged since: nothing to read or write.
+  const known = await repo.findLdapDigests(
     store.db,
     Number(run.directory.id),
     records.map((r) => r.externalId),
   );
-  for (const record of records) await syncEntry(store, run, record, linked.get(record.externalId));
+  const todo = records.filter((record) => {
+    const k = known.get(record.externalId);
+    const same = k !== undefined && k.digest !== null && k.digest === digestOf(record, k.updated_at);
+    if (same) run.summary.unchanged++;
+    return !same;
+  });
+  for (let i = 0; i < todo.length; i += BATCH_SIZE) await syncBatch(store, run, todo.slice(i, i + BATCH_SIZE));
 }
 
 /** uSNChanged compare as numbers, generalized times as text (same length and zone from one server). */
@@ -269,7 +333,7 @@ async function handleMissing(store: Store, run: Run): Promise<void> {
       } else if (user.disabled_at === null) {
         if (run.write) {
           await disableUser(store, user.eppn, run.change);
-          await repo.saveLdapEntry(store.db, { ...entry, disabled_by_directory: 1 });
+          await repo.saveLdapEntry(store.db, { ...entry, disabled_by_directory: 1, digest: null });
         }
         run.summary.disabled++;
       }
