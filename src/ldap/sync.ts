@@ -27,6 +27,7 @@ import {
   type DirectoryRecord,
 } from '../directory/ldap-client.ts';
 import { disableUser, enableUser, removeUser } from '../oauth/account-lifecycle.ts';
+import { emptyGroupCounts, syncLdapGroups, type GroupCounts } from './group-sync.ts';
 import { recordingRefusals, Refused, requireWeaker } from '../directory/roles.ts';
 
 /** Every FULL_EVERY-th run reads the whole directory: deletions and entries leaving the filter show only then. */
@@ -67,6 +68,8 @@ export interface SyncSummary {
   rejected: number;
   rejections: { dn: string; error: string }[];
   warnings: string[];
+  /** the directory's groups (--groups-base-dn); null without one */
+  groups: GroupCounts | null;
   duration_ms: number;
 }
 
@@ -265,7 +268,10 @@ async function syncBatch(store: Store, run: Run, records: DirectoryRecord[]) {
     }
     await trx.commit().execute();
   } catch (err) {
-    await trx.rollback().execute().catch(() => {});
+    await trx
+      .rollback()
+      .execute()
+      .catch(() => {});
     Object.assign(run.summary, atStart);
     run.summary.rejections.length = Math.min(run.summary.rejections.length, rejectionsAtStart);
     throw err;
@@ -397,7 +403,7 @@ function emptySummary(id: number, dryRun: boolean): SyncSummary {
     mode: 'full',
     dry_run: dryRun,
     ...{ entries: 0, created: 0, updated: 0, renamed: 0, disabled: 0, enabled: 0, removed: 0, unchanged: 0, kept: 0 },
-    ...{ rejected: 0, rejections: [], warnings: [], duration_ms: 0 },
+    ...{ rejected: 0, rejections: [], warnings: [], groups: null, duration_ms: 0 },
   };
 }
 
@@ -436,6 +442,17 @@ async function readDirectory(
         updated: run.summary.updated,
       });
     }
+    if (p.full) await handleMissing(store, run);
+    if (run.directory.groups_base_dn !== null) {
+      const counts = (run.summary.groups = emptyGroupCounts());
+      const groups = {
+        ...{ directory: run.directory, orgId: Number(run.org.id), realm: run.org.realm },
+        ...{ write: run.write, change: run.change, counts },
+        reject: (dn: string, error: string) => reject(run, dn, error),
+        warn: (message: string) => void run.summary.warnings.push(message),
+      };
+      await syncLdapGroups(store, client, groups, lease);
+    }
     return p;
   } finally {
     await close(client);
@@ -473,7 +490,6 @@ export async function syncLdapDirectory(
   const startedAt = Date.now();
   try {
     const p = await readDirectory(store, keys, run, options, lease, startedAt);
-    if (p.full) await handleMissing(store, run);
     run.summary.duration_ms = Date.now() - startedAt;
     if (!dryRun) await finish(store, run, actor, p.nextHighWater(run), p.full);
     return run.summary;

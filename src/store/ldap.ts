@@ -268,6 +268,8 @@ export async function saveLdapGroup(db: Q, link: LdapGroup): Promise<void> {
   await db
     .insertInto('ldap_groups')
     .values(link)
-    .onConflict((oc) => oc.columns(['directory_id', 'external_id']).doUpdateSet({ group_id: link.group_id, dn: link.dn }))
+    .onConflict((oc) =>
+      oc.columns(['directory_id', 'external_id']).doUpdateSet({ group_id: link.group_id, dn: link.dn }),
+    )
     .execute();
 }
