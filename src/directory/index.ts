@@ -163,10 +163,11 @@ export async function addUser(
       });
       const fields = Object.keys(input.directory ?? {}).sort();
       const details = fields.length ? { details: { fields } } : {};
-      await recordAudit(trx, { action: 'user.add', actor, at: now, orgId: org.id, eppn, ...details });
+      const entry = { actor, at: now, orgId: org.id, eppn, sub: user.sub };
+      await recordAudit(trx, { action: 'user.add', ...entry, ...details });
       if (passwordHash !== null) {
         const imported = input.password === undefined ? { details: { imported: true } } : {};
-        await recordAudit(trx, { action: 'password.set', actor, at: now, orgId: org.id, eppn, ...imported });
+        await recordAudit(trx, { action: 'password.set', ...entry, ...imported });
       }
       return user;
     });

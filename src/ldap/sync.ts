@@ -35,6 +35,8 @@ export const FULL_EVERY = 24;
 export const PAGE_SIZE = 500;
 /** Entries written in one transaction (each in a savepoint): few enough that other writers wait briefly. */
 export const BATCH_SIZE = 100;
+/** Batches a run writes at once on PostgreSQL, each on a connection of the pool. */
+export const PG_CONCURRENT_BATCHES = 4;
 /** A sync holds its directory this long, renewed with every page. */
 const LEASE_MS = 120_000;
 /** An entry changed while a run reads may carry an older time than the newest it saw: the next run looks back this far. */
@@ -100,8 +102,13 @@ function changedColumns(user: dir.User, columns: DirectoryColumns): DirectoryCol
 }
 
 /** The user an entry not yet linked is about: an existing user of the organization with its eppn (adopted), or none. */
-async function adoptable(store: Store, run: Run, record: DirectoryRecord): Promise<dir.User | undefined | string> {
-  const user = await dir.findUserByEppn(store.db, record.eppn);
+async function adoptable(
+  store: Store,
+  run: Run,
+  record: DirectoryRecord,
+  byEppn: Map<string, dir.User>,
+): Promise<dir.User | undefined | string> {
+  const user = byEppn.get(record.eppn);
   if (!user) return undefined;
   if (Number(user.org_id) !== Number(run.org.id)) return `eppn '${record.eppn}' belongs to another organization`;
   if (user.external_id !== null && user.external_id !== record.externalId)
@@ -211,9 +218,10 @@ async function updateUser(
 }
 
 /** One entry: created, adopted, changed or left alone. Throws what only this entry gets wrong (a rejection). */
-async function syncEntry(store: Store, run: Run, record: DirectoryRecord, linked: repo.LinkedUser | undefined) {
+async function syncEntry(store: Store, run: Run, record: DirectoryRecord, known: Known) {
+  const linked = known.linked.get(record.externalId);
   if (linked) return updateUser(store, run, record, linked, linked.user);
-  const existing = await adoptable(store, run, record);
+  const existing = await adoptable(store, run, record, known.byEppn);
   if (typeof existing === 'string') throw new AppError(400, existing);
   if (existing) return updateUser(store, run, record, undefined, existing);
   await createUser(store, run, record);
@@ -227,43 +235,70 @@ function digestOf(record: DirectoryRecord, userVersion: number): string {
 
 const isRejection = (err: unknown) => err instanceof AppError && err.status < 500;
 
-type Counts = Omit<SyncSummary, 'rejections' | 'warnings'>;
+/** What a batch reads before it writes: the users its entries provided, and the users with the eppns of the others. */
+interface Known {
+  linked: Map<string, repo.LinkedUser>;
+  byEppn: Map<string, dir.User>;
+}
+
+async function known(db: Store['db'], run: Run, records: DirectoryRecord[]): Promise<Known> {
+  const linked = await repo.findLdapEntries(
+    db,
+    Number(run.directory.id),
+    records.map((r) => r.externalId),
+  );
+  const unlinked = records.filter((r) => !linked.has(r.externalId)).map((r) => r.eppn);
+  const users = unlinked.length ? await repo.findUsersByEppns(db, unlinked) : [];
+  return { linked, byEppn: new Map(users.map((u) => [u.eppn, u])) };
+}
+
+/** A batch's own counts, added to the run's once it is committed. */
+function batchRun(run: Run): Run {
+  return { ...run, summary: emptySummary(Number(run.directory.id), !run.write) };
+}
+
+function addCounts(to: SyncSummary, from: SyncSummary): void {
+  for (const key of COUNTED) to[key] += from[key];
+  for (const r of from.rejections) if (to.rejections.length < MAX_REJECTIONS) to.rejections.push(r);
+}
+
+const COUNTED = [
+  ...['entries', 'created', 'updated', 'renamed', 'disabled', 'enabled', 'removed', 'unchanged', 'kept'],
+  'rejected',
+] as const;
 
 /**
  * A batch of entries in one transaction, each entry in a savepoint of its own: an entry that is
  * rejected leaves nothing behind (its refusal recorded, as recordingRefusals would), the others are
- * written, each through the same function (and audit record) as one at a time. A failure of the
- * database or the run rolls the batch back, and its counts with it.
+ * written, each through the same function (and audit record) as one at a time. Its counts reach
+ * the run when it is committed; a failure of the database rolls the batch back and throws.
  */
-async function syncBatch(store: Store, run: Run, records: DirectoryRecord[]) {
-  const id = Number(run.directory.id);
-  const ids = records.map((r) => r.externalId);
+async function syncBatch(store: Store, parent: Run, records: DirectoryRecord[]) {
+  const run = batchRun(parent);
+  const refuse = (record: DirectoryRecord, err: unknown) => {
+    if (!isRejection(err)) throw err;
+    reject(run, record.dn, (err as AppError).message);
+  };
   if (!run.write) {
-    const linked = await repo.findLdapEntries(store.db, id, ids);
-    for (const record of records)
-      await syncEntry(store, run, record, linked.get(record.externalId)).catch((err: unknown) => {
-        if (!isRejection(err)) throw err;
-        reject(run, record.dn, (err as AppError).message);
-      });
-    return;
+    const k = await known(store.db, run, records);
+    for (const record of records) await syncEntry(store, run, record, k).catch((err: unknown) => refuse(record, err));
+    return addCounts(parent.summary, run.summary);
   }
-  const atStart: Counts = { ...run.summary };
-  const rejectionsAtStart = run.summary.rejections.length;
   const trx = await store.db.startTransaction().execute();
   try {
-    const linked = await repo.findLdapEntries(trx, id, ids);
+    const k = await known(trx, run, records);
     for (const record of records) {
-      const counts: Counts = { ...run.summary };
+      const counts = { ...run.summary };
       const sp = await trx.savepoint('entry').execute();
       try {
-        await syncEntry({ ...store, db: sp }, run, record, linked.get(record.externalId));
+        await syncEntry({ ...store, db: sp }, run, record, k);
         await sp.releaseSavepoint('entry').execute();
       } catch (err) {
         if (!isRejection(err)) throw err;
         await sp.rollbackToSavepoint('entry').execute();
-        Object.assign(run.summary, counts);
+        Object.assign(run.summary, counts, { rejections: run.summary.rejections });
         if (err instanceof Refused) await recordAudit(trx, err.entry);
-        reject(run, record.dn, (err as AppError).message);
+        refuse(record, err);
       }
     }
     await trx.commit().execute();
@@ -272,10 +307,26 @@ async function syncBatch(store: Store, run: Run, records: DirectoryRecord[]) {
       .rollback()
       .execute()
       .catch(() => {});
-    Object.assign(run.summary, atStart);
-    run.summary.rejections.length = Math.min(run.summary.rejections.length, rejectionsAtStart);
     throw err;
   }
+  addCounts(parent.summary, run.summary);
+}
+
+/** Batches written at once: PostgreSQL's pool has the connections; SQLite has one, and one writer. */
+const concurrency = (store: Store) => (store.dialect === 'postgres' ? PG_CONCURRENT_BATCHES : 1);
+
+async function syncBatches(store: Store, run: Run, records: DirectoryRecord[]) {
+  const batches: DirectoryRecord[][] = [];
+  for (let i = 0; i < records.length; i += BATCH_SIZE) batches.push(records.slice(i, i + BATCH_SIZE));
+  let next = 0;
+  const worker = async () => {
+    while (next < batches.length) await syncBatch(store, run, batches[next++]!);
+  };
+  const workers = Array.from({ length: Math.min(concurrency(store), batches.length) }, worker);
+  // every worker settles before a failure is thrown: no batch is left writing behind the run's back
+  const results = await Promise.allSettled(workers);
+  const failed = results.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 async function syncPage(store: Store, run: Run, entries: Parameters<typeof readEntry>[0][]) {
@@ -308,7 +359,7 @@ async function syncPage(store: Store, run: Run, entries: Parameters<typeof readE
     if (same) run.summary.unchanged++;
     return !same;
   });
-  for (let i = 0; i < todo.length; i += BATCH_SIZE) await syncBatch(store, run, todo.slice(i, i + BATCH_SIZE));
+  await syncBatches(store, run, todo);
 }
 
 /** uSNChanged compare as numbers, generalized times as text (same length and zone from one server). */

@@ -192,6 +192,14 @@ export async function findLdapDigests(
   return found;
 }
 
+/** The users with these eppns. */
+export async function findUsersByEppns(db: Q, eppns: string[]): Promise<User[]> {
+  const found: User[] = [];
+  for (const part of chunks([...new Set(eppns)]))
+    if (part.length) found.push(...(await db.selectFrom('users').selectAll().where('eppn', 'in', part).execute()));
+  return found;
+}
+
 /** The entry a user came from, in any directory. */
 export function findLdapEntryOfUser(db: Q, userId: number): Promise<LdapEntry | undefined> {
   return db.selectFrom('ldap_entries').selectAll().where('user_id', '=', userId).executeTakeFirst();
