@@ -12,7 +12,17 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SMTPServer } from 'smtp-server';
 import { openStore } from '../src/store/index.ts';
-import { cli, machine, row, runLine, SECRET, startService, withFreshPostgres, writeResultsSection } from './lib.ts';
+import {
+  cli,
+  machine,
+  row,
+  runLine,
+  SECRET,
+  startFlags,
+  startService,
+  withFreshPostgres,
+  writeResultsSection,
+} from './lib.ts';
 
 const GOAL_PER_S = 500;
 const ORG = 1;
@@ -116,7 +126,11 @@ async function measure(database: string, url: string, port: number, o: Options):
     const queue_s = (performance.now() - queueStart) / 1000;
     const queued = (JSON.parse(out) as { queued: number }).queued;
     console.log(`${database}: ${queued} invitations queued in ${queue_s.toFixed(1)} s`);
-    const service = await startService(env, port);
+    const prof = process.env.BENCH_CPU_PROF;
+    const service = await startService(env, port, [
+      ...startFlags(),
+      ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
+    ]);
     const deliverStart = performance.now();
     const latencies: number[] = [];
     let failed = 0;
