@@ -1,4 +1,4 @@
-// npm run bench -- invite [--users <n>] [--sqlite|--postgres] [--write]
+// npm run bench -- invite [--users <n>] [--workers <n>] [--sqlite|--postgres] [--write]
 // Invitations by e-mail (docs/email.md): an organization of <n> users (default 100,000, each with an
 // address) invited with `invite --org <id>` (the admin CLI's command, in this process), then the
 // compiled service (the flags of `npm start`, a child process) delivering the queued messages
@@ -32,6 +32,8 @@ const DELIVERY_TIMEOUT_MS = 15 * 60_000;
 
 interface Options {
   users: number;
+  /** WORKERS of the service: each runs a delivery job */
+  workers: number;
   dbs: ('sqlite' | 'postgres')[];
   write: boolean;
 }
@@ -54,8 +56,11 @@ function parseOptions(args: string[]): Options {
   const at = args.indexOf('--users');
   const users = at >= 0 ? Number(args[at + 1]) : 100_000;
   if (!Number.isSafeInteger(users) || users < 1) throw new Error('--users must be a positive number');
+  const w = args.indexOf('--workers');
+  const workers = w >= 0 ? Number(args[w + 1]) : 1;
+  if (!Number.isSafeInteger(workers) || workers < 1) throw new Error('--workers must be a positive number');
   const only = args.includes('--sqlite') ? 'sqlite' : args.includes('--postgres') ? 'postgres' : undefined;
-  return { users, dbs: only ? [only] : ['sqlite', 'postgres'], write: args.includes('--write') };
+  return { users, workers, dbs: only ? [only] : ['sqlite', 'postgres'], write: args.includes('--write') };
 }
 
 /** An SMTP server on a loopback port that takes every message and counts it. */
@@ -119,6 +124,7 @@ async function measure(database: string, url: string, port: number, o: Options):
     SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
     SMTP_FROM: FROM,
     PUBLIC_URL: `http://127.0.0.1:${port}`,
+    WORKERS: String(o.workers),
   };
   try {
     const queueStart = performance.now();
@@ -234,7 +240,7 @@ export async function main(args: string[]): Promise<void> {
       '## Invitations by e-mail',
       '',
       runLine(),
-      `\`npm run bench -- invite --users ${o.users}\`: ${o.users.toLocaleString('en')} users with an address invited with \`invite --org <id>\` (the admin CLI's command), then delivered by the compiled service (flags of \`npm start\`, a child process) through SMTP_URL to a real SMTP server (npm smtp-server in the benchmark's process, counting). The delivery rate is from the service's start to the last message received; /readyz was asked every 100 ms meanwhile.`,
+      `\`npm run bench -- invite --users ${o.users} --workers ${o.workers}\`: ${o.users.toLocaleString('en')} users with an address invited with \`invite --org <id>\` (the admin CLI's command), then delivered by the compiled service (flags of \`npm start\`, a child process) through SMTP_URL to a real SMTP server (npm smtp-server in the benchmark's process, counting). The delivery rate is from the service's start to the last message received; /readyz was asked every 100 ms meanwhile.`,
       '',
       result,
       '',
