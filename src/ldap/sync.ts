@@ -312,8 +312,15 @@ async function syncBatch(store: Store, parent: Run, records: DirectoryRecord[]) 
   addCounts(parent.summary, run.summary);
 }
 
-/** Batches written at once: PostgreSQL's pool has the connections; SQLite has one, and one writer. */
-const concurrency = (store: Store) => (store.dialect === 'postgres' ? PG_CONCURRENT_BATCHES : 1);
+/**
+ * Batches written at once: on PostgreSQL each holds a connection of the pool, leaving one for the
+ * rest of the process (the admin CLI's pool has two); SQLite has one connection, and one writer.
+ */
+function concurrency(store: Store): number {
+  if (store.dialect !== 'postgres') return 1;
+  const max = store.pool?.()?.max ?? 1;
+  return Math.max(1, Math.min(PG_CONCURRENT_BATCHES, max - 1));
+}
 
 async function syncBatches(store: Store, run: Run, records: DirectoryRecord[]) {
   const batches: DirectoryRecord[][] = [];
