@@ -2,7 +2,7 @@
 import { listUserCredentials } from '../store/passkeys.ts';
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/index.ts';
-import { isUniqueViolation } from '../store/index.ts';
+import { isUniqueViolation, transact } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
 import { setImportedPasswords } from '../store/user-import.ts';
 import type { Transaction } from 'kysely';
@@ -147,7 +147,7 @@ export async function addUser(
     passwordHash = input.passwordHash;
   }
   try {
-    return await store.db.transaction().execute(async (trx) => {
+    return await transact(store.db, async (trx) => {
       const user = await dir.insertUser(trx, {
         sub: randomUUID(),
         org_id: org.id,
@@ -163,10 +163,11 @@ export async function addUser(
       });
       const fields = Object.keys(input.directory ?? {}).sort();
       const details = fields.length ? { details: { fields } } : {};
-      await recordAudit(trx, { action: 'user.add', actor, at: now, orgId: org.id, eppn, ...details });
+      const entry = { actor, at: now, orgId: org.id, eppn, sub: user.sub };
+      await recordAudit(trx, { action: 'user.add', ...entry, ...details });
       if (passwordHash !== null) {
         const imported = input.password === undefined ? { details: { imported: true } } : {};
-        await recordAudit(trx, { action: 'password.set', actor, at: now, orgId: org.id, eppn, ...imported });
+        await recordAudit(trx, { action: 'password.set', ...entry, ...imported });
       }
       return user;
     });

@@ -5,7 +5,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Store } from '../store/index.ts';
-import { isUniqueViolation } from '../store/index.ts';
+import { isUniqueViolation, transact } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
 import * as prov from '../store/provisioning.ts';
 import { publish } from '../store/invalidation.ts';
@@ -189,7 +189,7 @@ export async function changeProvisionedUser(
 ): Promise<dir.User> {
   const now = change.now ?? Date.now();
   return userConflict(() =>
-    store.db.transaction().execute(async (trx) => {
+    transact(store.db, async (trx) => {
       const claimed = await prov.claimVersion(trx, 'users', user.id, expected, now);
       if (!claimed) {
         if (await dir.findUserById(trx, user.id))

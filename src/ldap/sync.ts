@@ -5,7 +5,7 @@
 // and events, so a run that stops leaves every user it reached complete and the rest as they were.
 // The first run reads everything; later ones only what changed since the high-water mark, with a
 // full run every FULL_EVERY runs, which is also when users whose entries are gone are found.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { AndFilter, GreaterThanEqualsFilter, type Client, type Filter } from 'ldapts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
@@ -27,11 +27,16 @@ import {
   type DirectoryRecord,
 } from '../directory/ldap-client.ts';
 import { disableUser, enableUser, removeUser } from '../oauth/account-lifecycle.ts';
-import { recordingRefusals, requireWeaker } from '../directory/roles.ts';
+import { emptyGroupCounts, syncLdapGroups, type GroupCounts } from './group-sync.ts';
+import { recordingRefusals, Refused, requireWeaker } from '../directory/roles.ts';
 
 /** Every FULL_EVERY-th run reads the whole directory: deletions and entries leaving the filter show only then. */
 export const FULL_EVERY = 24;
 export const PAGE_SIZE = 500;
+/** Entries written in one transaction (each in a savepoint): few enough that other writers wait briefly. */
+export const BATCH_SIZE = 100;
+/** Batches a run writes at once on PostgreSQL, each on a connection of the pool. */
+export const PG_CONCURRENT_BATCHES = 4;
 /** A sync holds its directory this long, renewed with every page. */
 const LEASE_MS = 120_000;
 /** An entry changed while a run reads may carry an older time than the newest it saw: the next run looks back this far. */
@@ -65,6 +70,8 @@ export interface SyncSummary {
   rejected: number;
   rejections: { dn: string; error: string }[];
   warnings: string[];
+  /** the directory's groups (--groups-base-dn); null without one */
+  groups: GroupCounts | null;
   duration_ms: number;
 }
 
@@ -95,8 +102,13 @@ function changedColumns(user: dir.User, columns: DirectoryColumns): DirectoryCol
 }
 
 /** The user an entry not yet linked is about: an existing user of the organization with its eppn (adopted), or none. */
-async function adoptable(store: Store, run: Run, record: DirectoryRecord): Promise<dir.User | undefined | string> {
-  const user = await dir.findUserByEppn(store.db, record.eppn);
+async function adoptable(
+  store: Store,
+  run: Run,
+  record: DirectoryRecord,
+  byEppn: Map<string, dir.User>,
+): Promise<dir.User | undefined | string> {
+  const user = byEppn.get(record.eppn);
   if (!user) return undefined;
   if (Number(user.org_id) !== Number(run.org.id)) return `eppn '${record.eppn}' belongs to another organization`;
   if (user.external_id !== null && user.external_id !== record.externalId)
@@ -140,12 +152,12 @@ async function createUser(store: Store, run: Run, record: DirectoryRecord): Prom
     run.change,
   );
   const entry = { directory_id: Number(run.directory.id), external_id: record.externalId, user_id: Number(user.id) };
-  const link: repo.LdapEntry = { ...entry, dn: record.dn, disabled_by_directory: 0 };
+  const link: repo.LdapEntry = { ...entry, dn: record.dn, disabled_by_directory: 0, digest: null };
   // A user whose entry is disabled is created disabled: counted as created only.
   if (record.disabled) {
     await disableUser(store, user.eppn, run.change);
     link.disabled_by_directory = 1;
-  }
+  } else link.digest = digestOf(record, Number(user.updated_at));
   await repo.saveLdapEntry(store.db, link);
 }
 
@@ -185,6 +197,7 @@ async function updateUser(
         user_id: linked.user_id,
         dn: linked.dn,
         disabled_by_directory: linked.disabled_by_directory,
+        digest: linked.digest,
       }
     : {
         directory_id: Number(run.directory.id),
@@ -192,27 +205,135 @@ async function updateUser(
         user_id: Number(user.id),
         dn: record.dn,
         disabled_by_directory: 0,
+        digest: null,
       };
-  const before = { dn: link.dn, flag: link.disabled_by_directory };
+  const before = { dn: link.dn, flag: link.disabled_by_directory, digest: link.digest };
   const toggled = await setDisabled(store, run, link, current, record.disabled);
   link.dn = record.dn;
+  // a disable or enable gave the user a version this run does not know: the next run compares again
+  link.digest = toggled ? null : digestOf(record, Number(current.updated_at));
   if (!toggled && Object.keys(changed).length === 0 && !renamed && linked) run.summary.unchanged++;
-  if (run.write && (!linked || before.dn !== link.dn || before.flag !== link.disabled_by_directory))
-    await repo.saveLdapEntry(store.db, link);
+  const moved = before.dn !== link.dn || before.flag !== link.disabled_by_directory || before.digest !== link.digest;
+  if (run.write && (!linked || moved)) await repo.saveLdapEntry(store.db, link);
 }
 
-/** One entry: created, adopted, changed or left alone; what only this entry gets wrong is a rejection. */
-async function syncEntry(store: Store, run: Run, record: DirectoryRecord, linked: repo.LinkedUser | undefined) {
+/** One entry: created, adopted, changed or left alone. Throws what only this entry gets wrong (a rejection). */
+async function syncEntry(store: Store, run: Run, record: DirectoryRecord, known: Known) {
+  const linked = known.linked.get(record.externalId);
+  if (linked) return updateUser(store, run, record, linked, linked.user);
+  const existing = await adoptable(store, run, record, known.byEppn);
+  if (typeof existing === 'string') throw new AppError(400, existing);
+  if (existing) return updateUser(store, run, record, undefined, existing);
+  await createUser(store, run, record);
+}
+
+/** What the directory said of an entry, with the version of the user it made: equal digests, nothing to do. */
+function digestOf(record: DirectoryRecord, userVersion: number): string {
+  const said = [record.dn, record.eppn, record.attributes, record.disabled, userVersion];
+  return createHash('sha256').update(JSON.stringify(said)).digest('base64url');
+}
+
+const isRejection = (err: unknown) => err instanceof AppError && err.status < 500;
+
+/** What a batch reads before it writes: the users its entries provided, and the users with the eppns of the others. */
+interface Known {
+  linked: Map<string, repo.LinkedUser>;
+  byEppn: Map<string, dir.User>;
+}
+
+async function known(db: Store['db'], run: Run, records: DirectoryRecord[]): Promise<Known> {
+  const linked = await repo.findLdapEntries(
+    db,
+    Number(run.directory.id),
+    records.map((r) => r.externalId),
+  );
+  const unlinked = records.filter((r) => !linked.has(r.externalId)).map((r) => r.eppn);
+  const users = unlinked.length ? await repo.findUsersByEppns(db, unlinked) : [];
+  return { linked, byEppn: new Map(users.map((u) => [u.eppn, u])) };
+}
+
+/** A batch's own counts, added to the run's once it is committed. */
+function batchRun(run: Run): Run {
+  return { ...run, summary: emptySummary(Number(run.directory.id), !run.write) };
+}
+
+function addCounts(to: SyncSummary, from: SyncSummary): void {
+  for (const key of COUNTED) to[key] += from[key];
+  for (const r of from.rejections) if (to.rejections.length < MAX_REJECTIONS) to.rejections.push(r);
+}
+
+const COUNTED = [
+  ...['entries', 'created', 'updated', 'renamed', 'disabled', 'enabled', 'removed', 'unchanged', 'kept'],
+  'rejected',
+] as const;
+
+/**
+ * A batch of entries in one transaction, each entry in a savepoint of its own: an entry that is
+ * rejected leaves nothing behind (its refusal recorded, as recordingRefusals would), the others are
+ * written, each through the same function (and audit record) as one at a time. Its counts reach
+ * the run when it is committed; a failure of the database rolls the batch back and throws.
+ */
+async function syncBatch(store: Store, parent: Run, records: DirectoryRecord[]) {
+  const run = batchRun(parent);
+  const refuse = (record: DirectoryRecord, err: unknown) => {
+    if (!isRejection(err)) throw err;
+    reject(run, record.dn, (err as AppError).message);
+  };
+  if (!run.write) {
+    const k = await known(store.db, run, records);
+    for (const record of records) await syncEntry(store, run, record, k).catch((err: unknown) => refuse(record, err));
+    return addCounts(parent.summary, run.summary);
+  }
+  const trx = await store.db.startTransaction().execute();
   try {
-    if (linked) return await updateUser(store, run, record, linked, linked.user);
-    const existing = await adoptable(store, run, record);
-    if (typeof existing === 'string') return reject(run, record.dn, existing);
-    if (existing) return await updateUser(store, run, record, undefined, existing);
-    await createUser(store, run, record);
+    const k = await known(trx, run, records);
+    for (const record of records) {
+      const counts = { ...run.summary };
+      const sp = await trx.savepoint('entry').execute();
+      try {
+        await syncEntry({ ...store, db: sp }, run, record, k);
+        await sp.releaseSavepoint('entry').execute();
+      } catch (err) {
+        if (!isRejection(err)) throw err;
+        await sp.rollbackToSavepoint('entry').execute();
+        Object.assign(run.summary, counts, { rejections: run.summary.rejections });
+        if (err instanceof Refused) await recordAudit(trx, err.entry);
+        refuse(record, err);
+      }
+    }
+    await trx.commit().execute();
   } catch (err) {
-    if (err instanceof AppError && err.status < 500) return reject(run, record.dn, err.message);
+    await trx
+      .rollback()
+      .execute()
+      .catch(() => {});
     throw err;
   }
+  addCounts(parent.summary, run.summary);
+}
+
+/**
+ * Batches written at once: on PostgreSQL each holds a connection of the pool, leaving one for the
+ * rest of the process (the admin CLI's pool has two); SQLite has one connection, and one writer.
+ */
+function concurrency(store: Store): number {
+  if (store.dialect !== 'postgres') return 1;
+  const max = store.pool?.()?.max ?? 1;
+  return Math.max(1, Math.min(PG_CONCURRENT_BATCHES, max - 1));
+}
+
+async function syncBatches(store: Store, run: Run, records: DirectoryRecord[]) {
+  const batches: DirectoryRecord[][] = [];
+  for (let i = 0; i < records.length; i += BATCH_SIZE) batches.push(records.slice(i, i + BATCH_SIZE));
+  let next = 0;
+  const worker = async () => {
+    while (next < batches.length) await syncBatch(store, run, batches[next++]!);
+  };
+  const workers = Array.from({ length: Math.min(concurrency(store), batches.length) }, worker);
+  // every worker settles before a failure is thrown: no batch is left writing behind the run's back
+  const results = await Promise.allSettled(workers);
+  const failed = results.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 async function syncPage(store: Store, run: Run, entries: Parameters<typeof readEntry>[0][]) {
@@ -233,12 +354,19 @@ async function syncPage(store: Store, run: Run, entries: Parameters<typeof readE
     if (record.changed && (run.newest === undefined || newer(record.changed, run.newest))) run.newest = record.changed;
     records.push(record);
   }
-  const linked = await repo.findLdapEntries(
+  // What the directory says as it said it last, of a user unchanged since: nothing to read or write.
+  const known = await repo.findLdapDigests(
     store.db,
     Number(run.directory.id),
     records.map((r) => r.externalId),
   );
-  for (const record of records) await syncEntry(store, run, record, linked.get(record.externalId));
+  const todo = records.filter((record) => {
+    const k = known.get(record.externalId);
+    const same = k !== undefined && k.digest !== null && k.digest === digestOf(record, k.updated_at);
+    if (same) run.summary.unchanged++;
+    return !same;
+  });
+  await syncBatches(store, run, todo);
 }
 
 /** uSNChanged compare as numbers, generalized times as text (same length and zone from one server). */
@@ -269,7 +397,7 @@ async function handleMissing(store: Store, run: Run): Promise<void> {
       } else if (user.disabled_at === null) {
         if (run.write) {
           await disableUser(store, user.eppn, run.change);
-          await repo.saveLdapEntry(store.db, { ...entry, disabled_by_directory: 1 });
+          await repo.saveLdapEntry(store.db, { ...entry, disabled_by_directory: 1, digest: null });
         }
         run.summary.disabled++;
       }
@@ -333,7 +461,7 @@ function emptySummary(id: number, dryRun: boolean): SyncSummary {
     mode: 'full',
     dry_run: dryRun,
     ...{ entries: 0, created: 0, updated: 0, renamed: 0, disabled: 0, enabled: 0, removed: 0, unchanged: 0, kept: 0 },
-    ...{ rejected: 0, rejections: [], warnings: [], duration_ms: 0 },
+    ...{ rejected: 0, rejections: [], warnings: [], groups: null, duration_ms: 0 },
   };
 }
 
@@ -372,6 +500,17 @@ async function readDirectory(
         updated: run.summary.updated,
       });
     }
+    if (p.full) await handleMissing(store, run);
+    if (run.directory.groups_base_dn !== null) {
+      const counts = (run.summary.groups = emptyGroupCounts());
+      const groups = {
+        ...{ directory: run.directory, orgId: Number(run.org.id), realm: run.org.realm },
+        ...{ write: run.write, change: run.change, counts },
+        reject: (dn: string, error: string) => reject(run, dn, error),
+        warn: (message: string) => void run.summary.warnings.push(message),
+      };
+      await syncLdapGroups(store, client, groups, lease);
+    }
     return p;
   } finally {
     await close(client);
@@ -409,7 +548,6 @@ export async function syncLdapDirectory(
   const startedAt = Date.now();
   try {
     const p = await readDirectory(store, keys, run, options, lease, startedAt);
-    if (p.full) await handleMissing(store, run);
     run.summary.duration_ms = Date.now() - startedAt;
     if (!dryRun) await finish(store, run, actor, p.nextHighWater(run), p.full);
     return run.summary;

@@ -4,7 +4,7 @@
 // relying parties of the ended sessions are told by back-channel logout: the deliveries are
 // recorded in the same transaction, due at once, and sent by the running service's delivery job
 // (src/oauth/backchannel-logout.ts), whichever process made the change (the admin CLI included).
-import type { Store } from '../store/index.ts';
+import { transact, type Store } from '../store/index.ts';
 import type { Transaction } from 'kysely';
 import type { DB } from '../store/schema.ts';
 import * as dir from '../store/directory.ts';
@@ -107,7 +107,7 @@ export function disableUser(store: Store, eppn: string, { actor = SYSTEM, now = 
     await recordAudit(trx, { action: 'user.disable', ...entry });
     return { eppn: user.eppn, changed: true, sessions };
   };
-  return recordingRefusals(store, () => store.db.transaction().execute(change));
+  return recordingRefusals(store, () => transact(store.db, change));
 }
 
 /** Enables a disabled user: they can sign in again (with what they had: passkeys, password). */
@@ -127,7 +127,7 @@ export function enableUser(store: Store, eppn: string, { actor = SYSTEM, now = D
     });
     return { eppn: user.eppn, changed: true, sessions: 0 };
   };
-  return recordingRefusals(store, () => store.db.transaction().execute(change));
+  return recordingRefusals(store, () => transact(store.db, change));
 }
 
 /** Removes one user inside a transaction: passkeys (audited like the passkey API's deletions), sessions, then the user. */
@@ -163,7 +163,7 @@ export function removeUser(store: Store, ref: UserRef, { actor = SYSTEM, now = D
     const passkeys = await removeUserInTransaction(trx, user, actor, now);
     return { eppn: user.eppn, sub: user.sub, passkeys };
   };
-  return recordingRefusals(store, () => store.db.transaction().execute(change));
+  return recordingRefusals(store, () => transact(store.db, change));
 }
 
 export interface OrganizationFootprint {

@@ -1,5 +1,5 @@
 // Opens the database named by DATABASE_URL and runs migrations.
-import { Kysely, sql, type LogEvent } from 'kysely';
+import { Kysely, sql, type LogEvent, type Transaction } from 'kysely';
 import type { DB } from './schema.ts';
 import { SqliteLimitsInText, sqliteDialect } from './sqlite.ts';
 import { migrate } from './migrations.ts';
@@ -189,4 +189,12 @@ export function bytes(value: Uint8Array): Buffer {
 export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; errcode?: number; message?: string };
   return e?.code === '23505' || /UNIQUE constraint failed/.test(e?.message ?? '');
+}
+
+/**
+ * Runs a change in a transaction of its own, or in the caller's when `db` is one already: a batch
+ * of changes (an LDAP sync's page) runs each change in a savepoint of one transaction.
+ */
+export function transact<T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  return db.isTransaction ? work(db as Transaction<DB>) : db.transaction().execute(work);
 }

@@ -2,13 +2,14 @@
 // holds (a conditional update, so of several instances one runs a directory's sync at a time),
 // and the per-run bookkeeping.
 import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
-import type { DB, LdapDirectoriesTable, LdapEntriesTable } from './schema.ts';
+import type { DB, LdapDirectoriesTable, LdapEntriesTable, LdapGroupsTable } from './schema.ts';
 import type { User } from './directory.ts';
 import { chunks } from './chunks.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type LdapDirectory = Selectable<LdapDirectoriesTable>;
 export type LdapEntry = Selectable<LdapEntriesTable>;
+export type LdapGroup = Selectable<LdapGroupsTable>;
 
 export async function insertLdapDirectory(db: Q, row: Insertable<LdapDirectoriesTable>): Promise<number> {
   const { id } = await db.insertInto('ldap_directories').values(row).returning('id').executeTakeFirstOrThrow();
@@ -170,6 +171,35 @@ export async function findLdapEntries(
   return found;
 }
 
+/** The directory's entries among these external ids with their digests and their users' versions: what a run may skip. */
+export async function findLdapDigests(
+  db: Q,
+  directoryId: number,
+  externalIds: string[],
+): Promise<Map<string, { digest: string | null; updated_at: number }>> {
+  const found = new Map<string, { digest: string | null; updated_at: number }>();
+  for (const part of chunks([...new Set(externalIds)])) {
+    if (part.length === 0) continue;
+    const rows = await db
+      .selectFrom('ldap_entries as e')
+      .innerJoin('users as u', 'u.id', 'e.user_id')
+      .select(['e.external_id', 'e.digest', 'u.updated_at'])
+      .where('e.directory_id', '=', directoryId)
+      .where('e.external_id', 'in', part)
+      .execute();
+    for (const r of rows) found.set(r.external_id, { digest: r.digest, updated_at: Number(r.updated_at) });
+  }
+  return found;
+}
+
+/** The users with these eppns. */
+export async function findUsersByEppns(db: Q, eppns: string[]): Promise<User[]> {
+  const found: User[] = [];
+  for (const part of chunks([...new Set(eppns)]))
+    if (part.length) found.push(...(await db.selectFrom('users').selectAll().where('eppn', 'in', part).execute()));
+  return found;
+}
+
 /** The entry a user came from, in any directory. */
 export function findLdapEntryOfUser(db: Q, userId: number): Promise<LdapEntry | undefined> {
   return db.selectFrom('ldap_entries').selectAll().where('user_id', '=', userId).executeTakeFirst();
@@ -199,6 +229,7 @@ export async function saveLdapEntry(db: Q, entry: LdapEntry): Promise<void> {
         user_id: entry.user_id,
         dn: entry.dn,
         disabled_by_directory: entry.disabled_by_directory,
+        digest: entry.digest,
       }),
     )
     .execute();
@@ -209,5 +240,44 @@ export async function deleteLdapEntry(db: Q, directoryId: number, externalId: st
     .deleteFrom('ldap_entries')
     .where('directory_id', '=', directoryId)
     .where('external_id', '=', externalId)
+    .execute();
+}
+
+// ---- groups ------------------------------------------------------------------------------------
+
+/** The users a directory provides, with what a group's member values name them by (DN, eppn). */
+export function listLdapMembers(db: Q, directoryId: number) {
+  return db
+    .selectFrom('ldap_entries as e')
+    .innerJoin('users as u', 'u.id', 'e.user_id')
+    .select(['e.dn', 'u.eppn', 'u.sub'])
+    .where('e.directory_id', '=', directoryId)
+    .execute();
+}
+
+/** The groups a directory provides, each with its group. */
+export function listLdapGroups(db: Q, directoryId: number) {
+  return db
+    .selectFrom('ldap_groups as l')
+    .innerJoin('groups as g', 'g.id', 'l.group_id')
+    .selectAll('g')
+    .select(['l.external_id as ldap_external_id', 'l.dn as ldap_dn'])
+    .where('l.directory_id', '=', directoryId)
+    .execute();
+}
+
+/** The directory (if any) that provides a group. */
+export function findLdapGroupOfGroup(db: Q, groupId: number): Promise<LdapGroup | undefined> {
+  return db.selectFrom('ldap_groups').selectAll().where('group_id', '=', groupId).executeTakeFirst();
+}
+
+/** Links a group to its entry (or moves the link to the entry's new DN). */
+export async function saveLdapGroup(db: Q, link: LdapGroup): Promise<void> {
+  await db
+    .insertInto('ldap_groups')
+    .values(link)
+    .onConflict((oc) =>
+      oc.columns(['directory_id', 'external_id']).doUpdateSet({ group_id: link.group_id, dn: link.dn }),
+    )
     .execute();
 }

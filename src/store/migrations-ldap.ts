@@ -50,3 +50,25 @@ export function migration023(dialect: Dialect): Migration {
     },
   };
 }
+
+/**
+ * The groups each directory provides (by the group entry's stable id, so a renamed group stays the
+ * same group), and per user entry a digest of what the directory last said of it, so a run skips
+ * entries that did not change without reading their users.
+ */
+export function migration027(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      const statements = [
+        `create table if not exists ldap_groups (
+          directory_id bigint not null references ldap_directories(id) on delete cascade,
+          external_id text not null,
+          group_id bigint not null unique references groups(id) on delete cascade,
+          dn text not null,
+          primary key (directory_id, external_id))`,
+        `alter table ldap_entries add column digest text`,
+      ];
+      for (const statement of statements) await sql.raw(statement).execute(db);
+    },
+  };
+}

@@ -275,6 +275,7 @@ export interface DB {
   scim_tokens: ScimTokensTable;
   ldap_directories: LdapDirectoriesTable;
   ldap_entries: LdapEntriesTable;
+  ldap_groups: LdapGroupsTable;
   service_providers: ServiceProvidersTable;
   saml_keys: SamlKeysTable;
   saml_request_ids: SamlRequestIdsTable;
@@ -458,6 +459,16 @@ export interface LdapEntriesTable {
   dn: string;
   /** the sync disabled the user (the entry disabled or gone): a sync may enable them again, nothing else */
   disabled_by_directory: number;
+  /** a digest of what the directory last said of the entry (DN, eppn, attributes, disabled): unchanged entries are skipped */
+  digest: string | null;
+}
+
+/** A group an LDAP directory provides, by the group entry's stable id (objectGUID or entryUUID). */
+export interface LdapGroupsTable {
+  directory_id: number;
+  external_id: string;
+  group_id: number;
+  dn: string;
 }
 
 /** A staff role: helpdesk or org-admin in one organization, operator in all (org_id 0). */

@@ -11,7 +11,8 @@ import { findOrganization } from '../store/directory.ts';
 import { revokeRecoveryLink } from '../store/recovery-links.ts';
 import { dueReminders, insertInvitation, invitationCandidates, invitationLinks, markReminded } from '../store/mail.ts';
 import { AppError, notFound } from '../errors.ts';
-import { SYSTEM, type Actor, type Change } from '../audit/index.ts';
+import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
+import { Refused } from '../directory/roles.ts';
 import { createRecoveryLink, MAX_RECOVERY_TTL_MS } from './recovery-links.ts';
 import { queueLinkMail } from './mail-links.ts';
 
@@ -57,6 +58,9 @@ export interface InvitationResult {
   dry_run: boolean;
 }
 
+/** Invitations written in one transaction. */
+const INVITE_BATCH = 100;
+
 const who = (actor: Actor) => `${actor.type}:${actor.id ?? '-'}`;
 
 function checkDuration(ms: number | undefined, what: string): void {
@@ -85,6 +89,43 @@ async function chooseRecipients(store: Store, input: InvitationInput) {
 }
 
 /**
+ * Users invited in one transaction, each in a savepoint of its own: a user who is skipped (refused,
+ * disabled meanwhile) leaves nothing behind but the refusal's record; the others are committed together.
+ */
+async function inBatch<R extends { eppn: string }>(
+  store: Store,
+  batch: R[],
+  invite: (db: Store['db'], r: R) => Promise<unknown>,
+): Promise<{ invited: string[]; skipped: InvitationResult['skipped'] }> {
+  const invited: string[] = [];
+  const skipped: InvitationResult['skipped'] = [];
+  const trx = await store.db.startTransaction().execute();
+  try {
+    for (const r of batch) {
+      const sp = await trx.savepoint('invite').execute();
+      try {
+        await invite(sp, r);
+        await sp.releaseSavepoint('invite').execute();
+        invited.push(r.eppn);
+      } catch (err) {
+        if (!(err instanceof AppError) || err.status >= 500) throw err;
+        await sp.rollbackToSavepoint('invite').execute();
+        if (err instanceof Refused) await recordAudit(trx, err.entry);
+        skipped.push({ eppn: r.eppn, reason: err.status === 403 ? 'refused' : 'disabled' });
+      }
+    }
+    await trx.commit().execute();
+  } catch (err) {
+    await trx
+      .rollback()
+      .execute()
+      .catch(() => {});
+    throw err;
+  }
+  return { invited, skipped };
+}
+
+/**
  * Invites the chosen users of an organization: a link each, its message queued. `progress` hears
  * after each user (done, total). Users the actor may not act on are skipped as refused.
  */
@@ -110,40 +151,39 @@ export async function inviteUsers(
     result.invited = chosen.map((r) => r.eppn);
     return result;
   }
-  for (const [i, r] of chosen.entries()) {
-    try {
-      await createRecoveryLink(
-        store,
-        setup.publicUrl,
-        {
-          eppn: r.eppn,
-          ttlMs,
-          orgId: input.orgId,
-          purpose: 'invitation',
-          within: async (trx, link, user) => {
-            // a new invitation replaces the earlier ones: one working link at a time
-            for (const earlier of await invitationLinks(trx, user.id)) await revokeRecoveryLink(trx, earlier, now);
-            await queueLinkMail(trx, keys, { kind: 'invitation', user, link, lang: input.lang, at: now });
-            await insertInvitation(trx, {
-              org_id: input.orgId,
-              user_id: user.id,
-              recovery_link_id: link.id,
-              invited_at: now,
-              invited_by: who(actor),
-              remind_after_ms: input.remindAfterMs ?? null,
-              reminded_at: null,
-            });
-          },
+  const invite = (db: Store['db'], r: (typeof chosen)[number]) =>
+    createRecoveryLink(
+      { ...store, db },
+      setup.publicUrl,
+      {
+        eppn: r.eppn,
+        ttlMs,
+        orgId: input.orgId,
+        purpose: 'invitation',
+        within: async (trx, link, user) => {
+          // a new invitation replaces the earlier ones: one working link at a time
+          for (const earlier of await invitationLinks(trx, user.id)) await revokeRecoveryLink(trx, earlier, now);
+          await queueLinkMail(trx, keys, { kind: 'invitation', user, link, lang: input.lang, at: now });
+          await insertInvitation(trx, {
+            org_id: input.orgId,
+            user_id: user.id,
+            recovery_link_id: link.id,
+            invited_at: now,
+            invited_by: who(actor),
+            remind_after_ms: input.remindAfterMs ?? null,
+            reminded_at: null,
+          });
         },
-        { actor, now },
-      );
-      result.queued++;
-      result.invited.push(r.eppn);
-    } catch (err) {
-      if (!(err instanceof AppError) || err.status >= 500) throw err;
-      result.skipped.push({ eppn: r.eppn, reason: err.status === 403 ? 'refused' : 'disabled' });
-    }
-    progress?.(i + 1, chosen.length);
+      },
+      { actor, now },
+    );
+  for (let start = 0; start < chosen.length; start += INVITE_BATCH) {
+    const batch = chosen.slice(start, start + INVITE_BATCH);
+    const done = await inBatch(store, batch, invite);
+    result.queued += done.invited.length;
+    result.invited.push(...done.invited);
+    result.skipped.push(...done.skipped);
+    progress?.(start + batch.length, chosen.length);
   }
   return result;
 }

@@ -4,7 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { DB } from '../store/schema.ts';
-import type { Store } from '../store/index.ts';
+import { transact, type Store } from '../store/index.ts';
 import { findUserByEppn, findUserById, type User } from '../store/directory.ts';
 import { deleteUserPasskeys } from '../store/passkeys.ts';
 import {
@@ -66,7 +66,7 @@ export async function createRecoveryLink(
   const eppn = input.eppn.trim().toLowerCase();
   const token = randomBytes(32).toString('base64url');
   return recordingRefusals(store, () =>
-    store.db.transaction().execute(async (trx) => {
+    transact(store.db, async (trx) => {
       const user = await findUserByEppn(trx, eppn);
       if (!user || (input.orgId !== undefined && user.org_id !== input.orgId))
         throw notFound(`user '${eppn}' does not exist`);

@@ -12,6 +12,7 @@ import { findUserByEppn, findUserById } from '../../src/store/directory.ts';
 import { claimLdapLease, listLdapEntries, releaseLdapLease } from '../../src/store/ldap.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import { syncLdapDirectory } from '../../src/ldap/sync.ts';
+import { setDirectoryColumns } from '../../src/directory/provisioning.ts';
 import { formatGuid } from '../../src/directory/ldap-client.ts';
 import { PEOPLE, SERVICE_DN, SERVICE_PASSWORD, startSlapd, testUsers, userLdif, type Slapd } from './slapd.ts';
 
@@ -110,6 +111,15 @@ for (const dialect of dialects()) {
       assert.deepEqual([s.created, s.updated, s.disabled, s.removed, s.rejected], [0, 0, 0, 0, 0]);
       assert.equal(s.unchanged, s.entries);
       assert.ok(Date.now() - started < 5000);
+    });
+
+    it('a user changed here is put back as the directory says by the next run that reads the entry (a full one)', async () => {
+      // the entry is unchanged, but its user is not as the sync left it: the stored digest no longer matches
+      const user = await findUserByEppn(k.store.db, 'user00005@example.org');
+      await setDirectoryColumns(k.store, user!, { email: 'elsewhere@example.org' });
+      const s = await sync(k, id, '--full');
+      assert.equal(s.updated, 1);
+      assert.equal((await findUserByEppn(k.store.db, 'user00005@example.org'))?.email, 'user00005@example.org');
     });
 
     it('a modification reaches the user; a rename keeps the same user', async () => {

@@ -2,7 +2,8 @@
 // its own slapd.conf, schema copies and mdb database in a temp dir (never the system's /etc/ldap),
 // loaded with slapadd. Its users can carry an Active Directory-like auxiliary class (test schema:
 // userAccountControl, a binary objectGUID, userPrincipalName, sAMAccountName) so the code paths for
-// Active Directory run against it. Its log (loglevel stats) shows every BIND the server received.
+// Active Directory run against it, and Active Directory's group class (`group` with a binary
+// objectGUID and member DNs). Its log (loglevel stats) shows every BIND the server received.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
@@ -41,6 +42,8 @@ attributetype ( 1.3.6.1.4.1.4203.666.11.90.4 NAME 'sAMAccountName'
   EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )
 objectclass ( 1.3.6.1.4.1.4203.666.11.90.10 NAME 'adTestUser' AUXILIARY
   MAY ( userAccountControl $ objectGUID $ userPrincipalName $ sAMAccountName ) )
+objectclass ( 1.3.6.1.4.1.4203.666.11.90.11 NAME 'group' SUP top STRUCTURAL
+  MUST cn MAY ( member $ objectGUID $ displayName $ description ) )
 `;
 
 export interface TestUser {

@@ -54,6 +54,13 @@ function syncText(s: SyncSummary): string {
       `${s.entries} entries in ${(s.duration_ms / 1000).toFixed(1)} s`,
     `created ${s.created}, updated ${s.updated} (renamed ${s.renamed}), disabled ${s.disabled}, enabled ${s.enabled}, ` +
       `removed ${s.removed}, unchanged ${s.unchanged}, kept ${s.kept}, rejected ${s.rejected}`,
+    ...(s.groups
+      ? [
+          `groups: ${s.groups.entries} entries; created ${s.groups.created}, updated ${s.groups.updated}, ` +
+            `removed ${s.groups.removed}, unchanged ${s.groups.unchanged}, kept ${s.groups.kept}; ` +
+            `${s.groups.unresolved} member value(s) name no user of this directory`,
+        ]
+      : []),
     ...s.rejections.map((r) => `  rejected ${r.dn}: ${r.error}`),
     ...s.warnings.map((w) => `warning: ${w}`),
   ];
@@ -106,7 +113,7 @@ export const ldapCommands: CommandDef[] = [
       'groups-base-dn': {
         type: 'string',
         value: '<dn>',
-        description: 'where the groups are (kept for group sync; see docs/ldap.md)',
+        description: 'where the groups are: synced with their members after the users (docs/ldap.md)',
       },
       'sync-every': {
         type: 'string',
