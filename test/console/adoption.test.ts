@@ -213,6 +213,7 @@ for (const dialect of dialects()) {
           user_id: user.id,
           dn: `uid=${user.eppn},dc=example,dc=org`,
           disabled_by_directory: 0,
+          digest: null,
         });
       await grantRole(ctx.store, { eppn: gus.eppn, role: 'helpdesk', orgId: 1 });
       const after = (await report()).adoption;
