@@ -52,8 +52,21 @@ const files = args.length
   : [...globSync('test/**/*.test.ts'), ...globSync('src/**/*.test.ts')]
       .sort()
       .sort((a, b) => longestFirst(a) - longestFirst(b));
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=3', '--test-timeout=300000', ...files], {
-  stdio: 'inherit',
-  env,
-});
+// TEST_TIMINGS=<file>: also write each file's duration there (test/timings-reporter.ts).
+const reporters = process.env.TEST_TIMINGS
+  ? [
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=./test/timings-reporter.ts',
+      '--test-reporter-destination=stdout',
+    ]
+  : [];
+const result = spawnSync(
+  process.execPath,
+  ['--test', '--test-concurrency=3', '--test-timeout=300000', ...reporters, ...files],
+  {
+    stdio: 'inherit',
+    env,
+  },
+);
 process.exit(result.status ?? 1);
