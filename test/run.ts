@@ -1,7 +1,7 @@
 // npm test: the whole suite on SQLite, and on PostgreSQL too when one is reachable
 // (TEST_POSTGRES_URL, else the local default). Under CI=true PostgreSQL is required.
 import { spawnSync } from 'node:child_process';
-import { globSync } from 'node:fs';
+import { globSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -44,14 +44,28 @@ if (candidate && (await reachable(candidate))) {
 }
 
 const args = process.argv.slice(2);
-// The browser and relying-party tests (test/e2e) take longest: started first, none of them is left
-// running alone at the end while the other places in the run stand idle.
-const longestFirst = (file: string) => (file.startsWith('test/e2e/') ? 0 : 1);
+// Longest first: test/timings.json holds how long each file took in an earlier run (written by
+// `TEST_TIMINGS=test/timings.json npm test`), and the run starts the files in that order, so none of
+// the long ones is left running alone at the end while the other places in the run stand idle. A
+// file not listed there yet starts first (it may be long), the browser and relying-party tests
+// (test/e2e) among them first of all.
+const recorded = new Map<string, number>();
+try {
+  const { files } = JSON.parse(readFileSync(join(import.meta.dirname, 'timings.json'), 'utf8')) as {
+    files: { file: string; seconds: number }[];
+  };
+  for (const { file, seconds } of files) recorded.set(file, seconds);
+} catch {
+  // no timings: the order below falls back to test/e2e first
+}
+const took = (file: string) => recorded.get(file) ?? Infinity;
+const e2eFirst = (file: string) => (file.startsWith('test/e2e/') ? 0 : 1);
 const files = args.length
   ? args
   : [...globSync('test/**/*.test.ts'), ...globSync('src/**/*.test.ts')]
       .sort()
-      .sort((a, b) => longestFirst(a) - longestFirst(b));
+      .sort((a, b) => e2eFirst(a) - e2eFirst(b))
+      .sort((a, b) => (took(a) === took(b) ? 0 : took(b) - took(a)));
 // TEST_TIMINGS=<file>: also write each file's duration there (test/timings-reporter.ts).
 const reporters = process.env.TEST_TIMINGS
   ? [
