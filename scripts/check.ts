@@ -28,7 +28,10 @@ function run([name, command, ...args]: Check): Promise<boolean> {
     const output: Buffer[] = [];
     child.stdout.on('data', (chunk: Buffer) => output.push(chunk));
     child.stderr.on('data', (chunk: Buffer) => output.push(chunk));
+    let reported = false;
     const done = (ok: boolean, why: string) => {
+      if (reported) return; // 'error' and 'close' may both come
+      reported = true;
       const text = Buffer.concat(output).toString();
       process.stdout.write(`# ${name}: ${why} (${((Date.now() - started) / 1000).toFixed(1)} s)\n${text}`);
       if (text && !text.endsWith('\n')) process.stdout.write('\n');
