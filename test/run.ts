@@ -1,10 +1,12 @@
 // npm test: the whole suite on SQLite, and on PostgreSQL too when one is reachable
 // (TEST_POSTGRES_URL, else the local default). Under CI=true PostgreSQL is required.
-import { spawnSync } from 'node:child_process';
 import { globSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { run } from 'node:test';
+import { spec } from 'node:test/reporters';
 import pg from 'pg';
+import { writeTimings, type TestSummary } from './timings-reporter.ts';
 
 const candidate =
   process.env.TEST_POSTGRES_URL || process.env.DATABASE_URL?.match(/^postgres/)
@@ -66,21 +68,20 @@ const files = args.length
       .sort()
       .sort((a, b) => e2eFirst(a) - e2eFirst(b))
       .sort((a, b) => (took(a) === took(b) ? 0 : took(b) - took(a)));
+// The files start in this order (`node --test` would sort them by name), each in a process of its own.
+for (const name of Object.keys(process.env)) if (!(name in env)) delete process.env[name];
+Object.assign(process.env, env);
+const stream = run({ files: files.map((file) => resolve(file)), concurrency: 3, timeout: 300_000 });
 // TEST_TIMINGS=<file>: also write each file's duration there (test/timings-reporter.ts).
-const reporters = process.env.TEST_TIMINGS
-  ? [
-      '--test-reporter=spec',
-      '--test-reporter-destination=stdout',
-      '--test-reporter=./test/timings-reporter.ts',
-      '--test-reporter-destination=stdout',
-    ]
-  : [];
-const result = spawnSync(
-  process.execPath,
-  ['--test', '--test-concurrency=3', '--test-timeout=300000', ...reporters, ...files],
-  {
-    stdio: 'inherit',
-    env,
-  },
-);
-process.exit(result.status ?? 1);
+const summaries: TestSummary[] = [];
+let success = false;
+stream.on('test:summary', (summary: TestSummary & { success: boolean }) => {
+  summaries.push(summary);
+  if (summary.file === undefined) success = summary.success;
+});
+const report = stream.compose(new spec());
+report.pipe(process.stdout);
+report.on('end', () => {
+  if (process.env.TEST_TIMINGS) console.log(writeTimings(summaries, process.env.TEST_TIMINGS));
+  process.exitCode = success ? 0 : 1;
+});

@@ -3,28 +3,31 @@
 import { writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 
-interface SummaryEvent {
-  type: 'test:summary';
-  data: { file?: string; duration_ms: number; counts: { tests: number; failed: number } };
+export interface TestSummary {
+  file?: string;
+  duration_ms: number;
+  counts: { tests: number; failed: number };
 }
 
-export default async function* timings(source: AsyncIterable<{ type: string; data: unknown }>) {
-  const files: { file: string; seconds: number; tests: number; failed: number }[] = [];
-  let total = 0;
-  for await (const event of source) {
-    if (event.type !== 'test:summary') continue;
-    const { data } = event as SummaryEvent;
-    if (data.file === undefined) total = data.duration_ms;
-    else
-      files.push({
-        file: relative(process.cwd(), data.file),
-        seconds: Math.round(data.duration_ms) / 1000,
-        tests: data.counts.tests,
-        failed: data.counts.failed,
-      });
-  }
-  files.sort((a, b) => b.seconds - a.seconds);
-  const out = process.env.TEST_TIMINGS ?? 'test-timings.json';
+/** Writes the files' durations, longest first, to out; returns a line saying so. */
+export function writeTimings(summaries: TestSummary[], out: string): string {
+  const files = summaries
+    .filter((s) => s.file !== undefined)
+    .map((s) => ({
+      file: relative(process.cwd(), s.file!),
+      seconds: Math.round(s.duration_ms) / 1000,
+      tests: s.counts.tests,
+      failed: s.counts.failed,
+    }))
+    .sort((a, b) => b.seconds - a.seconds);
+  const total = summaries.find((s) => s.file === undefined)?.duration_ms ?? 0;
   writeFileSync(out, JSON.stringify({ seconds: Math.round(total) / 1000, files }, null, 2) + '\n');
-  yield `# per-file durations written to ${out}\n`;
+  return `# per-file durations written to ${out}`;
+}
+
+/** As a reporter: `node --test --test-reporter=./test/timings-reporter.ts` (TEST_TIMINGS names the file). */
+export default async function* timings(source: AsyncIterable<{ type: string; data: unknown }>) {
+  const summaries: TestSummary[] = [];
+  for await (const event of source) if (event.type === 'test:summary') summaries.push(event.data as TestSummary);
+  yield `${writeTimings(summaries, process.env.TEST_TIMINGS ?? 'test-timings.json')}\n`;
 }
