@@ -1,10 +1,12 @@
 // npm test: the whole suite on SQLite, and on PostgreSQL too when one is reachable
 // (TEST_POSTGRES_URL, else the local default). Under CI=true PostgreSQL is required.
-import { spawnSync } from 'node:child_process';
-import { globSync } from 'node:fs';
+import { globSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { run } from 'node:test';
+import { spec } from 'node:test/reporters';
 import pg from 'pg';
+import { writeTimings, type TestSummary } from './timings-reporter.ts';
 
 const candidate =
   process.env.TEST_POSTGRES_URL || process.env.DATABASE_URL?.match(/^postgres/)
@@ -44,16 +46,42 @@ if (candidate && (await reachable(candidate))) {
 }
 
 const args = process.argv.slice(2);
-// The browser and relying-party tests (test/e2e) take longest: started first, none of them is left
-// running alone at the end while the other places in the run stand idle.
-const longestFirst = (file: string) => (file.startsWith('test/e2e/') ? 0 : 1);
+// Longest first: test/timings.json holds how long each file took in an earlier run (written by
+// `TEST_TIMINGS=test/timings.json npm test`), and the run starts the files in that order, so none of
+// the long ones is left running alone at the end while the other places in the run stand idle. A
+// file not listed there yet starts first (it may be long), the browser and relying-party tests
+// (test/e2e) among them first of all.
+const recorded = new Map<string, number>();
+try {
+  const { files } = JSON.parse(readFileSync(join(import.meta.dirname, 'timings.json'), 'utf8')) as {
+    files: { file: string; seconds: number }[];
+  };
+  for (const { file, seconds } of files) recorded.set(file, seconds);
+} catch {
+  // no timings: the order below falls back to test/e2e first
+}
+const took = (file: string) => recorded.get(file) ?? Infinity;
+const e2eFirst = (file: string) => (file.startsWith('test/e2e/') ? 0 : 1);
 const files = args.length
   ? args
   : [...globSync('test/**/*.test.ts'), ...globSync('src/**/*.test.ts')]
       .sort()
-      .sort((a, b) => longestFirst(a) - longestFirst(b));
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=3', '--test-timeout=300000', ...files], {
-  stdio: 'inherit',
-  env,
+      .sort((a, b) => e2eFirst(a) - e2eFirst(b))
+      .sort((a, b) => (took(a) === took(b) ? 0 : took(b) - took(a)));
+// The files start in this order (`node --test` would sort them by name), each in a process of its own.
+for (const name of Object.keys(process.env)) if (!(name in env)) delete process.env[name];
+Object.assign(process.env, env);
+const stream = run({ files: files.map((file) => resolve(file)), concurrency: 3, timeout: 300_000 });
+// TEST_TIMINGS=<file>: also write each file's duration there (test/timings-reporter.ts).
+const summaries: TestSummary[] = [];
+let success = false;
+stream.on('test:summary', (summary: TestSummary & { success: boolean }) => {
+  summaries.push(summary);
+  if (summary.file === undefined) success = summary.success;
 });
-process.exit(result.status ?? 1);
+const report = stream.compose(new spec());
+report.pipe(process.stdout);
+report.on('end', () => {
+  if (process.env.TEST_TIMINGS) console.log(writeTimings(summaries, process.env.TEST_TIMINGS));
+  process.exitCode = success ? 0 : 1;
+});

@@ -4,9 +4,15 @@
 // and CMD, HEALTHCHECK) is returned with its paths mapped into that stage's directory. The base
 // images' tools (node, npm, a shell) are the machine's: what is checked is that the Dockerfile's own
 // steps install and start the service, in order, from nothing but the build context.
+//
+// Each stage has an npm cache of its own, in its own file system (/root/.npm, as in a container), so
+// what a RUN does to it (`npm cache clean --force`) stays in the stage and never empties the
+// operator's cache, which other installs running meanwhile read. It starts as a copy of the
+// operator's cache, as a build's cache mount would: packages already downloaded are not fetched again.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { basename, join, matchesGlob, posix, relative } from 'node:path';
 import { DockerfileParser, type Instruction } from 'dockerfile-ast';
 
@@ -120,15 +126,27 @@ function copy(ctx: Context, stage: Stage, instruction: Instruction): void {
   if (flags.has('chown')) stage.owners.set(posix.resolve(stage.workdir, dest), flags.get('chown')!);
 }
 
+/** The stage's own npm cache, /root/.npm in its file system: at first a copy of the operator's. */
+function npmCache(ctx: Context, stage: Stage): string {
+  const cache = join(stage.root, 'root', '.npm');
+  if (!existsSync(cache)) {
+    mkdirSync(cache, { recursive: true });
+    const operators = join(ctx.env.npm_config_cache ?? join(ctx.env.HOME ?? homedir(), '.npm'), '_cacache');
+    if (existsSync(operators)) cpSync(operators, join(cache, '_cacache'), { recursive: true });
+  }
+  return cache;
+}
+
 function runStep(ctx: Context, stage: Stage, instruction: Instruction): void {
   const raw = instruction.getArgumentsContent() ?? '';
   const command = raw.trimStart().startsWith('[') ? jsonArgs(instruction) : ['/bin/sh', '-c', raw];
   const cwd = inStage(stage, '.');
   mkdirSync(cwd, { recursive: true });
+  const env = { ...ctx.env, npm_config_cache: npmCache(ctx, stage), ...stage.env };
   const started = performance.now();
   const result = spawnSync(command[0]!, command.slice(1), {
     cwd,
-    env: { ...ctx.env, ...stage.env },
+    env,
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
