@@ -16,6 +16,7 @@ import { consumeUpstreamRequest, startUpstreamRequest } from '../../src/upstream
 import { linksOfUser } from '../../src/upstream/linking.ts';
 import { findUserByEppn, listUserIds } from '../../src/store/directory.ts';
 import { setPassword } from '../../src/directory/index.ts';
+import { upstreamAcr } from '../../src/web/upstream-signin.ts';
 import { startTestUpstream, fetchBrowser, type TestUpstream } from './oidc-upstream.ts';
 
 const CLIENT = { clientId: 'idp-upstream-test', secret: 'upstream-client-secret-0123456789' };
@@ -307,6 +308,64 @@ for (const dialect of dialects()) {
       assert.equal(await consumeUpstreamRequest(server.store, started.id, id, now + 11 * 60_000), undefined);
       assert.equal((await consumeUpstreamRequest(server.store, started.id, id, now))?.id, started.id);
       assert.equal(await consumeUpstreamRequest(server.store, started.id, id, now), undefined);
+    });
+
+    it("records the upstream's amr after fed and its acr, never one of the passkey classes", async () => {
+      const { id, upstream: other } = await freshProvider({ linkBy: 'eppn' });
+      await seedUser(server, 1, 'amr@example.org');
+      other.next = {
+        sub: 'amr-1',
+        claims: { eduperson_principal_name: 'amr@example.org' },
+        amr: ['pwd', 'mfa', 'made-up'],
+        acr: 'phr',
+      };
+      const browser = fetchBrowser();
+      const begun = await rp.begin({ upstream: id });
+      const done = await declineOffer(browser, await browser.walk(begun.url, atRp));
+      const claims = (await rp.finish(done.url, begun)).claims()!;
+      assert.deepEqual(claims.amr, ['fed', 'pwd', 'mfa']);
+      assert.equal(claims.acr, 'https://refeds.org/profile/sfa', 'an upstream never reaches phr here');
+      // as the upstream said it otherwise
+      assert.equal(upstreamAcr('urn:mace:incommon:iap:silver'), 'urn:mace:incommon:iap:silver');
+      assert.equal(upstreamAcr('https://refeds.org/profile/mfa'), 'https://refeds.org/profile/sfa');
+      assert.equal(upstreamAcr(undefined), 'https://refeds.org/profile/sfa');
+    });
+
+    it('a request for a passkey class gets no upstream: the page offers the passkey only', async () => {
+      const browser = fetchBrowser();
+      const end = await browser.walk(
+        (await rp.begin({ upstream: providerId, acr_values: 'phr', login_hint: 'ada@example.org' })).url,
+        atRp,
+      );
+      assert.equal(end.status, 200);
+      assert.match(end.body, /passkey-form/);
+      assert.doesNotMatch(end.body, /Old University IdP/);
+      const uid = /\/interaction\/([A-Za-z0-9_-]+)/.exec(end.url)![1]!;
+      const started = await browser.walk(`${server.url}/interaction/${uid}/upstream/${providerId}`, atRp);
+      assert.equal(started.status, 403);
+      assert.match(started.body, /not enough here/);
+    });
+
+    it('finishes only in the browser that started: a callback URL handed to another browser goes nowhere', async () => {
+      upstream.next = { sub: 'old-ada', claims: {} };
+      const atCallback = (u: URL) => u.pathname === `/upstream/${providerId}/callback`;
+      const stopped = await fetchBrowser().walk((await rp.begin({ upstream: providerId })).url, atCallback);
+      const victim = fetchBrowser();
+      const end = await victim.walk(stopped.url, atRp);
+      assert.equal(end.status, 400);
+      assert.match(end.body, /expired or was already used/);
+      assert.ok(!atRp(new URL(end.url)));
+    });
+
+    it("shows the organization's providers on the page a login_hint in its realm leads to", async () => {
+      const end = await fetchBrowser().walk((await rp.begin({ login_hint: 'someone@example.org' })).url, atRp);
+      assert.equal(end.status, 200);
+      assert.match(
+        end.body,
+        new RegExp(`href="/interaction/[A-Za-z0-9_-]+/upstream/${providerId}">Old University IdP</a>`),
+      );
+      const elsewhere = await fetchBrowser().walk((await rp.begin({ login_hint: 'someone@other.example' })).url, atRp);
+      assert.doesNotMatch(elsewhere.body, /Old University IdP/);
     });
 
     it('the account page lists the link and unlinks it only while another way to sign in remains', async () => {

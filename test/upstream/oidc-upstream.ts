@@ -9,6 +9,9 @@ import Provider from 'oidc-provider';
 export interface UpstreamAccount {
   sub: string;
   claims: Record<string, unknown>;
+  /** what the upstream's ID token says of the sign-in */
+  amr?: string[];
+  acr?: string;
 }
 
 export interface TestUpstream {
@@ -49,7 +52,7 @@ export async function startTestUpstream(
       },
     ],
     claims: {
-      openid: ['sub'],
+      openid: ['sub', 'acr', 'amr'],
       email: ['email', 'email_verified'],
       profile: ['name', 'given_name', 'family_name'],
       eppn: ['eduperson_principal_name'],
@@ -97,7 +100,14 @@ export async function startTestUpstream(
     if (req.url?.startsWith('/test-interaction/')) {
       const next = state.next;
       const result = next
-        ? (accounts.set(next.sub, next), { login: { accountId: next.sub } })
+        ? (accounts.set(next.sub, next),
+          {
+            login: {
+              accountId: next.sub,
+              ...(next.amr ? { amr: next.amr } : {}),
+              ...(next.acr ? { acr: next.acr } : {}),
+            },
+          })
         : { error: 'access_denied', error_description: 'the user refused' };
       provider.interactionFinished(req, res, result, { mergeWithLastSubmission: false }).catch((err: unknown) => {
         res.writeHead(500);
