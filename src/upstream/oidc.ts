@@ -156,11 +156,6 @@ export async function configurationOf(
   }
 }
 
-/** Forgets a provider's discovered configuration (it changed, or was removed). */
-export function forgetConfiguration(providerId: string): void {
-  configurations.delete(providerId);
-}
-
 /** Where the browser goes to sign in upstream. */
 export async function authorizationUrl(
   provider: UpstreamProvider,
