@@ -38,6 +38,8 @@ export interface Keyring {
   samlState: Buffer;
   /** HMAC key of SAML pairwise-id values */
   samlPairwise: KeyObject;
+  /** AES-256-GCM key for upstream identity providers' client secrets and private keys at rest */
+  upstreamSecrets: Buffer;
 }
 
 function derive(secret: string, purpose: string): Buffer {
@@ -91,6 +93,7 @@ export function keyring(secret: string, options: KeyringOptions = {}): Keyring {
     consoleSession: sealing('console-session'),
     samlState: sealing('saml-state'),
     samlPairwise: createSecretKey(kept.samlPairwise ?? derive(secret, KEPT_KEYS.samlPairwise)),
+    upstreamSecrets: sealing('upstream-secrets'),
   };
 }
 

@@ -11,6 +11,7 @@ import { migration022 } from './migrations-mail.ts';
 import { migration028 } from './migrations-secrets.ts';
 import { migration024 } from './migrations-adoption.ts';
 import { migration023, migration027 } from './migrations-ldap.ts';
+import { migration025 } from './migrations-upstream.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -184,6 +185,7 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '022_mail': migration022(dialect),
     '023_ldap_directories': migration023(dialect),
     '024_adoption': migration024(),
+    '025_upstream_providers': migration025(),
     '027_ldap_groups': migration027(),
     '028_kept_keys': migration028(),
   };
