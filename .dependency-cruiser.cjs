@@ -5,7 +5,7 @@
 const STORE = '^src/store/';
 const SHARED =
   '^src/(config|errors|time|crypto|brand|authenticators)\\.ts$|^src/(vocabulary|http|ui|saml/xml|saml/metadata)/';
-const DOMAIN = '^src/(directory|clients|webauthn|audit|service-providers)/';
+const DOMAIN = '^src/(directory|clients|webauthn|audit|service-providers|upstream)/';
 const OAUTH = '^src/oauth/';
 const FEATURES = '^src/(passkey-admin|userinfo|checkuser|web|console|scim|events|saml-idp|ldap)/';
 const COMPOSITION = '^src/(app|main|command-line|cluster)\\.ts$|^src/cli/';

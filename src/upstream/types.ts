@@ -1,0 +1,89 @@
+// What every upstream identity provider (OpenID Connect or SAML 2.0) hands to the shared sign-in
+// finish once its protocol checks passed, and what a registered provider is (docs/upstream.md).
+
+/** What an upstream sign-in established, after every protocol check passed. */
+export interface UpstreamAssertion {
+  providerId: string;
+  /** OIDC: `sub`. SAML: the persistent NameID, or subject-id / pairwise-id when released. */
+  subject: string;
+  /** Normalised attribute names: email, email_verified ('true'|'false'), eppn, external_id,
+   *  given_name, family_name, name, plus whatever `--map <attribute>=<claim>` names. */
+  attributes: Record<string, string | string[]>;
+  /** The upstream's own authentication methods that are trustworthy (may be empty). */
+  amr: string[];
+  /** As the upstream stated it; never raised. */
+  acr?: string;
+}
+
+export const UPSTREAM_TYPES = ['oidc', 'saml'] as const;
+export type UpstreamType = (typeof UPSTREAM_TYPES)[number];
+
+export const LINK_BY = ['email', 'eppn', 'external_id', 'none'] as const;
+export type LinkBy = (typeof LINK_BY)[number];
+
+export const OIDC_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
+export type OidcAuthMethod = (typeof OIDC_AUTH_METHODS)[number];
+
+/** The OpenID Connect side of a provider. */
+export interface OidcSettings {
+  issuer: string;
+  clientId: string;
+  /** the client secret, sealed at rest (never shown); null with private_key_jwt */
+  hasClientSecret: boolean;
+  scopes: string[];
+  authMethod: OidcAuthMethod;
+  /** private_key_jwt: the public JWK the upstream registers for this client */
+  publicJwk?: Record<string, unknown>;
+}
+
+/** The SAML side of a provider: its IdP entityID and metadata document, as given. */
+export interface SamlSettings {
+  entityId: string;
+  metadataXml: string;
+  /** where the metadata came from (a file name or https URL), for `upstream show` */
+  metadataSource?: string;
+}
+
+/** A registered upstream identity provider of an organization. */
+export interface UpstreamProvider {
+  id: string;
+  orgId: number;
+  type: UpstreamType;
+  name: string;
+  logoUrl?: string;
+  enabled: boolean;
+  linkBy: LinkBy;
+  createUsers: boolean;
+  /** the userid_sec namespace its identities appear in (without the `userid-` prefix), e.g. google */
+  namespace?: string;
+  /** attribute name -> claim (OIDC) or SAML attribute name, over the defaults */
+  mappings: Record<string, string>;
+  oidc?: OidcSettings;
+  saml?: SamlSettings;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** An upstream sign-in under way: created when the browser is sent upstream, consumed once on return. */
+export interface UpstreamRequest {
+  /** OIDC `state` / SAML AuthnRequest `ID` */
+  id: string;
+  providerId: string;
+  /** the oidc-provider interaction (/interaction/<uid>) the sign-in belongs to */
+  interactionUid: string;
+  /** OIDC nonce */
+  nonce?: string;
+  /** OIDC PKCE code verifier */
+  codeVerifier?: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** A link between an account and an upstream identity. */
+export interface UpstreamLink {
+  providerId: string;
+  userId: number;
+  subject: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
