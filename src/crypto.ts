@@ -36,6 +36,8 @@ export interface Keyring {
   samlState: Buffer;
   /** HMAC key of SAML pairwise-id values */
   samlPairwise: KeyObject;
+  /** AES-256-GCM key for upstream identity providers' client secrets and private keys at rest */
+  upstreamSecrets: Buffer;
 }
 
 function derive(secret: string, purpose: string): Buffer {
@@ -55,6 +57,7 @@ export function keyring(secret: string): Keyring {
     consoleSession: derive(secret, 'console-session'),
     samlState: derive(secret, 'saml-state'),
     samlPairwise: createSecretKey(derive(secret, 'saml-pairwise')),
+    upstreamSecrets: derive(secret, 'upstream-secrets'),
   };
 }
 

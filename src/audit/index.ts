@@ -90,6 +90,14 @@ export const AUDIT_ACTIONS = [
   'saml_federation.update',
   'saml_federation.remove',
   'saml_federation.refresh',
+  'upstream.add',
+  'upstream.update',
+  'upstream.disable',
+  'upstream.enable',
+  'upstream.remove',
+  'upstream.link',
+  'upstream.unlink',
+  'upstream.refused',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -1,5 +1,6 @@
 // Periodic removal of expired rows: oidc-provider artifacts past their expiry, rate-limit
-// windows long closed, DPoP proof ids past their window, event deliveries finished 30 days ago. Safe to run on every instance at once
+// windows long closed, DPoP proof ids past their window, upstream sign-ins
+// that expired, event deliveries finished 30 days ago. Safe to run on every instance at once
 // (plain deletes by time). Each run also records the day's adoption figures of every organization
 // (an upsert of the same counts: instances racing write one row).
 import type { FastifyBaseLogger } from 'fastify';
@@ -11,6 +12,7 @@ import { deleteAuditEventsBefore } from './audit.ts';
 import { deleteFinishedEvents } from './events.ts';
 import { deleteExpiredSamlRows } from './saml-sso.ts';
 import { recordAdoptionDay } from './adoption.ts';
+import { deleteExpiredUpstreamRequests } from './upstream.ts';
 
 const RATE_LIMIT_RETENTION_MS = 24 * 3600 * 1000;
 
@@ -28,6 +30,7 @@ export async function sweepExpired(
   await deleteOlderThan(store.db, now - RATE_LIMIT_RETENTION_MS);
   await deleteExpiredProofs(store.db, now);
   await deleteExpiredSamlRows(store.db, now);
+  await deleteExpiredUpstreamRequests(store.db, now);
   await deleteFinishedEvents(store.db, now - EVENT_RETENTION_MS);
   let audit = 0;
   if (auditRetentionDays !== undefined) {

@@ -10,6 +10,7 @@ import { migration020 } from './migrations-saml-sp-blocks.ts';
 import { migration022 } from './migrations-mail.ts';
 import { migration024 } from './migrations-adoption.ts';
 import { migration023 } from './migrations-ldap.ts';
+import { migration025 } from './migrations-upstream.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -183,6 +184,7 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '022_mail': migration022(dialect),
     '023_ldap_directories': migration023(dialect),
     '024_adoption': migration024(),
+    '025_upstream_providers': migration025(),
   };
 }
 

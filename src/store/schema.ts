@@ -285,6 +285,9 @@ export interface DB {
   saml_sp_blocks: SamlSpBlocksTable;
   adoption_daily: AdoptionDailyTable;
   mail_invitations: MailInvitationsTable;
+  upstream_providers: UpstreamProvidersTable;
+  upstream_links: UpstreamLinksTable;
+  upstream_requests: UpstreamRequestsTable;
 }
 
 /** An organization's adoption funnel as recorded on one day (UTC), migration 024 (src/store/adoption.ts). */
@@ -616,4 +619,61 @@ export interface SamlSessionSpsTable {
 export interface SamlSpBlocksTable {
   entity_id: string;
   blocked_at: number;
+}
+
+/** An organization's upstream identity provider (migration 025, docs/upstream.md). */
+export interface UpstreamProvidersTable {
+  id: string;
+  org_id: number;
+  /** oidc or saml */
+  type: string;
+  name: string;
+  logo_url: string | null;
+  enabled: number;
+  /** email, eppn, external_id or none */
+  link_by: string;
+  create_users: number;
+  namespace: string | null;
+  /** JSON object: attribute -> claim or SAML attribute name */
+  mappings: string;
+  oidc_issuer: string | null;
+  oidc_client_id: string | null;
+  /** sealed under IDP_SECRET (src/upstream/providers.ts) */
+  oidc_client_secret: string | null;
+  /** space-separated */
+  oidc_scopes: string | null;
+  oidc_auth_method: string | null;
+  /** private_key_jwt: the client's private JWK, sealed */
+  oidc_private_jwk: string | null;
+  /** private_key_jwt: its public JWK, which the upstream registers */
+  oidc_public_jwk: string | null;
+  saml_entity_id: string | null;
+  saml_metadata: string | null;
+  saml_metadata_source: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** An account linked to an upstream identity: once per (provider, subject) and per (provider, user). */
+export interface UpstreamLinksTable {
+  provider_id: string;
+  user_id: number;
+  subject: string;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+/** An upstream sign-in under way: consumed once on return, the assertion handed to the interaction once. */
+export interface UpstreamRequestsTable {
+  id: string;
+  provider_id: string;
+  interaction_uid: string;
+  nonce: string | null;
+  code_verifier: string | null;
+  created_at: number;
+  expires_at: number;
+  consumed_at: number | null;
+  /** JSON: the UpstreamAssertion the protocol checks established, until the interaction takes it */
+  assertion: string | null;
+  finished_at: number | null;
 }

@@ -1,0 +1,60 @@
+// Upstream identity providers (docs/upstream.md): each organization's OpenID Connect and SAML 2.0
+// providers (the OIDC client secret and private key sealed under IDP_SECRET), the links between
+// accounts and upstream identities (one per identity and provider, one per account and provider),
+// and the upstream sign-ins under way (single use, expiring; housekeeping removes the old ones).
+import { type Kysely, type Migration, sql } from 'kysely';
+
+export function migration025(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      const statements = [
+        `create table if not exists upstream_providers (
+          id text primary key,
+          org_id bigint not null references organizations(id) on delete cascade,
+          type text not null,
+          name text not null,
+          logo_url text,
+          enabled integer not null default 1,
+          link_by text not null default 'none',
+          create_users integer not null default 0,
+          namespace text,
+          mappings text not null default '{}',
+          oidc_issuer text,
+          oidc_client_id text,
+          oidc_client_secret text,
+          oidc_scopes text,
+          oidc_auth_method text,
+          oidc_private_jwk text,
+          oidc_public_jwk text,
+          saml_entity_id text,
+          saml_metadata text,
+          saml_metadata_source text,
+          created_at bigint not null,
+          updated_at bigint not null)`,
+        `create index if not exists upstream_providers_org on upstream_providers(org_id)`,
+        `create table if not exists upstream_links (
+          provider_id text not null references upstream_providers(id) on delete cascade,
+          user_id bigint not null references users(id) on delete cascade,
+          subject text not null,
+          created_at bigint not null,
+          last_used_at bigint,
+          primary key (provider_id, subject),
+          unique (provider_id, user_id))`,
+        `create index if not exists upstream_links_user on upstream_links(user_id)`,
+        `create table if not exists upstream_requests (
+          id text primary key,
+          provider_id text not null references upstream_providers(id) on delete cascade,
+          interaction_uid text not null,
+          nonce text,
+          code_verifier text,
+          created_at bigint not null,
+          expires_at bigint not null,
+          consumed_at bigint,
+          assertion text,
+          finished_at bigint)`,
+        `create index if not exists upstream_requests_expires on upstream_requests(expires_at)`,
+      ];
+      for (const statement of statements) await sql.raw(statement).execute(db);
+    },
+  };
+}

@@ -1,0 +1,183 @@
+// Upstream identity providers, their links to accounts, and upstream sign-ins under way
+// (docs/upstream.md). A request is consumed by one conditional update, so of two returns with the
+// same state only one gets it; its assertion is taken by the interaction the same way.
+import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { DB, UpstreamLinksTable, UpstreamProvidersTable, UpstreamRequestsTable } from './schema.ts';
+
+type Q = Kysely<DB> | Transaction<DB>;
+export type UpstreamProviderRow = Selectable<UpstreamProvidersTable>;
+export type UpstreamLinkRow = Selectable<UpstreamLinksTable>;
+export type UpstreamRequestRow = Selectable<UpstreamRequestsTable>;
+
+export async function insertUpstreamProvider(db: Q, row: Insertable<UpstreamProvidersTable>): Promise<void> {
+  await db.insertInto('upstream_providers').values(row).execute();
+}
+
+export async function updateUpstreamProvider(
+  db: Q,
+  id: string,
+  changes: Updateable<UpstreamProvidersTable>,
+): Promise<boolean> {
+  const result = await db.updateTable('upstream_providers').set(changes).where('id', '=', id).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export function findUpstreamProvider(db: Q, id: string): Promise<UpstreamProviderRow | undefined> {
+  return db.selectFrom('upstream_providers').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function listUpstreamProviders(db: Q, orgId?: number): Promise<UpstreamProviderRow[]> {
+  let query = db.selectFrom('upstream_providers').selectAll().orderBy('org_id').orderBy('created_at').orderBy('id');
+  if (orgId !== undefined) query = query.where('org_id', '=', orgId);
+  return query.execute();
+}
+
+/** Removes the provider; its links and requests go with it (foreign keys). Returns the links removed. */
+export async function deleteUpstreamProvider(db: Q, id: string): Promise<number> {
+  const links = await countProviderLinks(db, id);
+  await db.deleteFrom('upstream_links').where('provider_id', '=', id).execute();
+  await db.deleteFrom('upstream_requests').where('provider_id', '=', id).execute();
+  await db.deleteFrom('upstream_providers').where('id', '=', id).execute();
+  return links;
+}
+
+export async function countProviderLinks(db: Q, providerId: string): Promise<number> {
+  const row = await db
+    .selectFrom('upstream_links')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('provider_id', '=', providerId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+// Links.
+
+export function findLinkBySubject(db: Q, providerId: string, subject: string): Promise<UpstreamLinkRow | undefined> {
+  return db
+    .selectFrom('upstream_links')
+    .selectAll()
+    .where('provider_id', '=', providerId)
+    .where('subject', '=', subject)
+    .executeTakeFirst();
+}
+
+export function findLinkOfUser(db: Q, providerId: string, userId: number): Promise<UpstreamLinkRow | undefined> {
+  return db
+    .selectFrom('upstream_links')
+    .selectAll()
+    .where('provider_id', '=', providerId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+}
+
+export async function insertLink(db: Q, row: Insertable<UpstreamLinksTable>): Promise<void> {
+  await db.insertInto('upstream_links').values(row).execute();
+}
+
+export async function touchLink(db: Q, providerId: string, subject: string, at: number): Promise<void> {
+  await db
+    .updateTable('upstream_links')
+    .set({ last_used_at: at })
+    .where('provider_id', '=', providerId)
+    .where('subject', '=', subject)
+    .execute();
+}
+
+export async function deleteLink(db: Q, providerId: string, userId: number): Promise<boolean> {
+  const result = await db
+    .deleteFrom('upstream_links')
+    .where('provider_id', '=', providerId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+export interface UserLinkRow extends UpstreamLinkRow {
+  provider_name: string;
+  provider_type: string;
+  namespace: string | null;
+}
+
+/** A user's links with their providers' names and namespaces, oldest first. */
+export function listLinksOfUser(db: Q, userId: number): Promise<UserLinkRow[]> {
+  return db
+    .selectFrom('upstream_links as l')
+    .innerJoin('upstream_providers as p', 'p.id', 'l.provider_id')
+    .select([
+      'l.provider_id',
+      'l.user_id',
+      'l.subject',
+      'l.created_at',
+      'l.last_used_at',
+      'p.name as provider_name',
+      'p.type as provider_type',
+      'p.namespace',
+    ])
+    .where('l.user_id', '=', userId)
+    .orderBy('l.created_at')
+    .orderBy('l.provider_id')
+    .execute();
+}
+
+// Requests under way.
+
+export async function insertUpstreamRequest(db: Q, row: Insertable<UpstreamRequestsTable>): Promise<void> {
+  await db.insertInto('upstream_requests').values(row).execute();
+}
+
+/**
+ * Marks the request consumed and returns it, when it exists for this provider, has not expired and
+ * was not consumed before: one conditional update, so a replayed state finds nothing.
+ */
+export async function consumeUpstreamRequestRow(
+  db: Q,
+  id: string,
+  providerId: string,
+  now: number,
+): Promise<UpstreamRequestRow | undefined> {
+  const result = await db
+    .updateTable('upstream_requests')
+    .set({ consumed_at: now })
+    .where('id', '=', id)
+    .where('provider_id', '=', providerId)
+    .where('consumed_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) !== 1) return undefined;
+  return db.selectFrom('upstream_requests').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The assertion the protocol checks established, waiting for the interaction to take it. */
+export async function storeUpstreamAssertion(db: Q, id: string, assertion: string): Promise<void> {
+  await db
+    .updateTable('upstream_requests')
+    .set({ assertion })
+    .where('id', '=', id)
+    .where('finished_at', 'is', null)
+    .execute();
+}
+
+/** Takes the request's assertion once, for the interaction it was started from. */
+export async function takeUpstreamAssertion(
+  db: Q,
+  id: string,
+  interactionUid: string,
+  now: number,
+): Promise<UpstreamRequestRow | undefined> {
+  const result = await db
+    .updateTable('upstream_requests')
+    .set({ finished_at: now })
+    .where('id', '=', id)
+    .where('interaction_uid', '=', interactionUid)
+    .where('assertion', 'is not', null)
+    .where('finished_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) !== 1) return undefined;
+  return db.selectFrom('upstream_requests').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function deleteExpiredUpstreamRequests(db: Q, now: number): Promise<number> {
+  const result = await db.deleteFrom('upstream_requests').where('expires_at', '<=', now).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
