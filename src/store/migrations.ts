@@ -11,6 +11,7 @@ import { migration022 } from './migrations-mail.ts';
 import { migration024 } from './migrations-adoption.ts';
 import { migration023 } from './migrations-ldap.ts';
 import { migration025 } from './migrations-upstream.ts';
+import { migration026 } from './migrations-upstream-saml.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -185,6 +186,7 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '023_ldap_directories': migration023(dialect),
     '024_adoption': migration024(),
     '025_upstream_providers': migration025(),
+    '026_upstream_saml_options': migration026(),
   };
 }
 
