@@ -67,6 +67,7 @@ export interface Config {
   webauthnRelatedOrigins: string[]; // other origins that may use PUBLIC_URL's RP ID (/.well-known/webauthn)
   webauthnHints: { registration: WebAuthnHint[]; authentication: WebAuthnHint[] }; // WebAuthn hints per ceremony
   passkeyUpgradeSnoozeSeconds: number; // how long "Not now" on the passkey offer is remembered
+  upstreamTimeoutMs: number; // how long an upstream identity provider may take to answer one request
   consoleRequirePasskey: boolean; // staff sign in to /console with a passkey (the phishing-resistant class)
   consoleIdleTimeoutSeconds: number; // a console session ends after this long without a request
   aaguidData: AaguidData | undefined; // authenticator names and icons over the shipped list (AAGUID_DATA_FILE)
@@ -737,6 +738,14 @@ export const SETTINGS: Setting[] = [
     0,
     31_536_000,
     'Seconds a "Not now" on the passkey offered after a password sign-in is remembered in that browser (an organization turns the offer off with `org policy --passkey-upgrade off`)',
+  ),
+  intSetting(
+    'UPSTREAM_TIMEOUT_MS',
+    'upstreamTimeoutMs',
+    10_000,
+    500,
+    120_000,
+    "Milliseconds an upstream identity provider may take to answer one request (discovery, keys, token, userinfo; docs/upstream.md): a slower one ends the sign-in on the organization's error page",
   ),
   {
     name: 'CONSOLE_REQUIRE_PASSKEY',

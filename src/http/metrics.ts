@@ -92,7 +92,7 @@ const auditEvents = new Counter({
 });
 const signIns = new Counter({
   name: 'idp_signins_total',
-  help: 'Sign-in attempts, by method (password, passkey) and outcome (success, failure)',
+  help: 'Sign-in attempts, by method (password, passkey, upstream) and outcome (success, failure)',
   labelNames: ['method', 'outcome'],
   registers: [metrics],
 });
@@ -109,6 +109,18 @@ const passkeyUpgrades = new Counter({
   registers: [metrics],
 });
 
+const upstreamSignIns = new Counter({
+  name: 'idp_upstream_signins_total',
+  help: 'Sign-ins through upstream identity providers, by provider type (oidc, saml) and outcome',
+  labelNames: ['provider_type', 'outcome'],
+  registers: [metrics],
+});
+
+/** outcome: success, refused (a linking rule or a disabled account), error (the upstream or its answer failed) */
+export function countUpstreamSignIn(providerType: string, outcome: 'success' | 'refused' | 'error'): void {
+  upstreamSignIns.inc({ provider_type: providerType, outcome });
+}
+
 export function countPasskeyUpgrade(outcome: 'offered' | 'created' | 'declined'): void {
   passkeyUpgrades.inc({ outcome });
 }
@@ -117,7 +129,7 @@ export function countPasskeyUpgrade(outcome: 'offered' | 'created' | 'declined')
 export function countAudit(action: string, details: Record<string, unknown> = {}): void {
   auditEvents.inc({ action });
   if (action === 'signin.succeeded' || action === 'signin.failed') {
-    const method = details.method === 'passkey' ? 'passkey' : 'password';
+    const method = details.method === 'passkey' || details.method === 'upstream' ? details.method : 'password';
     signIns.inc({ method, outcome: action === 'signin.succeeded' ? 'success' : 'failure' });
   }
   if (action === 'passkey.register') passkeyRegistrations.inc();

@@ -254,6 +254,8 @@ export function createProvider(
     ttl: lifetimes(config),
     features: features(config, keySet, accounts, keys, store),
     extraClientMetadata: { properties: [INTROSPECTION_METADATA, FRONTCHANNEL_METADATA] },
+    // `upstream=<provider id>`: sign in through that upstream identity provider straight away (docs/upstream.md)
+    extraParams: ['upstream'],
     fetch: outgoingFetch(config.publicUrl),
     // Front-channel logout is this service's own (frontchannel-logout.ts): iss and sid are always sent.
     discovery: {

@@ -181,3 +181,29 @@ export async function deleteExpiredUpstreamRequests(db: Q, now: number): Promise
   const result = await db.deleteFrom('upstream_requests').where('expires_at', '<=', now).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** The organization's user with this directory id (SCIM externalId, an LDAP entry's id). */
+export function findUserByExternalId(db: Q, orgId: number, externalId: string) {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('external_id', '=', externalId)
+    .executeTakeFirst();
+}
+
+/** Whether a secondary id is held by any user already. */
+export async function secondaryIdTaken(db: Q, namespace: string, identifier: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('user_ids')
+    .select('user_id')
+    .where('namespace', '=', namespace)
+    .where('identifier', '=', identifier)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The organization of a realm (the part of an eppn after the @). */
+export function findOrganizationByRealm(db: Q, realm: string) {
+  return db.selectFrom('organizations').selectAll().where('realm', '=', realm).executeTakeFirst();
+}

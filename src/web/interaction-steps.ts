@@ -17,6 +17,7 @@ import { bodyField, passwordSignIn, retryHeaders, sendMessage, sendPage, type Ki
 import { withBrand } from '../ui/frame.ts';
 import { passkeySignIn, sendPasskeyOptions } from './passkey-sign-in.ts';
 import { offerApplies, offerRoutes, renderOffer } from './passkey-offer.ts';
+import { requestedUpstream, startUpstream, upstreamChoices, upstreamRoutes } from './upstream-signin.ts';
 import {
   checkCsrf,
   checkCsrfHeader,
@@ -57,7 +58,10 @@ async function renderSignIn(kit: Kit, request: Req, reply: FastifyReply, loaded:
   const hint = typeof params.login_hint === 'string' && params.login_hint.length <= 320 ? params.login_hint : '';
   const passwordEnough = passwordSatisfies(params);
   const error = !passwordEnough && failure?.error === 'error.passkey' ? 'error.passkey_retry' : failure?.error;
-  const page = signInPage(loaded.frame, {
+  // With a login_hint in an organization's realm, the page is that organization's, with its upstream providers.
+  const { frame, upstreams } = await upstreamChoices(kit, loaded);
+  const page = signInPage(frame, {
+    upstreams,
     subtitle: loaded.frame.t('signin.to', { client: client?.clientName ?? '' }),
     csrf: { field: csrf.field, token: csrf.token(request, reply, scopeOf(uid)) },
     username: failure?.username ?? hint,
@@ -190,7 +194,12 @@ async function renderConsent(
 async function showInteraction(kit: Kit, request: Req, reply: FastifyReply) {
   const loaded = await loadInteraction(kit, request, reply);
   if (!loaded) return reply;
-  if (loaded.interaction.prompt.name === 'login') return renderSignIn(kit, request, reply, loaded);
+  if (loaded.interaction.prompt.name === 'login') {
+    // `upstream=<id>`: the application knows the user's provider (home-realm discovery).
+    const upstream = await requestedUpstream(kit, loaded);
+    if (upstream) return startUpstream(kit, request, reply, loaded, upstream);
+    return renderSignIn(kit, request, reply, loaded);
+  }
   if (loaded.interaction.prompt.name === 'consent') return consentStep(kit, request, reply, loaded);
   return sendMessage(reply, loaded.frame, 400, 'error.expired');
 }
@@ -291,5 +300,6 @@ export function interactionRoutes(kit: Kit) {
     app.post<Params>('/interaction/:uid/consent', (request, reply) => decideConsent(kit, request, reply));
     app.post<Params>('/interaction/:uid/abort', (request, reply) => abort(kit, request, reply));
     await app.register(offerRoutes(kit));
+    await app.register(upstreamRoutes(kit));
   };
 }

@@ -71,6 +71,14 @@ export interface SignInView {
   signals?: Signals;
   /** where "Lost your passkey?" leads, when self-service recovery is offered */
   lostPasskey?: string;
+  /** the organization's upstream identity providers: links named by the provider */
+  upstreams?: { name: string; href: string }[];
+}
+
+function upstreamLinks(t: Translate, upstreams: { name: string; href: string }[] | undefined): Html {
+  if (!upstreams?.length) return html``;
+  return html`<p class="divider"><span>${t('upstream.or')}</span></p>
+<ul class="upstreams">${upstreams.map((u) => html`<li><a class="button secondary" href="${u.href}">${u.name}</a></li>`)}</ul>`;
 }
 
 function passwordForm(t: Translate, action: string, csrf: CsrfField, username: string | undefined): Html {
@@ -95,6 +103,7 @@ ${alert(v.error)}
 ${notice(v.passkeyOnly)}
 ${ceremonyForm(t, 'passkey', v.passkeyAction, v.optionsUrl, v.csrf, t('signin.passkey'))}
 ${v.passwordAction ? passwordForm(t, v.passwordAction, v.csrf, v.username) : html``}
+${upstreamLinks(t, v.upstreams)}
 ${
   v.cancelAction
     ? html`<form method="post" action="${v.cancelAction}" class="inline">${hidden(v.csrf.field, v.csrf.token)}<button type="submit" class="link">${t('signin.cancel')}</button></form>`

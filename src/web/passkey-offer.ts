@@ -31,10 +31,19 @@ const SNOOZE_COOKIE = 'idp_passkey_offer';
 /** The cookie names the user it was declined for, without naming them: a browser can be shared. */
 const snoozeValue = (user: User) => createHash('sha256').update(`passkey-offer:${user.sub}`).digest('base64url');
 
-/** The user's organization offers passkeys, the user has none, and did not say "Not now" here lately. */
-export async function offerApplies(kit: Kit, request: FastifyRequest, user: User): Promise<boolean> {
+/**
+ * The user's organization offers passkeys, the user has none, and did not say "Not now" here lately.
+ * ignorePolicy: after an upstream sign-in the offer is the way off the old identity provider, and made
+ * whatever the organization's policy says of the offer after a password.
+ */
+export async function offerApplies(
+  kit: Kit,
+  request: FastifyRequest,
+  user: User,
+  { ignorePolicy = false }: { ignorePolicy?: boolean } = {},
+): Promise<boolean> {
   if (request.cookies[SNOOZE_COOKIE] === snoozeValue(user)) return false;
-  if (!(await loadPolicy(kit.store.db, user.org_id)).passkeyUpgrade) return false;
+  if (!ignorePolicy && !(await loadPolicy(kit.store.db, user.org_id)).passkeyUpgrade) return false;
   return (await listUserCredentials(kit.store.db, user.id)).length === 0;
 }
 

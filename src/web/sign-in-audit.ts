@@ -13,7 +13,7 @@ interface Recorder {
   now: () => number;
 }
 
-export type SignInMethod = 'password' | 'passkey';
+export type SignInMethod = 'password' | 'passkey' | 'upstream';
 
 export interface SignInAttempt {
   method: SignInMethod;
