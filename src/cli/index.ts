@@ -26,6 +26,7 @@ import { scimCommands } from './commands/scim.ts';
 import { samlCommands } from './commands/saml.ts';
 import { importCommands } from './commands/import.ts';
 import { ldapCommands } from './commands/ldap.ts';
+import { upstreamCommands } from './commands/upstream.ts';
 import { backupCommands } from './commands/backup.ts';
 import { appVersion } from '../package-files.ts';
 
@@ -48,6 +49,7 @@ export const COMMANDS: (CommandDef | BareCommandDef)[] = [
   ...samlCommands,
   ...importCommands,
   ...ldapCommands,
+  ...upstreamCommands,
   ...backupCommands,
 ];
 

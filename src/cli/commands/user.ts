@@ -10,7 +10,9 @@ import {
 } from '../../directory/index.ts';
 import { importUsers, type ImportSummary } from '../../directory/user-import.ts';
 import { disableUser, enableUser, removeUser } from '../../oauth/account-lifecycle.ts';
-import { listUsersOfOrganization } from '../../store/directory.ts';
+import { findUserByEppn, listUserIds, listUsersOfOrganization } from '../../store/directory.ts';
+import { linksOfUser } from '../../upstream/linking.ts';
+import { notFound } from '../../errors.ts';
 import { iso } from '../../time.ts';
 import { by, intOption, optional, readPassword, required, table, type CommandDef, type Ctx } from '../command.ts';
 
@@ -232,6 +234,36 @@ export const userCommands: CommandDef[] = [
         by(ctx),
       );
       return ctx.json ? userView(user) : `user ${user.eppn} changed`;
+    },
+  },
+  {
+    group: 'user',
+    name: 'show',
+    summary: 'one user: attributes, secondary ids, passkey count and links to upstream identity providers',
+    args: USER,
+    options: {},
+    async run(ctx, _v, [eppn]) {
+      const user = await findUserByEppn(ctx.store.db, normalizeEppn(eppn ?? ''));
+      if (!user) throw notFound(`user '${eppn ?? ''}' does not exist`);
+      const ids = await listUserIds(ctx.store.db, user.id);
+      const links = await linksOfUser(ctx.store, user.id);
+      const view = {
+        ...userView(user),
+        given_name: user.given_name,
+        family_name: user.family_name,
+        external_id: user.external_id,
+        affiliation: user.affiliation,
+        created_at: iso(user.created_at),
+        secondary_ids: ids.map((i) => `${i.namespace}:${i.identifier}`),
+        passkeys: Number(user.passkey_count),
+        links,
+      };
+      if (ctx.json) return view;
+      const lines = Object.entries(view)
+        .filter(([k]) => k !== 'links')
+        .map(([k, value]) => `${k}: ${Array.isArray(value) ? value.join(', ') : String(value)}`);
+      for (const l of links) lines.push(`link: ${l.name} (${l.upstream}) ${l.subject}`);
+      return lines.join('\n');
     },
   },
   {

@@ -1,0 +1,206 @@
+// Signing in through an upstream OpenID Connect provider (a real oidc-provider on a loopback port),
+// through this service, by an openid-client relying party, over plain HTTP: the linking rules and
+// their refusals with the audit records they write, replay and mix-up, an upstream that refuses,
+// one that cannot be reached and one that does not answer; on SQLite and PostgreSQL.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { dialects, pickFreePort, seedOrg, seedUser } from '../helpers.ts';
+import { startRelyingParty, startServer, type E2EServer, type RelyingParty } from '../e2e/helpers.ts';
+import { addUpstreamProvider, setUpstreamEnabled, removeUpstreamProvider } from '../../src/upstream/providers.ts';
+import { linksOfUser } from '../../src/upstream/linking.ts';
+import { findUserByEppn, listUserIds } from '../../src/store/directory.ts';
+import { startTestUpstream, fetchBrowser, type TestUpstream } from './oidc-upstream.ts';
+
+const CLIENT = { clientId: 'idp-upstream-test', secret: 'upstream-client-secret-0123456789' };
+
+for (const dialect of dialects()) {
+  describe(`signing in through an upstream OpenID Connect provider (${dialect})`, () => {
+    let server: E2EServer;
+    let rp: RelyingParty;
+    let upstream: TestUpstream;
+    let providerId: string;
+
+    before(async () => {
+      server = await startServer(dialect, { UPSTREAM_TIMEOUT_MS: '1500' });
+      await seedOrg(server);
+      const port = await pickFreePort();
+      const added = await addUpstreamProvider(server.store, server.keys, {
+        orgId: 1,
+        type: 'oidc',
+        name: 'Old University IdP',
+        issuer: `http://127.0.0.1:${port}`,
+        clientId: CLIENT.clientId,
+        clientSecret: CLIENT.secret,
+        linkBy: 'eppn',
+        namespace: 'edugain',
+        scopes: 'openid email profile eppn',
+      });
+      providerId = added.id;
+      upstream = await startTestUpstream(port, {
+        ...CLIENT,
+        redirectUri: `${server.url}/upstream/${providerId}/callback`,
+      });
+      rp = await startRelyingParty(server, { firstParty: true });
+    });
+    after(async () => {
+      await rp?.close();
+      await upstream?.close();
+      await server?.close();
+    });
+
+    const atRp = (u: URL) => u.href.startsWith(rp.redirectUri);
+
+    async function audit(action: string) {
+      return server.store.db.selectFrom('audit_events').selectAll().where('kind', '=', action).orderBy('id').execute();
+    }
+
+    /** Through the relying party's authorization request with upstream=<id>, to wherever it ends. */
+    async function signInThroughUpstream(params: Record<string, string> = {}) {
+      const browser = fetchBrowser();
+      const begun = await rp.begin({ upstream: providerId, ...params });
+      const end = await browser.walk(begun.url, atRp);
+      return { browser, begun, end };
+    }
+
+    /** "Not now" on the passkey offer page the walk ended on, then on to the relying party. */
+    async function declineOffer(browser: ReturnType<typeof fetchBrowser>, end: { url: string; body: string }) {
+      const action = /action="([^"]*\/offer\/later)"/.exec(end.body)?.[1];
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(end.body)?.[1];
+      assert.ok(action && csrf, 'the passkey offer page');
+      const res = await browser.post(new URL(action, end.url).href, { _csrf: csrf });
+      return browser.walk(new URL(res.headers.get('location')!, end.url).href, atRp);
+    }
+
+    it('links by eppn on the first sign-in; the relying party gets amr fed and userid_sec', async () => {
+      await seedUser(server, 1, 'ada@example.org', { name: 'Ada' });
+      upstream.next = { sub: 'old-ada', claims: { eduperson_principal_name: 'ada@example.org', name: 'Ada L' } };
+      const { browser, begun, end } = await signInThroughUpstream();
+      assert.equal(end.status, 200, end.body.slice(0, 500));
+      assert.match(end.body, /offer\/later/, 'a user without a passkey is offered one');
+      const done = await declineOffer(browser, end);
+      const tokens = await rp.finish(done.url, begun);
+      const claims = tokens.claims()!;
+      assert.deepEqual(claims.amr, ['fed']);
+      assert.equal(claims.acr, 'https://refeds.org/profile/sfa');
+      const user = (await findUserByEppn(server.store.db, 'ada@example.org'))!;
+      assert.equal(claims.sub, user.sub);
+      assert.deepEqual(
+        (await linksOfUser(server.store, user.id)).map((l) => [l.upstream, l.subject]),
+        [[providerId, 'old-ada']],
+      );
+      assert.deepEqual(await listUserIds(server.store.db, user.id), [{ namespace: 'edugain', identifier: 'old-ada' }]);
+      const linked = await audit('upstream.link');
+      assert.equal(linked.at(-1)?.eppn, 'ada@example.org');
+    });
+
+    it('signs a linked identity in by its link, whatever its eppn says now; the state is single use', async () => {
+      upstream.next = { sub: 'old-ada', claims: { eduperson_principal_name: 'someone-else@example.org' } };
+      const browser = fetchBrowser();
+      const begun = await rp.begin({ upstream: providerId });
+      // Stop at the callback to replay it after it was used.
+      const atCallback = (u: URL) => u.pathname === `/upstream/${providerId}/callback`;
+      const first = await browser.walk(begun.url, atCallback);
+      const callback = first.url;
+      const end = await browser.walk(callback, atRp);
+      assert.equal(end.status, 200);
+      // the link, not the (changed) eppn, decides: still Ada
+      const done = await declineOffer(browser, end);
+      const claims = (await rp.finish(done.url, begun)).claims()!;
+      assert.equal(claims.sub, (await findUserByEppn(server.store.db, 'ada@example.org'))!.sub);
+      const replay = await browser.walk(callback);
+      assert.equal(replay.status, 400);
+      assert.match(replay.body, /expired or was already used/);
+      assert.match(replay.body, /Reference for the helpdesk/);
+    });
+
+    it('refuses an identity that matches no account, on a clear page with an audit record', async () => {
+      upstream.next = { sub: 'stranger', claims: { eduperson_principal_name: 'nobody@example.org' } };
+      const { end } = await signInThroughUpstream();
+      assert.equal(end.status, 403);
+      assert.match(end.body, /not linked to an account here/);
+      const refused = await audit('upstream.refused');
+      assert.equal(JSON.parse(refused.at(-1)!.details as string).reason, 'no_account');
+    });
+
+    it('never moves a link: an account linked to another identity of the provider is refused', async () => {
+      upstream.next = { sub: 'old-ada-2', claims: { eduperson_principal_name: 'ada@example.org' } };
+      const { end } = await signInThroughUpstream();
+      assert.equal(end.status, 403);
+      assert.match(end.body, /already linked to another account at/);
+      const refused = await audit('upstream.refused');
+      const details = JSON.parse(refused.at(-1)!.details as string);
+      assert.equal(details.reason, 'account_linked_elsewhere');
+      assert.equal(refused.at(-1)!.eppn, 'ada@example.org');
+    });
+
+    it('ends on the error page when the user refuses at the upstream', async () => {
+      upstream.next = undefined;
+      const { end } = await signInThroughUpstream();
+      assert.equal(end.status, 400);
+      assert.match(end.body, /cancelled or refused/);
+      assert.match(end.body, /Reference for the helpdesk/);
+    });
+
+    it('refuses a disabled provider at once, and a removed one removes its links', async () => {
+      await setUpstreamEnabled(server.store, providerId, false);
+      upstream.next = { sub: 'old-ada', claims: {} };
+      const { end } = await signInThroughUpstream();
+      // upstream=<id> of a disabled provider: the ordinary sign-in page, no link to it
+      assert.equal(end.status, 200);
+      assert.doesNotMatch(end.body, /Old University IdP/);
+      await setUpstreamEnabled(server.store, providerId, true);
+    });
+
+    it('says so within the timeout when the upstream does not answer', async () => {
+      // a provider whose discovery was never read, at an upstream that hangs
+      const port = await pickFreePort();
+      const hung = await startTestUpstream(port, { ...CLIENT, redirectUri: `${server.url}/upstream/x/callback` });
+      hung.hang = true;
+      const added = await addUpstreamProvider(server.store, server.keys, {
+        orgId: 1,
+        type: 'oidc',
+        name: 'Slow IdP',
+        issuer: hung.issuer,
+        clientId: CLIENT.clientId,
+        clientSecret: CLIENT.secret,
+      });
+      try {
+        const browser = fetchBrowser();
+        const begun = await rp.begin({ upstream: added.id });
+        const started = Date.now();
+        const end = await browser.walk(begun.url, atRp);
+        assert.ok(Date.now() - started < 5000, 'answered within the timeout');
+        assert.equal(end.status, 504);
+        assert.match(end.body, /did not answer in time/);
+      } finally {
+        await hung.close();
+        await removeUpstreamProvider(server.store, added.id);
+      }
+    });
+
+    it('says so when the upstream cannot be reached', async () => {
+      const port = await pickFreePort();
+      const added = await addUpstreamProvider(server.store, server.keys, {
+        orgId: 1,
+        type: 'oidc',
+        name: 'Gone IdP',
+        issuer: `http://127.0.0.1:${port}`,
+        clientId: CLIENT.clientId,
+        clientSecret: CLIENT.secret,
+      });
+      const browser = fetchBrowser();
+      const end = await browser.walk((await rp.begin({ upstream: added.id })).url, atRp);
+      assert.equal(end.status, 502);
+      assert.match(end.body, /could not be reached/);
+      await removeUpstreamProvider(server.store, added.id);
+    });
+
+    it('removing the provider removes its links, not the accounts', async () => {
+      const user = (await findUserByEppn(server.store.db, 'ada@example.org'))!;
+      const removed = await removeUpstreamProvider(server.store, providerId);
+      assert.equal(removed.links, 1);
+      assert.deepEqual(await linksOfUser(server.store, user.id), []);
+      assert.ok(await findUserByEppn(server.store.db, 'ada@example.org'));
+    });
+  });
+}
