@@ -53,7 +53,12 @@ export interface SamlInput {
 
 export type UpstreamChanges = Partial<
   Pick<UpstreamInput, 'name' | 'logoUrl' | 'linkBy' | 'createUsers' | 'namespace' | 'map' | 'scopes' | 'clientSecret'>
-> & { saml?: UpstreamInput['saml']; clientId?: string };
+> & {
+  saml?: UpstreamInput['saml'];
+  /** SAML: change the options alone, keeping the metadata */
+  samlOptions?: Pick<SamlInput, 'emailVerified' | 'requireEncryption'>;
+  clientId?: string;
+};
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 const ATTRIBUTE = /^[a-z][a-z0-9_]{0,63}$/;
@@ -153,7 +158,10 @@ const secretAad = (id: string) => `upstream-client-secret:${id}`;
 const keyAad = (id: string) => `upstream-private-key:${id}`;
 
 /** The SAML options given (an update leaves the ones not given as they are). */
-function samlOptions(input: SamlInput): { saml_email_verified?: number; saml_require_encryption?: number } {
+function samlOptions(input: Pick<SamlInput, 'emailVerified' | 'requireEncryption'>): {
+  saml_email_verified?: number;
+  saml_require_encryption?: number;
+} {
   return {
     ...(input.emailVerified !== undefined ? { saml_email_verified: input.emailVerified ? 1 : 0 } : {}),
     ...(input.requireEncryption !== undefined ? { saml_require_encryption: input.requireEncryption ? 1 : 0 } : {}),
@@ -285,8 +293,17 @@ export async function updateUpstreamProvider(
   } else if (changes.scopes !== undefined || changes.clientSecret !== undefined || changes.clientId !== undefined) {
     throw badRequest('--scopes, --client-id and the client secret are for OpenID Connect providers');
   }
+  if (changes.samlOptions !== undefined) {
+    if (existing.type !== 'saml') throw badRequest('--email-verified and --require-encryption are for SAML providers');
+    Object.assign(set, samlOptions(changes.samlOptions));
+  }
   if (changes.saml !== undefined) {
     if (existing.type !== 'saml') throw badRequest('--metadata is for SAML providers');
+    // The links hold this IdP's subjects: another IdP's NameIDs must never be matched against them.
+    if (changes.saml.entityId !== existing.saml_entity_id)
+      throw badRequest(
+        `the new metadata is for another identity provider (${changes.saml.entityId.slice(0, 200)}); add it as a new provider`,
+      );
     set.saml_entity_id = changes.saml.entityId;
     set.saml_metadata = changes.saml.metadataXml;
     set.saml_metadata_source = changes.saml.source ?? null;
