@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { dialects, seedOrg } from '../helpers.ts';
 import { startServer, type E2EServer } from '../e2e/helpers.ts';
 import { parseSpMetadata } from '../../src/saml/metadata/index.ts';
-import { addUpstreamProvider } from '../../src/upstream/providers.ts';
+import { addUpstreamProvider, setUpstreamEnabled } from '../../src/upstream/providers.ts';
 import { startUpstreamRequest } from '../../src/upstream/requests.ts';
 import { STATUS } from '../../src/saml-idp/response.ts';
 import { party, type Party } from '../saml/saml-fixtures.ts';
@@ -131,6 +131,17 @@ for (const dialect of dialects()) {
       // and the other IdP's Response for its own provider's request is accepted
       const theirs = await options({ inResponseTo: await started(p2) });
       assert.equal((await post({ SAMLResponse: forgeResponse(other, theirs) })).status, 303);
+    });
+
+    it('refuses every Response while the provider is disabled, at once', async () => {
+      await setUpstreamEnabled(server.store, p1, false);
+      try {
+        const body = await refused({ SAMLResponse: forgeResponse(idp, await options()) }, 'disabled provider');
+        assert.match(body, /Uni IdP/);
+      } finally {
+        await setUpstreamEnabled(server.store, p1, true);
+      }
+      assert.equal((await post({ SAMLResponse: forgeResponse(idp, await options()) })).status, 303);
     });
 
     it('refuses unsolicited Responses and unknown InResponseTo', async () => {
