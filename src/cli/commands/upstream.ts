@@ -203,7 +203,8 @@ export const upstreamCommands: CommandDef[] = [
   {
     group: 'upstream',
     name: 'show',
-    summary: 'one upstream provider: its settings (never its secret) and its redirect URI (OIDC) or SP metadata and ACS (SAML)',
+    summary:
+      'one upstream provider: its settings (never its secret) and its redirect URI (OIDC) or SP metadata and ACS (SAML)',
     args: PROVIDER_ID,
     options: {},
     async run(ctx, _v, [id]) {
