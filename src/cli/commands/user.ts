@@ -261,7 +261,7 @@ export const userCommands: CommandDef[] = [
       if (ctx.json) return view;
       const lines = Object.entries(view)
         .filter(([k]) => k !== 'links')
-        .map(([k, value]) => `${k}: ${Array.isArray(value) ? value.join(', ') : String(value)}`);
+        .map(([k, value]) => `${k}: ${Array.isArray(value) ? (value as string[]).join(', ') : String(value)}`);
       for (const l of links) lines.push(`link: ${l.name} (${l.upstream}) ${l.subject}`);
       return lines.join('\n');
     },
