@@ -18,7 +18,7 @@ import {
   type Element,
   type ParsedXml,
 } from '../saml/xml/index.ts';
-import { NAMEID_FORMAT, type IdpDescriptor } from '../saml/metadata/index.ts';
+import { MetadataError, NAMEID_FORMAT, type IdpDescriptor } from '../saml/metadata/index.ts';
 import {
   amrOfClass,
   inScope,
@@ -47,6 +47,8 @@ const refuse = (reason: string, message: string, detail?: string) => new Upstrea
 export function samlRefusalReason(err: unknown): string | undefined {
   if (err instanceof UpstreamSamlError) return err.reason;
   if (err instanceof XmlSecurityError) return err.reason;
+  // the provider's stored metadata no longer reads (its validUntil passed): the operator updates it
+  if (err instanceof MetadataError) return 'metadata';
   return undefined;
 }
 

@@ -7,7 +7,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, seedOrg } from '../helpers.ts';
 import { startServer, type E2EServer } from '../e2e/helpers.ts';
-import { parseSpMetadata } from '../../src/saml/metadata/index.ts';
+import { buildIdpMetadata, parseSpMetadata } from '../../src/saml/metadata/index.ts';
 import { addUpstreamProvider, setUpstreamEnabled } from '../../src/upstream/providers.ts';
 import { startUpstreamRequest } from '../../src/upstream/requests.ts';
 import { STATUS } from '../../src/saml-idp/response.ts';
@@ -142,6 +142,33 @@ for (const dialect of dialects()) {
         await setUpstreamEnabled(server.store, p1, true);
       }
       assert.equal((await post({ SAMLResponse: forgeResponse(idp, await options()) })).status, 303);
+    });
+
+    it('refuses Responses of a provider whose stored metadata has expired, with a page naming it', async () => {
+      const stale = await forgedIdp('https://stale.example/idp', ['stale.example']);
+      const expired = buildIdpMetadata({
+        entityId: stale.entityId,
+        ssoUrl: 'https://stale.example/sso',
+        sloUrl: 'https://stale.example/slo',
+        signingCertificates: [stale.key.certificate],
+        encryptionCertificates: [],
+        scopes: [],
+        validUntil: Date.now() - 1000,
+        cacheDurationMs: 3600_000,
+        signingKey: { privateKey: stale.key.privateKey, certificate: stale.key.certificate },
+      });
+      const { id } = await addUpstreamProvider(server.store, server.keys, {
+        orgId: 1,
+        type: 'saml',
+        name: 'Stale IdP',
+        saml: { entityId: stale.entityId, metadataXml: expired },
+      });
+      const inResponseTo = await started(id);
+      const body = await refused(
+        { SAMLResponse: forgeResponse(stale, { destination: acs, audience, inResponseTo }) },
+        'stale',
+      );
+      assert.match(body, /Stale IdP/);
     });
 
     it('refuses unsolicited Responses and unknown InResponseTo', async () => {
