@@ -7,8 +7,17 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
-import { dialects, seedOrg, seedUser } from '../helpers.ts';
-import { launchBrowser, startRelyingParty, startServer, type E2EServer, type RelyingParty } from './helpers.ts';
+import { cli, dialects, seedOrg, seedUser } from '../helpers.ts';
+import { listUserCredentials } from '../../src/store/passkeys.ts';
+import {
+  addVirtualAuthenticator,
+  launchBrowser,
+  startRelyingParty,
+  startServer,
+  withoutPasskeyAutofill,
+  type E2EServer,
+  type RelyingParty,
+} from './helpers.ts';
 import { addUpstreamProvider } from '../../src/upstream/providers.ts';
 import { readSamlProviderMetadata } from '../../src/upstream/saml-provider.ts';
 import { listLinksOfUser } from '../../src/store/upstream.ts';
@@ -25,6 +34,7 @@ for (const dialect of dialects()) {
     let browser: Browser;
     let page: Page;
     let ada: User;
+    let grace: User;
     let providerId: string;
 
     before(async () => {
@@ -32,6 +42,7 @@ for (const dialect of dialects()) {
       await seedOrg(server, 1, 'uni.example', 'Uni');
       // imported without a password: the upstream is the only way in until a passkey is made
       ada = await seedUser(server, 1, 'ada@uni.example', { name: 'Ada Lovelace' });
+      grace = await seedUser(server, 1, 'grace@uni.example', { name: 'Grace Hopper' });
       const spMetadata = await (await fetch(`${server.url}/saml2/sp/metadata`)).text();
       ssp = await startSimpleSamlPhp({ spMetadata, encryptAssertions: true });
       const provider = await addUpstreamProvider(server.store, server.keys, {
@@ -90,6 +101,49 @@ for (const dialect of dialects()) {
       await afterReturn();
       const tokens = await rp.finish(page.url(), begun);
       assert.equal(tokens.claims()!.sub, ada.sub);
+    });
+
+    it('the migration path: the old IdP once, the passkey offered and made, then the IdP disabled and the passkey works', async () => {
+      const context = await browser.newContext();
+      await withoutPasskeyAutofill(context);
+      const own = await context.newPage();
+      const authenticator = await addVirtualAuthenticator(own);
+      try {
+        const begun = await rp.begin({ upstream: providerId });
+        await own.goto(begun.url);
+        await own.waitForURL((u) => u.href.startsWith(ssp.url));
+        await own.fill('#username', 'grace');
+        await own.fill('#password', 'grace-pass-123');
+        await Promise.all([own.waitForURL((u) => !u.href.startsWith(ssp.url)), own.click('#submit_button')]);
+        // the offer: made conditionally where the browser can (the page goes on by itself), else the button
+        await Promise.race([
+          own.waitForURL((u) => u.href.startsWith(rp.redirectUri)),
+          own.waitForSelector('#offer-button:not([hidden])'),
+        ]);
+        if (await own.locator('#offer-button:not([hidden])').count()) await own.click('#offer-button');
+        await own.waitForURL((u) => u.href.startsWith(rp.redirectUri));
+        assert.equal((await rp.finish(own.url(), begun)).claims()!.sub, grace.sub);
+        assert.equal((await listUserCredentials(server.store.db, grace.id)).length, 1, 'a passkey was made');
+        assert.equal((await authenticator.credentials()).length, 1);
+
+        const disabled = await cli(server.config.databaseUrl, ['upstream', 'disable', providerId], '', {
+          PUBLIC_URL: server.url,
+        });
+        assert.equal(disabled.code, 0, disabled.err);
+        // through the upstream: refused at once, on a page that says so
+        await own.goto((await rp.begin({ upstream: providerId, prompt: 'login' })).url);
+        assert.ok(!own.url().startsWith(ssp.url), 'not sent to the disabled IdP');
+        // with the passkey: signed in, no federation in the amr
+        const again = await rp.begin({ prompt: 'login' });
+        await own.goto(again.url);
+        await own.waitForSelector('#passkey-button:not([hidden])');
+        await Promise.all([own.waitForURL((u) => u.href.startsWith(rp.redirectUri)), own.click('#passkey-button')]);
+        const claims = (await rp.finish(own.url(), again)).claims()!;
+        assert.equal(claims.sub, grace.sub);
+        assert.ok(Array.isArray(claims.amr) && !claims.amr.includes('fed'), `amr ${JSON.stringify(claims.amr)}`);
+      } finally {
+        await context.close();
+      }
     });
   });
 }
