@@ -29,7 +29,8 @@ import {
 import type { UpstreamAssertion, UpstreamProvider, UpstreamRequest } from '../upstream/types.ts';
 import { html, originOf, pageHeaders } from '../ui/html.ts';
 import { layout } from '../ui/layout.ts';
-import { frameFor, sendMessage, type Kit } from './kit.ts';
+import { clientKey, frameFor, overLimit, sendMessage, type Kit } from './kit.ts';
+import { countUpstreamSignIn } from '../http/metrics.ts';
 import type { Loaded } from './interaction.ts';
 
 const POST_SCRIPT_PATH = '/saml2/sp/post.js';
@@ -122,6 +123,13 @@ function failureKind(reason: string | undefined): FailureKind {
  */
 async function acs(kit: Kit, hooks: SamlSignInHooks, request: FastifyRequest, reply: FastifyReply) {
   reply.header('cache-control', 'no-store');
+  // Each Response costs a schema check and RSA verifications: a client posting them in a loop is held
+  // to the budget of the sign-in pages' WebAuthn challenges (ten times the password form's).
+  const retry = await overLimit(kit.limits.ceremonies, clientKey(request.ip));
+  if (retry) {
+    countUpstreamSignIn('saml', 'error');
+    return sendMessage(reply, frameFor(request), 429, 'error.rate_limited', { headers: { 'retry-after': retry } });
+  }
   let received: ReceivedResponse;
   try {
     received = await receiveSamlResponse(request.body);
@@ -176,6 +184,7 @@ async function acs(kit: Kit, hooks: SamlSignInHooks, request: FastifyRequest, re
 /** A Response no registered provider sent (or that could not even be read): the generic page, logged. */
 function unknownSender(request: FastifyRequest, reply: FastifyReply, reason: string) {
   request.log.warn({ event: 'upstream.failed', provider_type: 'saml', kind: reason }, 'SAML Response refused');
+  countUpstreamSignIn('saml', 'error');
   return sendMessage(reply, frameFor(request), 400, 'error.generic', { advice: 'error.try_later' });
 }
 
