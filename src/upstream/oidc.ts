@@ -141,7 +141,11 @@ export async function configurationOf(
   const timeout = Math.max(1, Math.ceil(timeoutMs / 1000));
   try {
     const config = await client.discovery(issuer, oidc.clientId, undefined, await clientAuth(provider, creds), {
-      execute: insecure ? [client.allowInsecureRequests] : [],
+      // The ID token's signature is checked with the upstream's JWKS even though it comes straight
+      // from the token endpoint (openid-client leaves that to TLS unless told otherwise).
+      execute: insecure
+        ? [client.allowInsecureRequests, client.enableNonRepudiationChecks]
+        : [client.enableNonRepudiationChecks],
       timeout,
     });
     config.timeout = timeout;

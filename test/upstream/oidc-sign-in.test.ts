@@ -6,7 +6,13 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, pickFreePort, seedOrg, seedUser } from '../helpers.ts';
 import { startRelyingParty, startServer, type E2EServer, type RelyingParty } from '../e2e/helpers.ts';
-import { addUpstreamProvider, setUpstreamEnabled, removeUpstreamProvider } from '../../src/upstream/providers.ts';
+import {
+  addUpstreamProvider,
+  setUpstreamEnabled,
+  removeUpstreamProvider,
+  type UpstreamInput,
+} from '../../src/upstream/providers.ts';
+import { consumeUpstreamRequest, startUpstreamRequest } from '../../src/upstream/requests.ts';
 import { linksOfUser } from '../../src/upstream/linking.ts';
 import { findUserByEppn, listUserIds } from '../../src/store/directory.ts';
 import { startTestUpstream, fetchBrowser, type TestUpstream } from './oidc-upstream.ts';
@@ -43,12 +49,35 @@ for (const dialect of dialects()) {
       rp = await startRelyingParty(server, { firstParty: true });
     });
     after(async () => {
+      for (const other of others) await other.close();
       await rp?.close();
       await upstream?.close();
       await server?.close();
     });
 
     const atRp = (u: URL) => u.href.startsWith(rp.redirectUri);
+    const others: TestUpstream[] = [];
+
+    /** Another provider of the organization, at an upstream of its own. */
+    async function freshProvider(input: Partial<UpstreamInput> = {}) {
+      const port = await pickFreePort();
+      const added = await addUpstreamProvider(server.store, server.keys, {
+        orgId: 1,
+        type: 'oidc',
+        name: 'Other IdP',
+        issuer: `http://127.0.0.1:${port}`,
+        clientId: CLIENT.clientId,
+        clientSecret: CLIENT.secret,
+        scopes: 'openid email profile eppn',
+        ...input,
+      });
+      const other = await startTestUpstream(port, {
+        ...CLIENT,
+        redirectUri: `${server.url}/upstream/${added.id}/callback`,
+      });
+      others.push(other);
+      return { id: added.id, upstream: other };
+    }
 
     async function audit(action: string) {
       return server.store.db.selectFrom('audit_events').selectAll().where('kind', '=', action).orderBy('id').execute();
@@ -193,6 +222,90 @@ for (const dialect of dialects()) {
       assert.equal(end.status, 502);
       assert.match(end.body, /could not be reached/);
       await removeUpstreamProvider(server.store, added.id);
+    });
+
+    it('links by a verified e-mail address only, within the organization', async () => {
+      const { id, upstream: other } = await freshProvider({ linkBy: 'email' });
+      await seedUser(server, 1, 'grace@example.org', { email: 'grace@mail.example' });
+      other.next = { sub: 'g-unverified', claims: { email: 'grace@mail.example', email_verified: false } };
+      const browser = fetchBrowser();
+      const refused = await browser.walk((await rp.begin({ upstream: id })).url, atRp);
+      assert.equal(refused.status, 403, 'an unverified address links nothing');
+      assert.equal(JSON.parse((await audit('upstream.refused')).at(-1)!.details as string).reason, 'no_account');
+      other.next = { sub: 'g-verified', claims: { email: 'Grace@mail.example', email_verified: true } };
+      const end = await fetchBrowser().walk((await rp.begin({ upstream: id })).url, atRp);
+      assert.equal(end.status, 200);
+      assert.match(end.body, /offer\/later/);
+      const grace = (await findUserByEppn(server.store.db, 'grace@example.org'))!;
+      assert.deepEqual(
+        (await linksOfUser(server.store, grace.id)).map((l) => l.subject),
+        ['g-verified'],
+      );
+    });
+
+    it('creates an account just in time with --create-users, from the mapped attributes', async () => {
+      const { id, upstream: other } = await freshProvider({ createUsers: true, map: ['eppn=preferred_username'] });
+      other.next = {
+        sub: 'new-person',
+        claims: { email: 'newbie@mail.example', email_verified: true, name: 'New Person' },
+      };
+      const end = await fetchBrowser().walk((await rp.begin({ upstream: id })).url, atRp);
+      assert.equal(end.status, 200, end.body.slice(0, 300));
+      const user = (await findUserByEppn(server.store.db, 'newbie@example.org'))!;
+      assert.equal(user.name, 'New Person');
+      assert.equal(user.email, 'newbie@mail.example');
+      const link = (await audit('upstream.link')).at(-1)!;
+      assert.equal(JSON.parse(link.details as string).how, 'created');
+    });
+
+    it('refuses a disabled account, with an audit record', async () => {
+      const { id, upstream: other } = await freshProvider({ linkBy: 'eppn' });
+      const user = await seedUser(server, 1, 'off@example.org');
+      await server.store.db.updateTable('users').set({ disabled_at: Date.now() }).where('id', '=', user.id).execute();
+      other.next = { sub: 'off', claims: { eduperson_principal_name: 'off@example.org' } };
+      const end = await fetchBrowser().walk((await rp.begin({ upstream: id })).url, atRp);
+      assert.equal(end.status, 403);
+      assert.match(end.body, /This account is disabled/);
+      assert.equal(JSON.parse((await audit('upstream.refused')).at(-1)!.details as string).reason, 'disabled');
+    });
+
+    it('refuses an answer meant for another provider (mix-up), an ID token for another nonce, a bad signature', async () => {
+      const a = await freshProvider();
+      const b = await freshProvider();
+      a.upstream.next = { sub: 'mixed', claims: {} };
+      const browser = fetchBrowser();
+      const atCallback = (u: URL) => u.pathname.endsWith('/callback') && u.pathname.startsWith('/upstream/');
+      const stopped = await browser.walk((await rp.begin({ upstream: a.id })).url, atCallback);
+      const mixed = new URL(stopped.url);
+      mixed.pathname = `/upstream/${b.id}/callback`;
+      const mix = await browser.walk(mixed.href);
+      assert.equal(mix.status, 400, 'the state is not one of this provider');
+      assert.match(mix.body, /expired or was already used/);
+
+      const nonce = await freshProvider();
+      nonce.upstream.wrongNonce = true;
+      nonce.upstream.next = { sub: 'n', claims: {} };
+      const wrong = await fetchBrowser().walk((await rp.begin({ upstream: nonce.id })).url, atRp);
+      assert.equal(wrong.status, 400);
+      assert.match(wrong.body, /could not be verified/);
+
+      const keys = await freshProvider();
+      keys.upstream.badKeys = true;
+      keys.upstream.next = { sub: 'k', claims: {} };
+      const bad = await fetchBrowser().walk((await rp.begin({ upstream: keys.id })).url, atRp);
+      assert.equal(bad.status, 400);
+      assert.match(bad.body, /could not be verified/);
+    });
+
+    it('a request under way works once, for its own provider, before it expires', async () => {
+      const { id } = await freshProvider();
+      const { id: otherId } = await freshProvider();
+      const now = Date.now();
+      const started = await startUpstreamRequest(server.store, { providerId: id, interactionUid: 'uid-1', now });
+      assert.equal(await consumeUpstreamRequest(server.store, started.id, otherId, now), undefined);
+      assert.equal(await consumeUpstreamRequest(server.store, started.id, id, now + 11 * 60_000), undefined);
+      assert.equal((await consumeUpstreamRequest(server.store, started.id, id, now))?.id, started.id);
+      assert.equal(await consumeUpstreamRequest(server.store, started.id, id, now), undefined);
     });
 
     it('removing the provider removes its links, not the accounts', async () => {

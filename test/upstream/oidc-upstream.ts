@@ -3,6 +3,7 @@
 // account the test chose (and grants whatever was asked), so a test can walk the whole flow.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { generateKeyPairSync } from 'node:crypto';
 import Provider from 'oidc-provider';
 
 export interface UpstreamAccount {
@@ -16,6 +17,10 @@ export interface TestUpstream {
   next: UpstreamAccount | undefined;
   /** answer nothing at all (a hung upstream) */
   hang: boolean;
+  /** sign ID tokens for another nonce than the one asked for */
+  wrongNonce: boolean;
+  /** publish keys whose modulus is not the signing key's (same kid): every signature fails */
+  badKeys: boolean;
   close(): Promise<void>;
 }
 
@@ -24,7 +29,14 @@ export async function startTestUpstream(
   client: { clientId: string; secret: string; redirectUri: string },
 ): Promise<TestUpstream> {
   const issuer = `http://127.0.0.1:${port}`;
-  const state: TestUpstream = { issuer, next: undefined, hang: false, close: async () => {} };
+  const state: TestUpstream = {
+    issuer,
+    next: undefined,
+    hang: false,
+    wrongNonce: false,
+    badKeys: false,
+    close: async () => {},
+  };
   const accounts = new Map<string, UpstreamAccount>();
   const provider = new Provider(issuer, {
     clients: [
@@ -66,6 +78,22 @@ export async function startTestUpstream(
   const callback = provider.callback();
   const server: Server = createServer((req, res) => {
     if (state.hang) return; // never answers
+    if (state.wrongNonce && req.url?.startsWith('/auth?')) {
+      const url = new URL(req.url, issuer);
+      url.searchParams.set('nonce', 'not-the-nonce-asked-for');
+      req.url = `${url.pathname}${url.search}`;
+    }
+    if (state.badKeys && req.url === '/jwks' && !req.headers['x-real-keys']) {
+      void fetch(`${issuer}/jwks`, { headers: { 'x-real-keys': '1' } })
+        .then((r) => r.json() as Promise<{ keys: Record<string, unknown>[] }>)
+        .then(({ keys }) => {
+          const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'jwk' });
+          const tampered = keys.map((k) => (k.kty === 'RSA' ? { ...k, n: other.n } : k));
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ keys: tampered }));
+        });
+      return;
+    }
     if (req.url?.startsWith('/test-interaction/')) {
       const next = state.next;
       const result = next
