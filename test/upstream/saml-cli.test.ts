@@ -26,7 +26,7 @@ for (const dialect of dialects()) {
     before(async () => {
       ctx = await startTestApp(dialect);
       await seedOrg(ctx, 1, 'uni.example');
-      idp = await forgedIdp();
+      idp = await forgedIdp(undefined, undefined, 'Uni Example');
       other = await forgedIdp('https://other.example/idp', ['other.example']);
       dir = mkdtempSync(join(tmpdir(), 'upstream-saml-cli-'));
       writeFileSync(join(dir, 'idp.xml'), idp.metadata);
@@ -115,7 +115,9 @@ for (const dialect of dialects()) {
         '--json',
       );
       assert.equal(added.code, 0, added.err);
-      assert.equal((JSON.parse(added.out) as { metadata_source: string }).metadata_source, `${base}/idp.xml`);
+      const view = JSON.parse(added.out) as { metadata_source: string; name: string };
+      assert.equal(view.metadata_source, `${base}/idp.xml`);
+      assert.equal(view.name, 'Uni Example', "the button says the metadata's display name");
       const cases: [string, RegExp][] = [
         [`${base}/huge.xml`, /more than \d+ bytes/],
         [`${base}/moved`, /redirects/],

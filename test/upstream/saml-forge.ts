@@ -17,6 +17,7 @@ export interface ForgedIdp {
 export async function forgedIdp(
   entityId = 'https://idp.forged.example/idp',
   scopes = ['uni.example'],
+  displayName?: string,
 ): Promise<ForgedIdp> {
   const key = await party(entityId);
   const metadata = buildIdpMetadata({
@@ -26,6 +27,7 @@ export async function forgedIdp(
     signingCertificates: [key.certificate],
     encryptionCertificates: [],
     scopes,
+    ...(displayName ? { displayName } : {}),
     validUntil: Date.now() + 86400_000,
     cacheDurationMs: 3600_000,
     signingKey: { privateKey: key.privateKey, certificate: key.certificate },

@@ -40,10 +40,18 @@ function described(v: upstream.UpstreamView): string {
  * size cap), checked as strictly as any inbound SAML: one IdP, a signing certificate, a single
  * sign-on endpoint, valid against the metadata schema.
  */
-async function samlMetadata(source: string | undefined): Promise<upstream.SamlInput | undefined> {
+async function samlMetadata(
+  source: string | undefined,
+): Promise<(upstream.SamlInput & { displayName?: string; logoUrl?: string }) | undefined> {
   if (source === undefined) return undefined;
-  const { entityId, metadataXml } = await readSamlProviderMetadata(source);
-  return { entityId, metadataXml, source };
+  const { entityId, metadataXml, descriptor } = await readSamlProviderMetadata(source);
+  return {
+    entityId,
+    metadataXml,
+    source,
+    ...(descriptor.displayName ? { displayName: descriptor.displayName } : {}),
+    ...(descriptor.logoUrl ? { logoUrl: descriptor.logoUrl } : {}),
+  };
 }
 
 /** The SAML options an update changes (undefined when it changes none). */
@@ -157,9 +165,16 @@ export const upstreamCommands: CommandDef[] = [
       const clientSecret = v['client-secret-stdin'] === true ? await readPassword(ctx) : undefined;
       const metadata = type === 'saml' ? await samlMetadata(required(v, 'metadata')) : undefined;
       const saml = metadata && {
-        ...metadata,
+        entityId: metadata.entityId,
+        metadataXml: metadata.metadataXml,
+        source: metadata.source,
         emailVerified: v['email-verified'] === true,
         requireEncryption: v['require-encryption'] === true,
+      };
+      // a SAML provider's button: its metadata's display name and logo (mdui) unless given
+      const fromMetadata = {
+        ...(metadata?.displayName && optional(v, 'name') === undefined ? { name: metadata.displayName } : {}),
+        ...(metadata?.logoUrl && optional(v, 'logo') === undefined ? { logoUrl: metadata.logoUrl } : {}),
       };
       const added = await upstream.addUpstreamProvider(
         ctx.store,
@@ -168,6 +183,7 @@ export const upstreamCommands: CommandDef[] = [
           orgId: intOption(required(v, 'org'), 'org'),
           type,
           ...commonValues(v),
+          ...fromMetadata,
           createUsers: v['create-users'] === true,
           issuer: optional(v, 'issuer'),
           clientId: optional(v, 'client-id'),
