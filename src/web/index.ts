@@ -11,6 +11,7 @@ import { accountPlugin } from './account-page.ts';
 import { accountPhoto } from './account-photo.ts';
 import { accountConsents } from './account-consents.ts';
 import { accountPassword } from './account-password.ts';
+import { accountLinks } from './account-links.ts';
 import { relatedOriginsRoute, staticPlugin } from './static.ts';
 import { devicePlugin } from './device-pages.ts';
 import { languageRoutes } from './language.ts';
@@ -61,7 +62,12 @@ function pagesPlugin(kit: Kit, keys: WebDeps['keys'], accountRoutes: (app: Fasti
 export function webPlugin(deps: WebDeps) {
   const kit = createKit(deps);
   const photo = accountPhoto(kit);
-  const accountRoutes = accountPlugin(kit, [accountPassword(kit), photo.section, accountConsents(kit)]);
+  const accountRoutes = accountPlugin(kit, [
+    accountPassword(kit),
+    photo.section,
+    accountConsents(kit),
+    accountLinks(kit),
+  ]);
   return async function web(app: FastifyInstance) {
     // Parses cookies and writes the browser-id cookie for the pages and the photo section alike.
     await app.register(cookie);

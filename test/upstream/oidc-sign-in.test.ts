@@ -15,6 +15,7 @@ import {
 import { consumeUpstreamRequest, startUpstreamRequest } from '../../src/upstream/requests.ts';
 import { linksOfUser } from '../../src/upstream/linking.ts';
 import { findUserByEppn, listUserIds } from '../../src/store/directory.ts';
+import { setPassword } from '../../src/directory/index.ts';
 import { startTestUpstream, fetchBrowser, type TestUpstream } from './oidc-upstream.ts';
 
 const CLIENT = { clientId: 'idp-upstream-test', secret: 'upstream-client-secret-0123456789' };
@@ -306,6 +307,30 @@ for (const dialect of dialects()) {
       assert.equal(await consumeUpstreamRequest(server.store, started.id, id, now + 11 * 60_000), undefined);
       assert.equal((await consumeUpstreamRequest(server.store, started.id, id, now))?.id, started.id);
       assert.equal(await consumeUpstreamRequest(server.store, started.id, id, now), undefined);
+    });
+
+    it('the account page lists the link and unlinks it only while another way to sign in remains', async () => {
+      const { id, upstream: other } = await freshProvider({ linkBy: 'eppn', name: 'Linked IdP' });
+      await seedUser(server, 1, 'lin@example.org');
+      other.next = { sub: 'lin-1', claims: { eduperson_principal_name: 'lin@example.org' } };
+      const browser = fetchBrowser();
+      const begun = await rp.begin({ upstream: id });
+      const end = await browser.walk(begun.url, atRp);
+      await declineOffer(browser, end);
+      const page = await browser.walk(`${server.url}/account`);
+      assert.equal(page.status, 200);
+      assert.match(page.body, /Linked sign-in providers/);
+      assert.match(page.body, /Unlink Linked IdP/);
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)![1]!;
+      const only = await browser.post(`${server.url}/account/links/unlink`, { _csrf: csrf, upstream: id });
+      assert.equal(only.status, 409, 'the only way to sign in stays');
+      assert.match(await only.text(), /only way to sign in/);
+      await setPassword(server.store, 'lin@example.org', 'a long enough password 123');
+      const done = await browser.post(`${server.url}/account/links/unlink`, { _csrf: csrf, upstream: id });
+      assert.equal(done.status, 303);
+      const lin = (await findUserByEppn(server.store.db, 'lin@example.org'))!;
+      assert.deepEqual(await linksOfUser(server.store, lin.id), []);
+      assert.equal((await audit('upstream.unlink')).at(-1)?.eppn, 'lin@example.org');
     });
 
     it('removing the provider removes its links, not the accounts', async () => {
