@@ -14,6 +14,7 @@ export type SealedPlace =
   | { table: 'webhooks'; column: 'secret' | 'previous_secret'; id: number }
   | { table: 'ssf_streams'; column: 'authorization_header'; id: string }
   | { table: 'ldap_directories'; column: 'bind_password'; id: number }
+  | { table: 'upstream_providers'; column: 'oidc_client_secret' | 'oidc_private_jwk'; id: string }
   | { table: 'kept_keys'; column: 'sealed'; id: string };
 
 export type SealedValue = SealedPlace & { value: string };
@@ -39,6 +40,16 @@ export async function listSealedValues(db: Q): Promise<SealedValue[]> {
     out.push({ table: 'ssf_streams', column: 'authorization_header', id: r.id, value: r.authorization_header! });
   for (const r of await db.selectFrom('ldap_directories').select(['id', 'bind_password']).execute())
     out.push({ table: 'ldap_directories', column: 'bind_password', id: Number(r.id), value: r.bind_password });
+  const upstreams = await db
+    .selectFrom('upstream_providers')
+    .select(['id', 'oidc_client_secret', 'oidc_private_jwk'])
+    .execute();
+  for (const r of upstreams) {
+    if (r.oidc_client_secret !== null)
+      out.push({ table: 'upstream_providers', column: 'oidc_client_secret', id: r.id, value: r.oidc_client_secret });
+    if (r.oidc_private_jwk !== null)
+      out.push({ table: 'upstream_providers', column: 'oidc_private_jwk', id: r.id, value: r.oidc_private_jwk });
+  }
   for (const r of await db.selectFrom('kept_keys').select(['name', 'sealed']).execute())
     out.push({ table: 'kept_keys', column: 'sealed', id: r.name, value: r.sealed });
   return out;
@@ -64,6 +75,13 @@ export async function updateSealedValue(db: Q, place: SealedPlace, value: string
       return;
     case 'ldap_directories':
       await db.updateTable('ldap_directories').set({ bind_password: value }).where('id', '=', place.id).execute();
+      return;
+    case 'upstream_providers':
+      await db
+        .updateTable('upstream_providers')
+        .set(place.column === 'oidc_client_secret' ? { oidc_client_secret: value } : { oidc_private_jwk: value })
+        .where('id', '=', place.id)
+        .execute();
       return;
     case 'kept_keys':
       await db.updateTable('kept_keys').set({ sealed: value }).where('name', '=', place.id).execute();

@@ -12,6 +12,7 @@ import { migration028 } from './migrations-secrets.ts';
 import { migration024 } from './migrations-adoption.ts';
 import { migration023, migration027 } from './migrations-ldap.ts';
 import { migration025 } from './migrations-upstream.ts';
+import { migration026 } from './migrations-upstream-saml.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -186,6 +187,7 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '023_ldap_directories': migration023(dialect),
     '024_adoption': migration024(),
     '025_upstream_providers': migration025(),
+    '026_upstream_saml_options': migration026(),
     '027_ldap_groups': migration027(),
     '028_kept_keys': migration028(),
   };

@@ -671,6 +671,10 @@ export interface UpstreamProvidersTable {
   saml_entity_id: string | null;
   saml_metadata: string | null;
   saml_metadata_source: string | null;
+  /** 1: the provider vouches for its mail attribute (migration 026) */
+  saml_email_verified: ColumnType<number, number | undefined, number>;
+  /** 1: assertions must come encrypted (migration 026) */
+  saml_require_encryption: ColumnType<number, number | undefined, number>;
   created_at: number;
   updated_at: number;
 }

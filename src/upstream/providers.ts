@@ -39,12 +39,26 @@ export interface UpstreamInput {
   scopes?: string;
   authMethod?: string;
   // SAML: the checked IdP metadata (the SAML side reads and validates the document)
-  saml?: { entityId: string; metadataXml: string; source?: string };
+  saml?: SamlInput;
+}
+
+/** A SAML provider's checked metadata (src/upstream/saml-provider.ts) and its options. */
+export interface SamlInput {
+  entityId: string;
+  metadataXml: string;
+  source?: string;
+  emailVerified?: boolean;
+  requireEncryption?: boolean;
 }
 
 export type UpstreamChanges = Partial<
   Pick<UpstreamInput, 'name' | 'logoUrl' | 'linkBy' | 'createUsers' | 'namespace' | 'map' | 'scopes' | 'clientSecret'>
-> & { saml?: UpstreamInput['saml']; clientId?: string };
+> & {
+  saml?: UpstreamInput['saml'];
+  /** SAML: change the options alone, keeping the metadata */
+  samlOptions?: Pick<SamlInput, 'emailVerified' | 'requireEncryption'>;
+  clientId?: string;
+};
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 const ATTRIBUTE = /^[a-z][a-z0-9_]{0,63}$/;
@@ -140,8 +154,20 @@ function checkSecret(secret: string): string {
   return secret;
 }
 
-const secretAad = (id: string) => `upstream-client-secret:${id}`;
-const keyAad = (id: string) => `upstream-private-key:${id}`;
+/** The additional data of a provider's sealed client secret and private key (also used by `secret rotate`). */
+export const secretAad = (id: string) => `upstream-client-secret:${id}`;
+export const keyAad = (id: string) => `upstream-private-key:${id}`;
+
+/** The SAML options given (an update leaves the ones not given as they are). */
+function samlOptions(input: Pick<SamlInput, 'emailVerified' | 'requireEncryption'>): {
+  saml_email_verified?: number;
+  saml_require_encryption?: number;
+} {
+  return {
+    ...(input.emailVerified !== undefined ? { saml_email_verified: input.emailVerified ? 1 : 0 } : {}),
+    ...(input.requireEncryption !== undefined ? { saml_require_encryption: input.requireEncryption ? 1 : 0 } : {}),
+  };
+}
 
 function newId(): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -168,7 +194,7 @@ export async function addUpstreamProvider(
   const id = newId();
   let oidc: Record<string, string | null> = {};
   const jwk = input.authMethod === 'private_key_jwt' ? newPrivateJwk() : undefined;
-  let saml: Record<string, string | null> = {};
+  let saml: Record<string, string | number | null> = {};
   let name: string;
   if (type === 'oidc') {
     const issuer = checkIssuer(input.issuer ?? '');
@@ -197,6 +223,7 @@ export async function addUpstreamProvider(
       saml_entity_id: input.saml.entityId,
       saml_metadata: input.saml.metadataXml,
       saml_metadata_source: input.saml.source ?? null,
+      ...samlOptions(input.saml),
     };
   }
   return store.db.transaction().execute(async (trx) => {
@@ -267,11 +294,21 @@ export async function updateUpstreamProvider(
   } else if (changes.scopes !== undefined || changes.clientSecret !== undefined || changes.clientId !== undefined) {
     throw badRequest('--scopes, --client-id and the client secret are for OpenID Connect providers');
   }
+  if (changes.samlOptions !== undefined) {
+    if (existing.type !== 'saml') throw badRequest('--email-verified and --require-encryption are for SAML providers');
+    Object.assign(set, samlOptions(changes.samlOptions));
+  }
   if (changes.saml !== undefined) {
     if (existing.type !== 'saml') throw badRequest('--metadata is for SAML providers');
+    // The links hold this IdP's subjects: another IdP's NameIDs must never be matched against them.
+    if (changes.saml.entityId !== existing.saml_entity_id)
+      throw badRequest(
+        `the new metadata is for another identity provider (${changes.saml.entityId.slice(0, 200)}); add it as a new provider`,
+      );
     set.saml_entity_id = changes.saml.entityId;
     set.saml_metadata = changes.saml.metadataXml;
     set.saml_metadata_source = changes.saml.source ?? null;
+    Object.assign(set, samlOptions(changes.saml));
   }
   return store.db.transaction().execute(async (trx) => {
     await repo.updateUpstreamProvider(trx, id, set);
@@ -392,6 +429,8 @@ export function providerOf(row: repo.UpstreamProviderRow): UpstreamProvider {
       entityId: row.saml_entity_id ?? '',
       metadataXml: row.saml_metadata ?? '',
       ...(row.saml_metadata_source ? { metadataSource: row.saml_metadata_source } : {}),
+      emailVerified: row.saml_email_verified === 1,
+      requireEncryption: row.saml_require_encryption === 1,
     };
   return provider;
 }
@@ -447,7 +486,14 @@ export function upstreamView(p: UpstreamProvider): UpstreamView {
           ...(p.oidc.publicJwk ? { public_jwk: p.oidc.publicJwk } : {}),
         }
       : {}),
-    ...(p.saml ? { entity_id: p.saml.entityId, metadata_source: p.saml.metadataSource ?? null } : {}),
+    ...(p.saml
+      ? {
+          entity_id: p.saml.entityId,
+          metadata_source: p.saml.metadataSource ?? null,
+          email_verified: p.saml.emailVerified,
+          require_encryption: p.saml.requireEncryption,
+        }
+      : {}),
     created_at: iso(p.createdAt),
     updated_at: iso(p.updatedAt),
   };

@@ -42,6 +42,10 @@ export interface SamlSettings {
   metadataXml: string;
   /** where the metadata came from (a file name or https URL), for `upstream show` */
   metadataSource?: string;
+  /** the provider vouches for the mail attribute it releases (`--email-verified`): email_verified 'true' */
+  emailVerified: boolean;
+  /** a Response whose assertion is not encrypted is refused (`--require-encryption`) */
+  requireEncryption: boolean;
 }
 
 /** A registered upstream identity provider of an organization. */

@@ -25,6 +25,7 @@ import { frameFor, overLimit, sendPage, signInSucceeded, type Kit } from './kit.
 import { signInAccepted, signInRefused } from './sign-in-audit.ts';
 import { offerApplies, renderOffer } from './passkey-offer.ts';
 import { loadInteraction, recordResult, requirePrompt, type Loaded } from './interaction.ts';
+import { startSamlUpstream, upstreamSamlRoutes } from './upstream-saml.ts';
 
 const SNOOZE_ONLY = { ignorePolicy: true } as const;
 
@@ -144,13 +145,7 @@ export async function startUpstream(
       uid,
     });
   }
-  if (provider.type !== 'oidc') {
-    return upstreamFailed(kit, request, reply, provider, {
-      kind: 'unreachable',
-      detail: `no ${provider.type} sign-in here`,
-      uid,
-    });
-  }
+  if (provider.type === 'saml') return startSamlUpstream(kit, request, reply, loaded, provider, upstreamFailed);
   try {
     const checks = newChecks();
     const creds = await oidcCredentials(kit.store, kit.keys, provider.id);
@@ -357,5 +352,6 @@ export function upstreamRoutes(kit: Kit) {
     app.get<ReturnParams>('/interaction/:uid/upstream-return/:rid', (request, reply) =>
       upstreamReturn(kit, request, reply),
     );
+    await app.register(upstreamSamlRoutes(kit, { finish: finishUpstreamSignIn, failed: upstreamFailed }));
   };
 }

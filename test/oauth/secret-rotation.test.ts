@@ -11,6 +11,7 @@ import { addWebhook, signingKeys } from '../../src/events/webhooks.ts';
 import { keyTiming } from '../../src/oauth/key-manager.ts';
 import { ensureSigningKeys, loadKeySet } from '../../src/oauth/keys.ts';
 import { loadKeyring } from '../../src/oauth/master-secret.ts';
+import { addUpstreamProvider, oidcCredentials } from '../../src/upstream/providers.ts';
 import { ensureSamlKeys, samlKeys } from '../../src/service-providers/saml-keys.ts';
 import { openStore } from '../../src/store/index.ts';
 import { findWebhook } from '../../src/store/events.ts';
@@ -54,6 +55,24 @@ for (const dialect of dialects()) {
           bindPassword: 'bind-password-1',
           baseDn: 'dc=example,dc=test',
         });
+        const upstream = await addUpstreamProvider(store, old, {
+          orgId: 1,
+          type: 'oidc',
+          name: 'Old IdP',
+          issuer: 'https://old-idp.example.test',
+          clientId: 'idp',
+          clientSecret: 'upstream-client-secret-1',
+        });
+        const jwtUpstream = await addUpstreamProvider(store, old, {
+          orgId: 1,
+          type: 'oidc',
+          name: 'Key IdP',
+          issuer: 'https://key-idp.example.test',
+          clientId: 'idp',
+          authMethod: 'private_key_jwt',
+        });
+        const jwkBefore = (await oidcCredentials(store, old, jwtUpstream.id)).privateJwk;
+        assert.ok(jwkBefore);
         const pairwiseBefore = hmac(old.samlPairwise, 'user@example.org');
 
         // A value that opens under no secret makes the rotation change nothing.
@@ -82,7 +101,8 @@ for (const dialect of dialects()) {
         assert.equal(rotated.code, 0, rotated.err);
         const view = JSON.parse(rotated.out);
         assert.equal(view.secret_file, out);
-        assert.ok(view.sealed_values >= 6, rotated.out); // 2 signing keys, 3 SAML keys, a webhook, a bind password, kept keys
+        // 2 signing keys, 3 SAML keys, a webhook, a bind password, 2 upstream secrets, kept keys
+        assert.ok(view.sealed_values >= 8, rotated.out);
         assert.equal(view.kept_keys_added, 2);
         assert.equal(readFileSync(out, 'utf8').trim(), NEW_SECRET);
         assert.equal(statSync(out).mode & 0o777, 0o600);
@@ -119,6 +139,17 @@ for (const dialect of dialects()) {
         assert.equal(
           directorySettings(fresh, (await findLdapDirectory(store.db, Number(ldap.id)))!).bindPassword,
           'bind-password-1',
+        );
+        assert.deepEqual(await oidcCredentials(store, fresh, upstream.id), {
+          clientSecret: 'upstream-client-secret-1',
+        });
+        assert.deepEqual((await oidcCredentials(store, fresh, jwtUpstream.id)).privateJwk, jwkBefore);
+        assert.deepEqual(
+          await oidcCredentials(store, keyring(NEW_SECRET), upstream.id),
+          {
+            clientSecret: 'upstream-client-secret-1',
+          },
+          'sealed under the new secret itself, not only opened through the previous one',
         );
         assert.equal(hmac(fresh.samlPairwise, 'user@example.org'), pairwiseBefore, 'pairwise ids do not change');
         assert.notEqual(hmac(keyring(NEW_SECRET).samlPairwise, 'user@example.org'), pairwiseBefore);

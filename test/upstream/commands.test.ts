@@ -160,10 +160,10 @@ for (const dialect of dialects()) {
         assert.ok(kinds.includes(k), k);
     });
 
-    it('refuses --type saml with a clear message while SAML providers are not available', async () => {
+    it('refuses --type saml with metadata it cannot read, with a clear message (test/upstream/saml-cli.test.ts has the rest)', async () => {
       const r = await run(['upstream', 'add', '--org', '1', '--type', 'saml', '--metadata', '/nonexistent.xml']);
       assert.notEqual(r.code, 0);
-      assert.match(r.err, /--type saml/);
+      assert.match(r.err, /--metadata '\/nonexistent.xml' cannot be read/);
     });
   });
 }

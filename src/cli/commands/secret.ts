@@ -1,5 +1,6 @@
 // `secret rotate`: replaces the master secret. Every value sealed under it (signing and SAML keys,
-// webhook secrets, push streams' Authorization headers, LDAP bind passwords, queued recovery links)
+// webhook secrets, push streams' Authorization headers, LDAP bind passwords, upstream identity
+// providers' client secrets and private keys, queued recovery links)
 // is opened and sealed again under the new secret in one transaction; the keys whose results are
 // kept (client-secret hashes, SAML pairwise ids) are kept, sealed under the new secret
 // (src/crypto.ts, KEPT_KEYS). `secret reseal` seals again what an instance still on the old secret
@@ -39,6 +40,7 @@ import {
   type SealedPlace,
 } from '../../store/kept-keys.ts';
 import type { DB } from '../../store/schema.ts';
+import { keyAad as upstreamKeyAad, secretAad as upstreamSecretAad } from '../../upstream/providers.ts';
 import { openLink, sealLink, type LinkMailData } from '../../webauthn/mail-links.ts';
 import { type CommandDef, type Ctx } from '../command.ts';
 
@@ -55,6 +57,11 @@ function sealing(keys: Keyring, place: SealedPlace): { key: Buffer; aad: string 
       return { key: keys.eventSecrets, aad: streamAuthorizationAad(place.id) };
     case 'ldap_directories':
       return { key: keys.directorySecrets, aad: bindPasswordAad(place.id) };
+    case 'upstream_providers':
+      return {
+        key: keys.upstreamSecrets,
+        aad: place.column === 'oidc_client_secret' ? upstreamSecretAad(place.id) : upstreamKeyAad(place.id),
+      };
     case 'kept_keys': {
       const name = (Object.keys(KEPT_KEYS) as KeptKeyName[]).find((n) => KEPT_KEYS[n] === place.id);
       return { key: keys.keyEncryption, aad: name ? keptKeyAad(name) : `kept-key:${place.id}` };

@@ -4,6 +4,7 @@
 import { badRequest, notFound } from '../../errors.ts';
 import * as upstream from '../../upstream/providers.ts';
 import { linkAccount, unlinkAccount } from '../../upstream/linking.ts';
+import { readSamlProviderMetadata, spAcsUrl, spEntityId } from '../../upstream/saml-provider.ts';
 import { findUserByEppn } from '../../store/directory.ts';
 import { normalizeEppn } from '../../directory/index.ts';
 import {
@@ -35,13 +36,57 @@ function described(v: upstream.UpstreamView): string {
 }
 
 /**
- * The SAML identity provider's metadata (a file or an https URL), read and checked by the SAML
- * side; until it is there, a SAML provider cannot be added.
+ * The SAML identity provider's metadata (a file, or an https URL fetched with a time limit and a
+ * size cap), checked as strictly as any inbound SAML: one IdP, a signing certificate, a single
+ * sign-on endpoint, valid against the metadata schema.
  */
-async function samlMetadata(source: string | undefined): Promise<upstream.UpstreamInput['saml']> {
+async function samlMetadata(
+  source: string | undefined,
+): Promise<(upstream.SamlInput & { displayName?: string; logoUrl?: string }) | undefined> {
   if (source === undefined) return undefined;
-  throw badRequest('--type saml is not available yet in this version: only --type oidc');
+  const { entityId, metadataXml, descriptor } = await readSamlProviderMetadata(source);
+  return {
+    entityId,
+    metadataXml,
+    source,
+    ...(descriptor.displayName ? { displayName: descriptor.displayName } : {}),
+    ...(descriptor.logoUrl ? { logoUrl: descriptor.logoUrl } : {}),
+  };
 }
+
+/** The SAML options an update changes (undefined when it changes none). */
+function samlUpdate(v: Values): { samlOptions?: Pick<upstream.SamlInput, 'emailVerified' | 'requireEncryption'> } {
+  const emailVerified = onOff(v, 'email-verified');
+  const requireEncryption = onOff(v, 'require-encryption');
+  if (emailVerified === undefined && requireEncryption === undefined) return {};
+  return {
+    samlOptions: {
+      ...(emailVerified !== undefined ? { emailVerified } : {}),
+      ...(requireEncryption !== undefined ? { requireEncryption } : {}),
+    },
+  };
+}
+
+/** `on|off` of an update option, or undefined when not given. */
+function onOff(v: Values, name: string): boolean | undefined {
+  const value = optional(v, name);
+  if (value === undefined) return undefined;
+  if (value !== 'on' && value !== 'off') throw badRequest(`--${name} must be on or off`);
+  return value === 'on';
+}
+
+const SAML_ADD: Record<string, OptionDef> = {
+  metadata: { type: 'string', value: '<file|https URL>', description: "SAML: the identity provider's metadata" },
+  'email-verified': {
+    type: 'boolean',
+    description:
+      'SAML: the provider vouches for the mail attribute it releases (it counts as a verified address for --link-by email)',
+  },
+  'require-encryption': {
+    type: 'boolean',
+    description: 'SAML: refuse assertions that are not encrypted to this service',
+  },
+};
 
 const COMMON: Record<string, OptionDef> = {
   name: {
@@ -112,13 +157,25 @@ export const upstreamCommands: CommandDef[] = [
         description:
           'OpenID Connect: client authentication (default client_secret_basic); private_key_jwt makes a key whose public JWK `upstream show` prints',
       },
-      metadata: { type: 'string', value: '<file|https URL>', description: "SAML: the identity provider's metadata" },
+      ...SAML_ADD,
       ...COMMON,
     },
     async run(ctx, v) {
       const type = required(v, 'type');
       const clientSecret = v['client-secret-stdin'] === true ? await readPassword(ctx) : undefined;
-      const saml = type === 'saml' ? await samlMetadata(required(v, 'metadata')) : undefined;
+      const metadata = type === 'saml' ? await samlMetadata(required(v, 'metadata')) : undefined;
+      const saml = metadata && {
+        entityId: metadata.entityId,
+        metadataXml: metadata.metadataXml,
+        source: metadata.source,
+        emailVerified: v['email-verified'] === true,
+        requireEncryption: v['require-encryption'] === true,
+      };
+      // a SAML provider's button: its metadata's display name and logo (mdui) unless given
+      const fromMetadata = {
+        ...(metadata?.displayName && optional(v, 'name') === undefined ? { name: metadata.displayName } : {}),
+        ...(metadata?.logoUrl && optional(v, 'logo') === undefined ? { logoUrl: metadata.logoUrl } : {}),
+      };
       const added = await upstream.addUpstreamProvider(
         ctx.store,
         ctx.keys,
@@ -126,6 +183,7 @@ export const upstreamCommands: CommandDef[] = [
           orgId: intOption(required(v, 'org'), 'org'),
           type,
           ...commonValues(v),
+          ...fromMetadata,
           createUsers: v['create-users'] === true,
           issuer: optional(v, 'issuer'),
           clientId: optional(v, 'client-id'),
@@ -135,10 +193,12 @@ export const upstreamCommands: CommandDef[] = [
         },
         by(ctx),
       );
-      return ctx.json
-        ? added
-        : `upstream provider ${added.id} (${added.type}, "${added.name}") for organization ${added.org_id}\n` +
-            `redirect URI to register upstream: ${new URL(`/upstream/${added.id}/callback`, ctx.config.publicUrl).href}`;
+      if (ctx.json) return added;
+      const registered =
+        added.type === 'saml'
+          ? `service provider metadata to give the identity provider: ${spEntityId(ctx.config.publicUrl)}`
+          : `redirect URI to register upstream: ${new URL(`/upstream/${added.id}/callback`, ctx.config.publicUrl).href}`;
+      return `upstream provider ${added.id} (${added.type}, "${added.name}") for organization ${added.org_id}\n${registered}`;
     },
   },
   {
@@ -159,12 +219,16 @@ export const upstreamCommands: CommandDef[] = [
   {
     group: 'upstream',
     name: 'show',
-    summary: 'one upstream provider: its settings (never its secret) and its redirect URI',
+    summary:
+      'one upstream provider: its settings (never its secret) and its redirect URI (OIDC) or SP metadata and ACS (SAML)',
     args: PROVIDER_ID,
     options: {},
     async run(ctx, _v, [id]) {
       const view = upstream.upstreamView(await upstream.loadUpstreamProvider(ctx.store, providerId(id)));
-      const withUri = { ...view, redirect_uri: new URL(`/upstream/${view.id}/callback`, ctx.config.publicUrl).href };
+      const withUri =
+        view.type === 'saml'
+          ? { ...view, sp_metadata: spEntityId(ctx.config.publicUrl), acs: spAcsUrl(ctx.config.publicUrl) }
+          : { ...view, redirect_uri: new URL(`/upstream/${view.id}/callback`, ctx.config.publicUrl).href };
       return ctx.json ? withUri : described(withUri);
     },
   },
@@ -183,8 +247,14 @@ export const upstreamCommands: CommandDef[] = [
       metadata: {
         type: 'string',
         value: '<file|https URL>',
-        description: "SAML: the identity provider's new metadata",
+        description: "SAML: the identity provider's new metadata (of the same entityID)",
       },
+      'email-verified': {
+        type: 'string',
+        value: 'on|off',
+        description: 'SAML: the provider vouches for its mail attribute',
+      },
+      'require-encryption': { type: 'string', value: 'on|off', description: 'SAML: refuse unencrypted assertions' },
       ...Object.fromEntries(Object.entries(COMMON).filter(([k]) => k !== 'create-users')),
     },
     async run(ctx, v, [id]) {
@@ -202,6 +272,7 @@ export const upstreamCommands: CommandDef[] = [
           clientId: optional(v, 'client-id'),
           ...(v['client-secret-stdin'] === true ? { clientSecret: await readPassword(ctx) } : {}),
           ...(metadata !== undefined ? { saml: await samlMetadata(metadata) } : {}),
+          ...samlUpdate(v),
         },
         by(ctx),
       );

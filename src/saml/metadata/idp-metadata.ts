@@ -51,14 +51,14 @@ const SUBJECT_IDS = [
 ];
 
 /** xs:duration of whole seconds. */
-function duration(ms: number): string {
+export function xsDuration(ms: number): string {
   return `PT${Math.max(1, Math.round(ms / 1000))}S`;
 }
 
 /** xs:dateTime in UTC, to the second. */
-const dateTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+export const xsDateTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-interface Builder {
+export interface MetadataBuilder {
   el(
     parent: Element | Document,
     ns: string,
@@ -69,7 +69,7 @@ interface Builder {
 }
 
 /** Appends elements to a document: attributes set one by one, text as a text node (escaped when serialized). */
-function builder(doc: Document): Builder {
+export function metadataBuilder(doc: Document): MetadataBuilder {
   return {
     el(parent, ns, qualified, attributes = {}, text) {
       const element = doc.createElementNS(ns, qualified);
@@ -84,7 +84,12 @@ function builder(doc: Document): Builder {
   };
 }
 
-function keyDescriptor(b: Builder, parent: Element, use: 'signing' | 'encryption', pem: string): Element {
+export function appendKeyDescriptor(
+  b: MetadataBuilder,
+  parent: Element,
+  use: 'signing' | 'encryption',
+  pem: string,
+): Element {
   const descriptor = b.el(parent, MD.md, 'md:KeyDescriptor', { use });
   const info = b.el(descriptor, MD.ds, 'ds:KeyInfo');
   b.el(b.el(info, MD.ds, 'ds:X509Data'), MD.ds, 'ds:X509Certificate', {}, readCertificate(pem).base64);
@@ -92,9 +97,9 @@ function keyDescriptor(b: Builder, parent: Element, use: 'signing' | 'encryption
 }
 
 /** What the encryption keys accept: AES-GCM content, RSA-OAEP (MGF1, SHA-1 digest) key transport. */
-const ACCEPTED_ENCRYPTION = [ENCRYPTION.aes256Gcm, ENCRYPTION.aes128Gcm, KEY_TRANSPORT.rsaOaepMgf1p];
+export const ACCEPTED_ENCRYPTION = [ENCRYPTION.aes256Gcm, ENCRYPTION.aes128Gcm, KEY_TRANSPORT.rsaOaepMgf1p];
 
-function roleExtensions(b: Builder, idp: Element, input: IdpMetadataInput): void {
+function roleExtensions(b: MetadataBuilder, idp: Element, input: IdpMetadataInput): void {
   const hasUi = input.displayName || input.logo || input.privacyStatementUrl || input.informationUrl;
   if (input.scopes.length === 0 && !hasUi) return;
   const extensions = b.el(idp, MD.md, 'md:Extensions');
@@ -111,12 +116,12 @@ function roleExtensions(b: Builder, idp: Element, input: IdpMetadataInput): void
   }
 }
 
-function idpDescriptor(b: Builder, root: Element, input: IdpMetadataInput): void {
+function idpDescriptor(b: MetadataBuilder, root: Element, input: IdpMetadataInput): void {
   const idp = b.el(root, MD.md, 'md:IDPSSODescriptor', { protocolSupportEnumeration: SAML2_PROTOCOL });
   roleExtensions(b, idp, input);
-  for (const pem of input.signingCertificates) keyDescriptor(b, idp, 'signing', pem);
+  for (const pem of input.signingCertificates) appendKeyDescriptor(b, idp, 'signing', pem);
   for (const pem of input.encryptionCertificates) {
-    const descriptor = keyDescriptor(b, idp, 'encryption', pem);
+    const descriptor = appendKeyDescriptor(b, idp, 'encryption', pem);
     for (const algorithm of ACCEPTED_ENCRYPTION)
       b.el(descriptor, MD.md, 'md:EncryptionMethod', { Algorithm: algorithm });
   }
@@ -139,7 +144,7 @@ function idpDescriptor(b: Builder, root: Element, input: IdpMetadataInput): void
     });
 }
 
-function entityExtensions(b: Builder, root: Element, input: IdpMetadataInput): void {
+function entityExtensions(b: MetadataBuilder, root: Element, input: IdpMetadataInput): void {
   const support = input.entityCategorySupport ?? [];
   if (support.length === 0) return;
   const attributes = b.el(b.el(root, MD.md, 'md:Extensions'), MD.mdattr, 'mdattr:EntityAttributes');
@@ -150,7 +155,11 @@ function entityExtensions(b: Builder, root: Element, input: IdpMetadataInput): v
   for (const value of support) b.el(attribute, MD.saml, 'saml:AttributeValue', {}, value);
 }
 
-function organizationAndContacts(b: Builder, root: Element, input: IdpMetadataInput): void {
+export function appendOrganizationAndContacts(
+  b: MetadataBuilder,
+  root: Element,
+  input: Pick<IdpMetadataInput, 'organization' | 'contacts'>,
+): void {
   if (input.organization) {
     const org = b.el(root, MD.md, 'md:Organization');
     b.el(org, MD.md, 'md:OrganizationName', { 'xml:lang': 'en' }, input.organization.name);
@@ -179,11 +188,11 @@ export function buildIdpMetadata(input: IdpMetadataInput): string {
   const id = `_${randomBytes(16).toString('hex')}`;
   root.setAttribute('ID', id);
   root.setAttribute('entityID', input.entityId);
-  root.setAttribute('validUntil', dateTime(input.validUntil));
-  root.setAttribute('cacheDuration', duration(input.cacheDurationMs));
-  const b = builder(doc);
+  root.setAttribute('validUntil', xsDateTime(input.validUntil));
+  root.setAttribute('cacheDuration', xsDuration(input.cacheDurationMs));
+  const b = metadataBuilder(doc);
   entityExtensions(b, root, input);
   idpDescriptor(b, root, input);
-  organizationAndContacts(b, root, input);
+  appendOrganizationAndContacts(b, root, input);
   return signEnveloped(doc, id, { privateKey: input.signingKey.privateKey, certificate: input.signingKey.certificate });
 }

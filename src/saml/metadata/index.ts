@@ -5,3 +5,5 @@ export * from './errors.ts';
 export * from './namespaces.ts';
 export * from './sp-descriptor.ts';
 export * from './idp-metadata.ts';
+export * from './idp-descriptor.ts';
+export * from './sp-metadata.ts';

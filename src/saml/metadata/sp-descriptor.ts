@@ -102,9 +102,9 @@ export function spDescriptorOf(entityDescriptor: Element, options: ReadOptions =
   if (validUntil !== undefined && validUntil <= now) {
     throw refuseMetadata(`the metadata of ${entityId} expired at ${new Date(validUntil).toISOString()} (validUntil)`);
   }
-  const keys = keyDescriptors(sp, entityId);
+  const keys = readKeyDescriptors(sp, entityId);
   // An SP that says it signs its requests must publish the key they are checked with.
-  if (isTrue(sp.getAttribute('AuthnRequestsSigned')) && keys.signing.length === 0) {
+  if (isXmlTrue(sp.getAttribute('AuthnRequestsSigned')) && keys.signing.length === 0) {
     throw refuseMetadata(`${entityId} says AuthnRequestsSigned but publishes no signing certificate`);
   }
   const entityAttributes = entityAttributesOf(entityDescriptor);
@@ -114,12 +114,12 @@ export function spDescriptorOf(entityDescriptor: Element, options: ReadOptions =
   return {
     entityId,
     assertionConsumerServices: assertionConsumerServices(sp, entityId),
-    singleLogoutServices: endpoints(sp, 'SingleLogoutService', entityId),
+    singleLogoutServices: readEndpoints(sp, 'SingleLogoutService', entityId),
     signingCertificates: keys.signing,
     encryptionCertificates: keys.encryption,
     encryptionMethods: keys.encryptionMethods,
-    authnRequestsSigned: isTrue(sp.getAttribute('AuthnRequestsSigned')),
-    wantAssertionsSigned: isTrue(sp.getAttribute('WantAssertionsSigned')),
+    authnRequestsSigned: isXmlTrue(sp.getAttribute('AuthnRequestsSigned')),
+    wantAssertionsSigned: isXmlTrue(sp.getAttribute('WantAssertionsSigned')),
     nameIdFormats: childElements(sp, MD.md, 'NameIDFormat').map((e) => textOf(e).trim()),
     entityCategories: entityAttributes.get(ENTITY_ATTRIBUTE.category) ?? [],
     entityCategorySupport: entityAttributes.get(ENTITY_ATTRIBUTE.categorySupport) ?? [],
@@ -131,10 +131,10 @@ export function spDescriptorOf(entityDescriptor: Element, options: ReadOptions =
   };
 }
 
-const isTrue = (value: string | null): boolean => value === 'true' || value === '1';
+export const isXmlTrue = (value: string | null): boolean => value === 'true' || value === '1';
 
 /** The earliest validUntil of the descriptor, its entity and every enclosing EntitiesDescriptor. */
-function validUntilOf(entityDescriptor: Element, sp: Element): number | undefined {
+export function validUntilOf(entityDescriptor: Element, sp: Element): number | undefined {
   let earliest: number | undefined;
   const consider = (element: Element) => {
     const value = element.getAttribute('validUntil');
@@ -156,7 +156,7 @@ function parentElement(element: Element): Element | null {
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
 
 /** https, or http on a loopback host (tests, development); nothing else is an address a browser is sent to. */
-function checkLocation(location: string, what: string, entityId: string): string {
+export function checkLocation(location: string, what: string, entityId: string): string {
   let url: URL;
   try {
     url = new URL(location);
@@ -175,7 +175,7 @@ function checkLocation(location: string, what: string, entityId: string): string
   return location;
 }
 
-function endpoints(sp: Element, name: string, entityId: string): MetadataEndpoint[] {
+export function readEndpoints(sp: Element, name: string, entityId: string): MetadataEndpoint[] {
   return childElements(sp, MD.md, name).map((e) => {
     const endpoint: MetadataEndpoint = {
       binding: e.getAttribute('Binding') ?? '',
@@ -186,13 +186,13 @@ function endpoints(sp: Element, name: string, entityId: string): MetadataEndpoin
     const index = e.getAttribute('index');
     if (index !== null && index !== '') endpoint.index = Number(index);
     const isDefault = e.getAttribute('isDefault');
-    if (isDefault !== null && isDefault !== '') endpoint.isDefault = isTrue(isDefault);
+    if (isDefault !== null && isDefault !== '') endpoint.isDefault = isXmlTrue(isDefault);
     return endpoint;
   });
 }
 
 function assertionConsumerServices(sp: Element, entityId: string): MetadataEndpoint[] {
-  const acs = endpoints(sp, 'AssertionConsumerService', entityId);
+  const acs = readEndpoints(sp, 'AssertionConsumerService', entityId);
   if (acs.length === 0) throw refuseMetadata(`${entityId} publishes no AssertionConsumerService`);
   const seen = new Set<number>();
   for (const endpoint of acs) {
@@ -211,15 +211,15 @@ function assertionConsumerServices(sp: Element, entityId: string): MetadataEndpo
   return acs;
 }
 
-interface Keys {
+export interface DescriptorKeys {
   signing: string[];
   encryption: string[];
   encryptionMethods: string[];
 }
 
 /** Certificates of the descriptor's KeyDescriptors, each read (RSA, 2048 bits or more) before it is kept. */
-function keyDescriptors(sp: Element, entityId: string): Keys {
-  const keys: Keys = { signing: [], encryption: [], encryptionMethods: [] };
+export function readKeyDescriptors(sp: Element, entityId: string): DescriptorKeys {
+  const keys: DescriptorKeys = { signing: [], encryption: [], encryptionMethods: [] };
   for (const descriptor of childElements(sp, MD.md, 'KeyDescriptor')) {
     const use = descriptor.getAttribute('use') || '';
     const certificates = childElements(descriptor, MD.ds, 'KeyInfo')
@@ -259,7 +259,7 @@ function checkCertificate(base64: string, entityId: string): string {
 }
 
 /** md:Extensions/mdattr:EntityAttributes: each attribute name with its values. */
-function entityAttributesOf(entityDescriptor: Element): Map<string, string[]> {
+export function entityAttributesOf(entityDescriptor: Element): Map<string, string[]> {
   const found = new Map<string, string[]>();
   const attributes = childElements(entityDescriptor, MD.md, 'Extensions')
     .flatMap((ext) => childElements(ext, MD.mdattr, 'EntityAttributes'))
@@ -286,7 +286,7 @@ function subjectIdRequirementOf(values: string[] | undefined): SpDescriptor['sub
 function requestedAttributes(sp: Element): SpDescriptor['requestedAttributes'] {
   return childElements(sp, MD.md, 'AttributeConsumingService')
     .flatMap((service) => childElements(service, MD.md, 'RequestedAttribute'))
-    .map((e) => ({ name: e.getAttribute('Name') ?? '', isRequired: isTrue(e.getAttribute('isRequired')) }));
+    .map((e) => ({ name: e.getAttribute('Name') ?? '', isRequired: isXmlTrue(e.getAttribute('isRequired')) }));
 }
 
 /** An element in English, or else without a language, or else the first one. */
@@ -301,7 +301,7 @@ function preferEnglish(elements: Element[]): string | undefined {
   return text || undefined;
 }
 
-function displayNameOf(entityDescriptor: Element, sp: Element): string | undefined {
+export function displayNameOf(entityDescriptor: Element, sp: Element): string | undefined {
   const uiNames = childElements(sp, MD.md, 'Extensions')
     .flatMap((ext) => childElements(ext, MD.mdui, 'UIInfo'))
     .flatMap((ui) => childElements(ui, MD.mdui, 'DisplayName'));
@@ -321,7 +321,7 @@ function displayNameOf(entityDescriptor: Element, sp: Element): string | undefin
  * only the leading children are read. An aggregate's EntitiesDescriptor has thousands of children,
  * and each of its entities asks for the aggregate's Extensions.
  */
-function leadingExtensions(node: Element): Element[] {
+export function leadingExtensions(node: Element): Element[] {
   const found: Element[] = [];
   for (let child = node.firstChild; child; child = child.nextSibling) {
     if (child.nodeType !== 1) continue;
@@ -333,7 +333,7 @@ function leadingExtensions(node: Element): Element[] {
 }
 
 /** mdrpi:RegistrationInfo of the entity, or of the nearest enclosing aggregate. */
-function registrationAuthorityOf(entityDescriptor: Element): string | undefined {
+export function registrationAuthorityOf(entityDescriptor: Element): string | undefined {
   for (let node: Element | null = entityDescriptor; node; node = parentElement(node)) {
     const info = leadingExtensions(node).flatMap((ext) => childElements(ext, MD.mdrpi, 'RegistrationInfo'))[0];
     const authority = info?.getAttribute('registrationAuthority');
