@@ -435,10 +435,8 @@ export async function verifyPassword(
 ): Promise<PasswordVerdict> {
   const parsed = stored ? parse(stored) : undefined;
   const costliest = options.costliest ? parse(options.costliest) : undefined;
-  const own = await decoyHash();
-  let steps: Step[];
-  if (parsed?.own) steps = ownSteps(parsed, password, true);
-  else steps = ownSteps(own, password, false);
+  // the decoy (made once per process) only where the user has no hash of the service's own
+  const steps: Step[] = parsed?.own ? ownSteps(parsed, password, true) : ownSteps(await decoyHash(), password, false);
   if (parsed && !parsed.own) steps.push({ target: parsed, password, real: true, outdated: !parsed.current });
   else if (costliest && !costliest.own) steps.push({ target: costliest, password, real: false, outdated: false });
   const matches = await inSpan('password hash', { 'password.operation': 'verify' }, () =>

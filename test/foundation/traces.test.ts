@@ -332,7 +332,10 @@ for (const dialect of dialects()) {
       const loginId = login.headers.get('x-request-id')!;
       const hash = await spanWhere(
         receiver.spans,
-        (s) => s.name === 'password hash' && s.attributes['http.request.id'] === loginId,
+        (s) =>
+          s.name === 'password hash' &&
+          s.attributes['http.request.id'] === loginId &&
+          s.attributes['password.operation'] === 'verify',
         'the hashing span of the sign-in',
       );
       assert.equal(hash.attributes['password.operation'], 'verify');
