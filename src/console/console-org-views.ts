@@ -322,7 +322,7 @@ export function upstreamView(v: ConsoleView, u: { org: OrgRef; rows: UpstreamRow
     (r) =>
       html`<tr><th scope="row">${r.name}</th><td>${r.type === 'saml' ? t('console.protocol_saml') : t('console.protocol_oidc')}</td><td>${yes(r.enabled)}</td><td>${r.linkBy}</td><td>${yes(r.createUsers)}</td><td>${r.namespace ?? ''}</td></tr>`,
   );
-  const table = html`<div class="table-wrap"><table>
+  const table = html`<div class="table-wrap" tabindex="0" role="region" aria-label="${t('console.upstream_title')}"><table>
 <caption class="visually-hidden">${t('console.upstream_title')}</caption>
 <thead><tr><th scope="col">${t('console.col_name')}</th><th scope="col">${t('console.col_type')}</th><th scope="col">${t('console.col_enabled')}</th><th scope="col">${t('console.col_link_by')}</th><th scope="col">${t('console.col_create_users')}</th><th scope="col">${t('console.col_namespace')}</th></tr></thead>
 <tbody>${rows}</tbody></table></div>`;

@@ -245,7 +245,7 @@ function upstreamSection(v: ConsoleView, page: UserPageView): Html {
 ${act && v.csrf ? html`<td><form method="post" action="${path}/upstream-links/unlink">${hidden(v.csrf.field, v.csrf.token)}${hidden('upstream', l.upstream)}<button type="submit" class="secondary small" aria-label="${t('console.unlink')}: ${l.name}">${t('console.unlink')}</button></form></td>` : html``}
 </tr>`,
   );
-  const table = html`<div class="table-wrap"><table>
+  const table = html`<div class="table-wrap" tabindex="0" role="region" aria-label="${t('console.links_title')}"><table>
 <caption class="visually-hidden">${t('console.links_title')}</caption>
 <thead><tr><th scope="col">${t('console.col_provider')}</th><th scope="col">${t('console.col_upstream_subject')}</th><th scope="col">${t('console.col_linked')}</th>${act ? html`<th scope="col">${t('console.col_actions')}</th>` : html``}</tr></thead>
 <tbody>${rows}</tbody></table></div>`;
