@@ -35,8 +35,10 @@ import {
   REPORT_LISTS,
   reportView,
   staffView,
+  upstreamView,
   type ReportList,
 } from './console-org-views.ts';
+import { listUpstreamProviders } from '../upstream/providers.ts';
 import { DEFAULT_UNUSED_DAYS, organizationReport } from './report.ts';
 import { checkEppnList, MAX_OFFBOARD, offboardUsers, previewOffboarding } from './offboarding.ts';
 
@@ -402,6 +404,22 @@ async function changeHelpdesk(deps: ConsoleDeps, request: OrgRequest, reply: Fas
   });
 }
 
+// ---- upstream identity providers (read-only) -----------------------------------------------------
+
+async function upstreamPage(deps: ConsoleDeps, request: OrgRequest, reply: FastifyReply) {
+  const ctx = await orgContext(deps, request, reply, { admin: true });
+  if (!ctx) return reply;
+  const rows = (await listUpstreamProviders(deps.store, ctx.org.id)).map((p) => ({
+    name: p.name,
+    type: p.type,
+    enabled: p.enabled,
+    linkBy: String(p.link_by),
+    createUsers: p.create_users === true,
+    namespace: typeof p.namespace === 'string' ? p.namespace : null,
+  }));
+  return sendHtml(reply, 200, upstreamView(ctx.staff.view, { org: ctx.org, rows }));
+}
+
 export function organizationPages(deps: ConsoleDeps) {
   return async function consoleOrganizationPages(app: FastifyInstance) {
     const base = '/console/org/:org_id';
@@ -415,6 +433,7 @@ export function organizationPages(deps: ConsoleDeps) {
     app.post<{ Params: OrgParams }>(`${base}/offboard/preview`, (q, r) => offboardPreview(deps, q, r));
     app.post<{ Params: OrgParams }>(`${base}/offboard`, (q, r) => offboard(deps, q, r));
     app.get<{ Params: OrgParams }>(`${base}/staff`, (q, r) => staffPage(deps, q, r));
+    app.get<{ Params: OrgParams }>(`${base}/upstream`, (q, r) => upstreamPage(deps, q, r));
     app.post<{ Params: OrgParams }>(`${base}/staff`, (q, r) => changeHelpdesk(deps, q, r, true));
     app.post<{ Params: OrgParams }>(`${base}/staff/revoke`, (q, r) => changeHelpdesk(deps, q, r, false));
   };

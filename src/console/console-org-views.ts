@@ -304,3 +304,30 @@ ${v.csrf ? hidden(v.csrf.field, v.csrf.token) : html``}
 </form>`;
   return consolePage(v, t('console.staff_title'), body, s.org);
 }
+
+export interface UpstreamRow {
+  name: string;
+  type: string;
+  enabled: boolean;
+  linkBy: string;
+  createUsers: boolean;
+  namespace: string | null;
+}
+
+/** The organization's upstream identity providers, read-only and without any secret. */
+export function upstreamView(v: ConsoleView, u: { org: OrgRef; rows: UpstreamRow[] }): string {
+  const { t } = v;
+  const yes = (b: boolean) => t(b ? 'console.yes' : 'console.no');
+  const rows = u.rows.map(
+    (r) =>
+      html`<tr><th scope="row">${r.name}</th><td>${r.type === 'saml' ? t('console.protocol_saml') : t('console.protocol_oidc')}</td><td>${yes(r.enabled)}</td><td>${r.linkBy}</td><td>${yes(r.createUsers)}</td><td>${r.namespace ?? ''}</td></tr>`,
+  );
+  const table = html`<div class="table-wrap" tabindex="0" role="region" aria-label="${t('console.upstream_title')}"><table>
+<caption class="visually-hidden">${t('console.upstream_title')}</caption>
+<thead><tr><th scope="col">${t('console.col_name')}</th><th scope="col">${t('console.col_type')}</th><th scope="col">${t('console.col_enabled')}</th><th scope="col">${t('console.col_link_by')}</th><th scope="col">${t('console.col_create_users')}</th><th scope="col">${t('console.col_namespace')}</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`;
+  const body = html`<h1>${t('console.upstream_title')}</h1>
+<p>${t('console.upstream_text')}</p>
+${u.rows.length ? table : html`<p>${t('console.upstream_none')}</p>`}`;
+  return consolePage(v, t('console.upstream_title'), body, u.org);
+}

@@ -10,6 +10,7 @@ import { removeOrganizationPasskey, removeUserPasskeys } from '../webauthn/passk
 import { createRecoveryLink, recoveryLinks, revokeLink } from '../webauthn/recovery-links.ts';
 import { inviteUsers } from '../webauthn/invitations.ts';
 import { endUserSessions } from '../oauth/end-user-sessions.ts';
+import { linksOfUser, unlinkAccount } from '../upstream/linking.ts';
 import { positiveId } from '../http/organization-grant.ts';
 import { AppError } from '../errors.ts';
 import { mayActOn } from '../directory/roles.ts';
@@ -79,6 +80,7 @@ const DONE: Record<string, ConsoleKey> = {
   deleted_all: 'console.deleted_all',
   revoked: 'console.revoked',
   invited: 'console.invited',
+  unlinked: 'console.unlinked',
 };
 
 async function passkeysOf(deps: ConsoleDeps, user: User): Promise<ConsolePasskey[]> {
@@ -125,6 +127,12 @@ async function renderUser(
     },
     passkeys: await passkeysOf(deps, user),
     links: links.map((l) => ({ id: l.id, state: l.state, expires: l.expires_at, createdBy: l.created_by })),
+    upstreamLinks: (await linksOfUser(deps.store, user.id)).map((l) => ({
+      upstream: l.upstream,
+      name: l.name,
+      subject: l.subject,
+      linkedAt: l.created_at,
+    })),
     mayAct,
     mail: deps.config.smtpUrl !== undefined,
     ...flash,
@@ -288,6 +296,26 @@ async function invite(deps: ConsoleDeps, request: FastifyRequest<{ Params: UserP
   return redirect(reply, `${userPath(ctx.org.id, ctx.user.eppn)}?done=invited`);
 }
 
+// ---- linked upstream identities ------------------------------------------------------------------
+
+/** Removes a link with the function the admin CLI and the account page use (audited, role-checked). */
+async function unlink(deps: ConsoleDeps, request: FastifyRequest<{ Params: UserParams }>, reply: FastifyReply) {
+  const ctx = await userContext(deps, request, reply, true);
+  if (!ctx) return reply;
+  const upstream = formText(request, 'upstream', 40);
+  const linked =
+    upstream !== undefined && (await linksOfUser(deps.store, ctx.user.id)).some((l) => l.upstream === upstream);
+  if (!linked) return renderUser(deps, reply, ctx, { error: ctx.staff.view.t('console.error_link_gone') }, 404);
+  try {
+    await unlinkAccount(deps.store, upstream, ctx.user, { actor: staffActor(ctx.staff, request), now: deps.now() });
+  } catch (err) {
+    if (err instanceof AppError && err.status === 404)
+      return renderUser(deps, reply, ctx, { error: ctx.staff.view.t('console.error_link_gone') }, 404);
+    return refused(deps, reply, ctx, err);
+  }
+  return redirect(reply, `${userPath(ctx.org.id, ctx.user.eppn)}?done=unlinked`);
+}
+
 export function userPages(deps: ConsoleDeps) {
   return async function consoleUserPages(app: FastifyInstance) {
     const base = '/console/org/:org_id';
@@ -299,6 +327,7 @@ export function userPages(deps: ConsoleDeps) {
     app.post<{ Params: UserParams }>(`${base}/users/:eppn/delete-all`, (q, r) => deleteAll(deps, q, r));
     app.post<{ Params: UserParams }>(`${base}/users/:eppn/recovery-links`, (q, r) => createLink(deps, q, r));
     app.post<{ Params: UserParams }>(`${base}/users/:eppn/invite`, (q, r) => invite(deps, q, r));
+    app.post<{ Params: UserParams }>(`${base}/users/:eppn/upstream-links/unlink`, (q, r) => unlink(deps, q, r));
     app.post<{ Params: PasskeyParams }>(`${base}/users/:eppn/recovery-links/:id/revoke`, (q, r) => revoke(deps, q, r));
   };
 }

@@ -35,6 +35,7 @@ function orgNav(v: ConsoleView, org: OrgRef | undefined): Html {
       [`${base}/offboard`, 'console.nav_offboard'],
       [`${base}/staff`, 'console.nav_staff'],
       [`${base}/applications`, 'console.nav_applications'],
+      [`${base}/upstream`, 'console.nav_upstream'],
     );
   const many = v.staff.access.operator || v.staff.access.helpdesk.length > 1;
   if (many) links.push(['/console', 'console.nav_organizations']);
@@ -131,11 +132,20 @@ export interface ConsoleLink {
   createdBy: string;
 }
 
+/** An upstream identity linked to the user (docs/upstream.md). */
+export interface ConsoleUpstreamLink {
+  upstream: string;
+  name: string;
+  subject: string;
+  linkedAt: string;
+}
+
 export interface UserPageView {
   org: OrgRef;
   user: { eppn: string; name: string; email: string | null; disabled: boolean; hasPassword: boolean };
   passkeys: ConsolePasskey[];
   links: ConsoleLink[];
+  upstreamLinks: ConsoleUpstreamLink[];
   /** false when the user's roles are as strong as the staff member's: no action is offered (directory/roles.ts) */
   mayAct: boolean;
   /** a mail server is configured: invitations can be sent */
@@ -225,6 +235,24 @@ ${hidden(v.csrf.field, v.csrf.token)}
 ${links}${inviteForm(v, page, path)}</section>`;
 }
 
+function upstreamSection(v: ConsoleView, page: UserPageView): Html {
+  const { t } = v;
+  const path = userPath(page.org.id, page.user.eppn);
+  const act = page.mayAct && v.csrf !== undefined;
+  const rows = page.upstreamLinks.map(
+    (l) => html`<tr><th scope="row">${l.name}</th><td><code>${l.subject}</code></td>
+<td><time datetime="${l.linkedAt}">${formatTime(Date.parse(l.linkedAt), v.frame.locale)}</time></td>
+${act && v.csrf ? html`<td><form method="post" action="${path}/upstream-links/unlink">${hidden(v.csrf.field, v.csrf.token)}${hidden('upstream', l.upstream)}<button type="submit" class="secondary small" aria-label="${t('console.unlink')}: ${l.name}">${t('console.unlink')}</button></form></td>` : html``}
+</tr>`,
+  );
+  const table = html`<div class="table-wrap" tabindex="0" role="region" aria-label="${t('console.links_title')}"><table>
+<caption class="visually-hidden">${t('console.links_title')}</caption>
+<thead><tr><th scope="col">${t('console.col_provider')}</th><th scope="col">${t('console.col_upstream_subject')}</th><th scope="col">${t('console.col_linked')}</th>${act ? html`<th scope="col">${t('console.col_actions')}</th>` : html``}</tr></thead>
+<tbody>${rows}</tbody></table></div>`;
+  return html`<section aria-labelledby="upstream-links-h"><h2 id="upstream-links-h">${t('console.links_title')}</h2>
+${page.upstreamLinks.length ? table : html`<p>${t('console.links_none')}</p>`}</section>`;
+}
+
 /** "Send an invitation by e-mail": only with a mail server, for an enabled user with an address. */
 function inviteForm(v: ConsoleView, page: UserPageView, path: string): Html {
   const { t } = v;
@@ -249,6 +277,7 @@ ${page.mayAct ? html`` : html`<p class="hint" id="user-stronger">${t('console.us
 <section aria-labelledby="passkeys-h"><h2 id="passkeys-h">${t('console.passkeys_title')}</h2>
 ${passkeyTable(v, page)}</section>
 ${recoverySection(v, page)}
+${upstreamSection(v, page)}
 <p><a href="/console/org/${String(org.id)}/audit?eppn=${encodeURIComponent(user.eppn)}">${t('console.user_audit')}</a></p>`;
   return consolePage(v, title, body, org);
 }

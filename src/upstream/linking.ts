@@ -16,6 +16,7 @@ import { isUniqueViolation } from '../store/index.ts';
 import { iso } from '../time.ts';
 import type { UpstreamAssertion, UpstreamProvider } from './types.ts';
 import { findUpstreamProvider } from './providers.ts';
+import { recordingRefusals, requireWeaker } from '../directory/roles.ts';
 
 export type LinkRefusal =
   /** no account matched and the provider does not create users */
@@ -281,6 +282,8 @@ async function loadProvider(store: Store, id: string): Promise<UpstreamProvider>
 /**
  * Removes a link (and the secondary id it brought). `requireOtherWay`: the user unlinks their own,
  * which they may only while another way to sign in remains (a passkey, a password, another link).
+ * Anyone else (console staff) must be stronger than the user's roles (directory/roles.ts); a
+ * refusal is audited.
  */
 export async function unlinkAccount(
   store: Store,
@@ -289,28 +292,32 @@ export async function unlinkAccount(
   { actor = SYSTEM, now = Date.now(), requireOtherWay = false }: Change & { requireOtherWay?: boolean } = {},
 ): Promise<void> {
   const provider = await loadProvider(store, providerId);
-  await store.db.transaction().execute(async (trx) => {
-    const link = await repo.findLinkOfUser(trx, provider.id, user.id);
-    if (!link) throw notFound(`user '${user.eppn}' has no link to upstream provider ${provider.id}`);
-    if (requireOtherWay) {
-      const fresh = await dir.findUserById(trx, user.id);
-      const links = await repo.listLinksOfUser(trx, user.id);
-      const others = fresh && (fresh.password_hash !== null || fresh.passkey_count > 0 || links.length > 1);
-      if (!others) throw conflict('this is your only way to sign in: add a passkey first');
-    }
-    await repo.deleteLink(trx, provider.id, user.id);
-    if (provider.namespace) {
-      await deleteUserId(trx, user.id, provider.namespace, link.subject);
-      await publish(trx, 'user', user.sub);
-    }
-    await recordAudit(trx, {
-      action: 'upstream.unlink',
-      actor,
-      at: now,
-      subject: `upstream:${provider.id}`,
-      orgId: provider.orgId,
-      eppn: user.eppn,
-      details: { upstream: provider.id, upstream_subject: link.subject.slice(0, 256) },
-    });
-  });
+  const own = actor.type === 'user' && actor.id === user.eppn;
+  await recordingRefusals(store, () =>
+    store.db.transaction().execute(async (trx) => {
+      if (!own) await requireWeaker(trx, actor, user, 'upstream.unlink', now);
+      const link = await repo.findLinkOfUser(trx, provider.id, user.id);
+      if (!link) throw notFound(`user '${user.eppn}' has no link to upstream provider ${provider.id}`);
+      if (requireOtherWay) {
+        const fresh = await dir.findUserById(trx, user.id);
+        const links = await repo.listLinksOfUser(trx, user.id);
+        const others = fresh && (fresh.password_hash !== null || fresh.passkey_count > 0 || links.length > 1);
+        if (!others) throw conflict('this is your only way to sign in: add a passkey first');
+      }
+      await repo.deleteLink(trx, provider.id, user.id);
+      if (provider.namespace) {
+        await deleteUserId(trx, user.id, provider.namespace, link.subject);
+        await publish(trx, 'user', user.sub);
+      }
+      await recordAudit(trx, {
+        action: 'upstream.unlink',
+        actor,
+        at: now,
+        subject: `upstream:${provider.id}`,
+        orgId: provider.orgId,
+        eppn: user.eppn,
+        details: { upstream: provider.id, upstream_subject: link.subject.slice(0, 256) },
+      });
+    }),
+  );
 }

@@ -2,8 +2,8 @@
 // passkey, finds a user, deletes one passkey with a reason, creates a recovery link; a fresh
 // browser opens the link and registers a new passkey; the link then fails; the audit trail shows
 // the actions with actor and reason, and the passkey API agrees. The keyboard alone does the
-// deletion. axe-core checks every console page (the applications too) in English and Bokmål at 390
-// and 1280 px wide.
+// deletion. axe-core checks every console page (the applications and sign-in providers too) in
+// English and Bokmål at 390 and 1280 px wide.
 // With CONSOLE_SCREENSHOTS=<dir> the pages are also saved there (docs/console/ holds them).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,6 +16,8 @@ import { listAuditEvents } from '../../src/store/audit.ts';
 import { grantRole } from '../../src/directory/roles.ts';
 import { addServiceProvider, serviceProviderClientId } from '../../src/service-providers/index.ts';
 import { shibboleth } from '../saml-idp/sso-fixtures.ts';
+import { addUpstreamProvider } from '../../src/upstream/providers.ts';
+import { linkAccount } from '../../src/upstream/linking.ts';
 import type { User } from '../../src/store/directory.ts';
 import {
   addVirtualAuthenticator,
@@ -86,6 +88,17 @@ for (const dialect of dialects()) {
         redirectUris: ['https://lms.example.org/callback'],
         groups: ['userid-idp', 'email'],
       });
+      // a sign-in provider, and ada linked to it
+      const upstream = await addUpstreamProvider(server.store, server.keys, {
+        orgId: 1,
+        type: 'oidc',
+        name: 'Campus IdP',
+        issuer: 'https://campus-idp.example.test',
+        clientId: 'campus',
+        clientSecret: 'campus-secret',
+        linkBy: 'none',
+      });
+      await linkAccount(server.store, upstream.id, ada.eppn, 'ada-at-campus');
       browser = await launchBrowser();
     });
     after(async () => {
@@ -260,6 +273,7 @@ for (const dialect of dialects()) {
               await go('/console/org/1/report', 'report');
               await go('/console/org/1/staff', 'staff');
               await go('/console/org/1/applications', 'applications');
+              await go('/console/org/1/upstream', 'upstream');
               await go(`/console/org/1/applications/${spClientId}`, 'application');
               await go('/console/org/1/offboard', 'offboard');
               await page.fill('#eppns', 'adam@example.org\nghost@example.org');
@@ -281,7 +295,7 @@ for (const dialect of dialects()) {
                 GOOGLE_PASSWORD_MANAGER,
                 true,
               );
-              assert.equal(visited.length, 13);
+              assert.equal(visited.length, 14);
             }
           } finally {
             await staff.context.close();
