@@ -169,6 +169,10 @@ function target(org: Organization, p: Prepared, m: Matches): User | undefined | 
     return `external_id '${p.externalId}' belongs to '${byExternalId.eppn}', not to '${p.eppn}'`;
   if (byEppn && !byExternalId && p.externalId !== undefined && byEppn.external_id !== null)
     return `'${p.eppn}' has another external_id ('${byEppn.external_id}')`;
+  // An account an upstream sign-in made or linked is not the directory's person just because the
+  // eppn is the same: the line must name it by its external_id (or the link be removed first).
+  if (byEppn && !byExternalId && byEppn.external_id === null && m.upstreamLinked.has(byEppn.id))
+    return `'${p.eppn}' is linked to an upstream identity and has no external_id: not merged (remove the link or set its external_id first)`;
   return byExternalId ?? byEppn;
 }
 

@@ -165,6 +165,18 @@ export async function deleteOrganization(db: Q, id: number): Promise<boolean> {
 }
 
 /** A user of one of the organizations by e-mail address (stored in lower case); the first, if several. */
+/** Up to `limit` users of an organization with this e-mail address, lowest id first. */
+export function usersWithEmailIn(db: Q, orgId: number, email: string, limit = 2): Promise<User[]> {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('email', '=', email.trim().toLowerCase())
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
 export async function findUserByEmailIn(db: Q, orgIds: number[], email: string): Promise<User | undefined> {
   let first: User | undefined;
   for (const chunk of chunks(orgIds)) {

@@ -193,14 +193,15 @@ export function findUserByExternalId(db: Q, orgId: number, externalId: string) {
 }
 
 /** Whether a secondary id is held by any user already. */
-export async function secondaryIdTaken(db: Q, namespace: string, identifier: string): Promise<boolean> {
+/** The user holding the secondary id, if any. */
+export async function secondaryIdOwner(db: Q, namespace: string, identifier: string): Promise<number | undefined> {
   const row = await db
     .selectFrom('user_ids')
     .select('user_id')
     .where('namespace', '=', namespace)
     .where('identifier', '=', identifier)
     .executeTakeFirst();
-  return row !== undefined;
+  return row === undefined ? undefined : Number(row.user_id);
 }
 
 /** The organization of a realm (the part of an eppn after the @). */

@@ -16,7 +16,7 @@ export async function findImportMatches(
   orgId: number,
   eppns: string[],
   externalIds: string[],
-): Promise<{ byEppn: Map<string, User>; byExternalId: Map<string, User> }> {
+): Promise<{ byEppn: Map<string, User>; byExternalId: Map<string, User>; upstreamLinked: Set<number> }> {
   const byEppn = new Map<string, User>();
   const byExternalId = new Map<string, User>();
   for (let i = 0; i < eppns.length; i += ROWS_PER_STATEMENT) {
@@ -28,7 +28,20 @@ export async function findImportMatches(
     const slice = externalIds.slice(i, i + ROWS_PER_STATEMENT);
     for (const row of await usersByExternalId(db, orgId, slice)) byExternalId.set(row.external_id!, row);
   }
-  return { byEppn, byExternalId };
+  // Accounts found by eppn alone that an upstream sign-in created or linked (no external_id).
+  const unanchored = [...byEppn.values()].filter((u) => u.external_id === null).map((u) => u.id);
+  const upstreamLinked = new Set<number>();
+  for (let i = 0; i < unanchored.length; i += ROWS_PER_STATEMENT) {
+    const slice = unanchored.slice(i, i + ROWS_PER_STATEMENT);
+    const rows = await db
+      .selectFrom('upstream_links')
+      .select('user_id')
+      .distinct()
+      .where('user_id', 'in', slice)
+      .execute();
+    for (const row of rows) upstreamLinked.add(Number(row.user_id));
+  }
+  return { byEppn, byExternalId, upstreamLinked };
 }
 
 /**

@@ -13,6 +13,7 @@ import { addUser, eppnProblem, normalizeEppn, normalizeEmail, realmOf } from '..
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { isUniqueViolation } from '../store/index.ts';
+import { rolesOfUser } from '../store/roles.ts';
 import { iso } from '../time.ts';
 import type { UpstreamAssertion, UpstreamProvider } from './types.ts';
 import { findUpstreamProvider } from './providers.ts';
@@ -41,21 +42,45 @@ export function single(attributes: UpstreamAssertion['attributes'], name: string
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
 
+/** Printable ASCII only: an upstream's eppn or address is never case-folded from anything else. */
+const PRINTABLE_ASCII = /^[\x21-\x7e]+$/;
+
+/**
+ * The attribute's one value when it is plain ASCII; undefined otherwise. Lower-casing other
+ * characters can turn them into ASCII letters (U+212A KELVIN SIGN into k), so a value that is not
+ * ASCII is never normalised, matched or made into a username.
+ */
+export function asciiSingle(attributes: UpstreamAssertion['attributes'], name: string): string | undefined {
+  const value = single(attributes, name);
+  return value !== undefined && PRINTABLE_ASCII.test(value) ? value : undefined;
+}
+
+/** Why a candidate account is not linked, beyond the refusal shown (audited as an upstream.refused record of its own). */
+type CandidateRefusal = { refusal: LinkRefusal; detail: 'ambiguous_email' | 'staff_account'; user?: dir.User };
+
 async function candidateOf(
   store: Store,
   provider: UpstreamProvider,
   org: dir.Organization,
   attributes: UpstreamAssertion['attributes'],
-): Promise<dir.User | undefined> {
+): Promise<dir.User | CandidateRefusal | undefined> {
   switch (provider.linkBy) {
     case 'email': {
-      const email = single(attributes, 'email');
+      const email = asciiSingle(attributes, 'email');
       if (!email || single(attributes, 'email_verified') !== 'true') return undefined;
-      return dir.findUserByEmailIn(store.db, [org.id], email);
+      const users = await dir.usersWithEmailIn(store.db, org.id, normalizeEmail(email), 2);
+      // Two accounts with the address: which person signed in cannot be told.
+      if (users.length > 1) return { refusal: 'no_account', detail: 'ambiguous_email' };
+      const user = users[0];
+      if (!user) return undefined;
+      // An account with a staff role is never taken over by whoever controls its address upstream.
+      if ((await rolesOfUser(store.db, user.id)).length > 0)
+        return { refusal: 'no_account', detail: 'staff_account', user };
+      return user;
     }
     case 'eppn': {
-      const eppn = single(attributes, 'eppn');
-      if (!eppn) return undefined;
+      const eppn = asciiSingle(attributes, 'eppn');
+      if (!eppn || eppnProblem(normalizeEppn(eppn))) return undefined;
       const user = await dir.findUserByEppn(store.db, normalizeEppn(eppn));
       return user && user.org_id === org.id ? user : undefined;
     }
@@ -67,6 +92,26 @@ async function candidateOf(
     default:
       return undefined;
   }
+}
+
+/** Audits why a link was refused, in more detail than the refusal page says. */
+async function recordLinkRefused(
+  store: Store,
+  provider: UpstreamProvider,
+  subject: string,
+  detail: string,
+  { actor = SYSTEM, now = Date.now() }: Change,
+  user?: Pick<dir.User, 'eppn'>,
+): Promise<void> {
+  await recordAudit(store.db, {
+    action: 'upstream.refused',
+    actor,
+    at: now,
+    subject: `upstream:${provider.id}`,
+    orgId: provider.orgId,
+    eppn: user?.eppn ?? null,
+    details: { upstream: provider.id, upstream_subject: subject.slice(0, 256), reason: detail },
+  });
 }
 
 /** Audits a refused upstream sign-in or link. */
@@ -110,7 +155,20 @@ export async function resolveAccount(
   }
   const org = await dir.findOrganization(store.db, provider.orgId);
   if (!org) return { ok: false, reason: 'no_account' };
-  const candidate = await candidateOf(store, provider, org, assertion.attributes);
+  const found = await candidateOf(store, provider, org, assertion.attributes);
+  if (found && 'refusal' in found) {
+    await recordLinkRefused(store, provider, assertion.subject, found.detail, { ...change, now }, found.user);
+    return { ok: false, reason: found.refusal, ...(found.user ? { user: found.user } : {}) };
+  }
+  const candidate = found;
+  // The identity's secondary id (namespace:subject) held by another account: the identity is that account's.
+  if (provider.namespace) {
+    const owner = await repo.secondaryIdOwner(store.db, provider.namespace, assertion.subject);
+    if (owner !== undefined && owner !== candidate?.id) {
+      await recordLinkRefused(store, provider, assertion.subject, 'secondary_id_taken', { ...change, now }, candidate);
+      return { ok: false, reason: 'identity_linked_elsewhere', ...(candidate ? { user: candidate } : {}) };
+    }
+  }
   if (candidate) {
     if (candidate.disabled_at !== null) return { ok: false, reason: 'disabled', user: candidate };
     const linked = await createLink(store, provider, candidate, assertion.subject, { ...change, now }, 'sign-in');
@@ -150,8 +208,9 @@ async function createLink(
         last_used_at: now,
       });
       if (provider.namespace) {
-        if (!(await repo.secondaryIdTaken(trx, provider.namespace, subject)))
-          await insertUserId(trx, user.id, provider.namespace, subject);
+        const owner = await repo.secondaryIdOwner(trx, provider.namespace, subject);
+        if (owner !== undefined && owner !== user.id) throw new SecondaryIdTaken();
+        if (owner === undefined) await insertUserId(trx, user.id, provider.namespace, subject);
         await publish(trx, 'user', user.sub);
       }
       await recordAudit(trx, {
@@ -166,11 +225,13 @@ async function createLink(
       return 'ok' as const;
     });
   } catch (err) {
-    // Two first sign-ins at once: the other one linked.
-    if (isUniqueViolation(err)) return 'identity_linked_elsewhere';
+    // Two first sign-ins at once: the other one linked (or took the secondary id).
+    if (err instanceof SecondaryIdTaken || isUniqueViolation(err)) return 'identity_linked_elsewhere';
     throw err;
   }
 }
+
+class SecondaryIdTaken extends Error {}
 
 const LOCAL_PART = /[^a-z0-9._-]/g;
 
@@ -183,11 +244,13 @@ async function createUser(
   change: Change,
 ): Promise<dir.User> {
   const a = assertion.attributes;
-  const verifiedEmail = single(a, 'email_verified') === 'true' ? single(a, 'email') : undefined;
+  const verifiedEmail = single(a, 'email_verified') === 'true' ? asciiSingle(a, 'email') : undefined;
   const candidates: string[] = [];
-  const eppn = single(a, 'eppn');
+  const eppn = asciiSingle(a, 'eppn');
   if (eppn && realmOf(normalizeEppn(eppn)) === org.realm) candidates.push(normalizeEppn(eppn));
-  if (verifiedEmail) {
+  // A username from the address only when the address is in the organization's own domain:
+  // president@gmail.com is not president@<realm>.
+  if (verifiedEmail && realmOf(normalizeEmail(verifiedEmail)) === org.realm) {
     const local = normalizeEmail(verifiedEmail).split('@')[0]!.replace(LOCAL_PART, '').slice(0, 64);
     if (local) candidates.push(`${local}@${org.realm}`);
   }

@@ -248,8 +248,15 @@ export async function completeSignIn(
     const missing = wanted.some((c) => !(c in claims) && c !== DEFAULT_CLAIMS.eppn);
     if (missing && tokens.access_token && config.serverMetadata().userinfo_endpoint) {
       const userinfo = await client.fetchUserInfo(config, tokens.access_token, idClaims.sub);
-      // The ID token's own claims win: they are signed.
-      claims = { ...userinfo, ...claims };
+      // The ID token's own claims win: they are signed. An address and its verification are taken
+      // together from one source: never the ID token's email with userinfo's email_verified.
+      const { email, email_verified } = { ...DEFAULT_CLAIMS, ...provider.mappings };
+      const fromUserinfo: Record<string, unknown> = { ...userinfo };
+      if (email! in claims || email_verified! in claims) {
+        delete fromUserinfo[email!];
+        delete fromUserinfo[email_verified!];
+      }
+      claims = { ...fromUserinfo, ...claims };
     }
     const amr = Array.isArray(idClaims.amr)
       ? idClaims.amr.filter((m): m is string => typeof m === 'string' && KNOWN_AMR.has(m))

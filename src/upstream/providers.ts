@@ -175,6 +175,38 @@ function newId(): string {
 }
 
 /** Adds a provider to the organization. */
+/**
+ * The issuers a social namespace's ids come from: `google:<sub>` only from Google, and so on.
+ * Another provider asserting a subject under such a namespace could claim someone else's id.
+ */
+const NAMESPACE_ISSUERS: Readonly<Record<string, RegExp>> = {
+  google: /^https:\/\/accounts\.google\.com$/,
+  microsoft: /^https:\/\/login\.microsoftonline\.com\/[0-9a-z-]+\/v2\.0$/,
+  windowslive: /^https:\/\/login\.microsoftonline\.com\/9188040d-6c67-4c5b-b112-36a304b66dad\/v2\.0$/,
+  apple: /^https:\/\/appleid\.apple\.com$/,
+  facebook: /^https:\/\/www\.facebook\.com$/,
+  linkedin: /^https:\/\/www\.linkedin\.com\/oauth$/,
+};
+
+const NAMESPACE_ISSUER_NAMES: Readonly<Record<string, string>> = {
+  google: 'https://accounts.google.com',
+  microsoft: 'https://login.microsoftonline.com/<tenant>/v2.0',
+  windowslive: 'https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0',
+  apple: 'https://appleid.apple.com',
+  facebook: 'https://www.facebook.com',
+  linkedin: 'https://www.linkedin.com/oauth',
+};
+
+/** A namespace the provider may assert ids in: a social one only from its own issuer. */
+function checkNamespaceOwner(namespace: string | null, type: string, issuer: string | null): void {
+  if (namespace === null || !(namespace in SECONDARY_NAMESPACES)) return;
+  if (namespace === 'edugain' || namespace === 'eidas') return; // federations: any member IdP
+  const pattern = NAMESPACE_ISSUERS[namespace];
+  if (!pattern) throw badRequest(`--namespace ${namespace} has no OpenID Connect issuer to bind it to`);
+  if (type !== 'oidc' || issuer === null || !pattern.test(issuer.replace(/\/$/, '')))
+    throw badRequest(`--namespace ${namespace} is only for its own issuer (${NAMESPACE_ISSUER_NAMES[namespace]})`);
+}
+
 export async function addUpstreamProvider(
   store: Store,
   keys: Keyring,
@@ -198,6 +230,7 @@ export async function addUpstreamProvider(
   let name: string;
   if (type === 'oidc') {
     const issuer = checkIssuer(input.issuer ?? '');
+    checkNamespaceOwner(common.namespace, type, issuer);
     const authMethod = input.authMethod ?? 'client_secret_basic';
     if (!(OIDC_AUTH_METHODS as readonly string[]).includes(authMethod))
       throw badRequest(`--auth-method must be one of ${OIDC_AUTH_METHODS.join(', ')}`);
@@ -218,6 +251,7 @@ export async function addUpstreamProvider(
     };
   } else {
     if (!input.saml) throw badRequest('--metadata is required for --type saml');
+    checkNamespaceOwner(common.namespace, type, null);
     name = checkName(input.name, input.saml.entityId);
     saml = {
       saml_entity_id: input.saml.entityId,
@@ -280,7 +314,10 @@ export async function updateUpstreamProvider(
   if (changes.logoUrl !== undefined) set.logo_url = checkLogo(changes.logoUrl);
   if (changes.linkBy !== undefined) set.link_by = checkLinkBy(changes.linkBy);
   if (changes.createUsers !== undefined) set.create_users = changes.createUsers ? 1 : 0;
-  if (changes.namespace !== undefined) set.namespace = checkNamespace(changes.namespace);
+  if (changes.namespace !== undefined) {
+    set.namespace = checkNamespace(changes.namespace);
+    checkNamespaceOwner(set.namespace, existing.type, existing.oidc_issuer);
+  }
   if (changes.map !== undefined) set.mappings = JSON.stringify(parseMappings(changes.map));
   if (existing.type === 'oidc') {
     if (changes.scopes !== undefined) set.oidc_scopes = checkScopes(changes.scopes);

@@ -96,6 +96,14 @@ for (const dialect of dialects()) {
           /--namespace must be one of/,
         ],
         [
+          ['--issuer', 'https://idp.example.com', '--client-id', 'c', '--client-secret-stdin', '--namespace', 'google'],
+          /--namespace google is only for its own issuer \(https:\/\/accounts\.google\.com\)/,
+        ],
+        [
+          ['--issuer', 'https://idp.example.com', '--client-id', 'c', '--client-secret-stdin', '--namespace', 'github'],
+          /--namespace github has no OpenID Connect issuer/,
+        ],
+        [
           ['--issuer', 'https://idp.example.com', '--client-id', 'c', '--client-secret-stdin', '--map', 'eppn'],
           /<attribute>=<claim>/,
         ],
@@ -151,6 +159,9 @@ for (const dialect of dialects()) {
       );
       assert.equal(updated.name, 'Google Workspace');
       assert.equal(updated.create_users, true);
+      const moved = await run(['upstream', 'update', id, '--namespace', 'apple']);
+      assert.notEqual(moved.code, 0, 'Google is not the issuer of apple ids');
+      assert.match(moved.err, /--namespace apple is only for its own issuer/);
       assert.equal((await run(['upstream', 'remove', id])).code, 0);
       assert.notEqual((await run(['upstream', 'show', id])).code, 0);
       const kinds = (

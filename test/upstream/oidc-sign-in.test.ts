@@ -253,7 +253,17 @@ for (const dialect of dialects()) {
       };
       const end = await fetchBrowser().walk((await rp.begin({ upstream: id })).url, atRp);
       assert.equal(end.status, 200, end.body.slice(0, 300));
-      const user = (await findUserByEppn(server.store.db, 'newbie@example.org'))!;
+      assert.equal(
+        await findUserByEppn(server.store.db, 'newbie@example.org'),
+        undefined,
+        'not from an outside address',
+      );
+      const user = (await server.store.db
+        .selectFrom('users')
+        .selectAll()
+        .where('email', '=', 'newbie@mail.example')
+        .executeTakeFirst())!;
+      assert.match(user.eppn, /^u[0-9a-f]{16}@example\.org$/);
       assert.equal(user.name, 'New Person');
       assert.equal(user.email, 'newbie@mail.example');
       const link = (await audit('upstream.link')).at(-1)!;
