@@ -247,6 +247,28 @@ export const ROUTE_SCHEMAS: Record<string, Json> = {
       400: malformed,
     },
   },
+  '/saml2/sp/metadata': {
+    operationId: 'samlSpMetadata',
+    summary: "The service's SAML service provider metadata, for upstream SAML identity providers (docs/upstream.md)",
+    description:
+      'A signed md:EntityDescriptor (application/samlmetadata+xml) with an SPSSODescriptor: the assertion consumer ' +
+      'service (HTTP-POST), signing and encryption certificates, AuthnRequestsSigned and WantAssertionsSigned. An ' +
+      "organization's upstream IdP registers it; its URL is the entityID.",
+    tags: ['saml'],
+    security: [],
+    response: {
+      200: {
+        description: 'The signed metadata document',
+        content: {
+          'application/samlmetadata+xml': {
+            schema: { type: 'string' },
+            example: '<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="...">',
+          },
+        },
+      },
+      400: malformed,
+    },
+  },
   '/openapi.json': {
     operationId: 'openapi',
     summary: 'This OpenAPI 3.1 document',

@@ -84,6 +84,10 @@ const NOT_DOCUMENTED: [prefix: string, why: string][] = [
   ['/saml2/idp/continue', 'the return from the sign-in pages to a SAML sign-in'],
   ['/saml2/idp/unsolicited', 'IdP-initiated SAML sign-in, a link for people'],
   ['/saml2/idp/post.js', 'the script that submits the HTTP-POST binding’s form'],
+  // an upstream sign-in's browser legs (docs/upstream.md); the SP metadata names the ACS and is documented
+  ['/upstream/:id/callback', 'the return from an upstream OpenID Connect provider (its redirect URI)'],
+  ['/saml2/sp/acs', 'the assertion consumer service: an upstream SAML IdP’s Response, HTTP-POST binding'],
+  ['/saml2/sp/post.js', 'the script that submits the HTTP-POST binding’s form to an upstream IdP'],
   ['/.well-known/webauthn', 'WebAuthn related origins, read by browsers (docs/passkey-lifecycle.md)'],
   ['/docs/', 'the API reference’s own assets and its copies of this document (/docs/json, /docs/yaml)'],
   // 400-only variants of the user-existence paths with the identifier left out (checkuser/index.ts)
