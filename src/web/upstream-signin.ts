@@ -26,6 +26,7 @@ import { signInAccepted, signInRefused } from './sign-in-audit.ts';
 import { offerApplies, renderOffer } from './passkey-offer.ts';
 import { loadInteraction, recordResult, requirePrompt, type Loaded } from './interaction.ts';
 import { startSamlUpstream, upstreamSamlRoutes } from './upstream-saml.ts';
+import { bindingOf, clearBindingCookie, newBinding, setBindingCookie } from './upstream-binding.ts';
 
 const SNOOZE_ONLY = { ignorePolicy: true } as const;
 
@@ -149,10 +150,12 @@ export async function startUpstream(
   try {
     const checks = newChecks();
     const creds = await oidcCredentials(kit.store, kit.keys, provider.id);
+    const binding = newBinding();
     const pending = await startUpstreamRequest(kit.store, {
       providerId: provider.id,
       interactionUid: uid,
       ...checks,
+      browserBinding: binding,
       now: kit.now(),
     });
     const hint = loaded.interaction.params.login_hint;
@@ -162,6 +165,7 @@ export async function startUpstream(
       ...(typeof hint === 'string' && hint.length <= 320 ? { loginHint: hint } : {}),
     });
     request.log.info({ event: 'upstream.start', upstream: provider.id, provider_type: provider.type }, 'sent upstream');
+    setBindingCookie(kit, reply, pending.id, binding, 'oidc');
     return reply.code(303).header('location', url.href).header('cache-control', 'no-store').send();
   } catch (err) {
     if (!(err instanceof UpstreamError)) throw err;
@@ -202,16 +206,19 @@ async function oidcCallback(kit: Kit, request: FastifyRequest<CallbackParams>, r
     return sendUpstreamPage(reply, frameFor(request), 404, 'upstream.unknown', { name: '' });
   const state = request.query.state;
   const pending =
-    typeof state === 'string' ? await consumeUpstreamRequest(kit.store, state, provider.id, kit.now()) : undefined;
+    typeof state === 'string'
+      ? await consumeUpstreamRequest(kit.store, state, provider.id, bindingOf(kit, request, state), kit.now())
+      : undefined;
   if (!pending) {
     request.log.warn(
       { event: 'upstream.failed', upstream: provider.id, kind: 'state' },
-      'upstream answer for no request under way',
+      'upstream answer for no request under way in this browser',
     );
     countUpstreamSignIn(provider.type, 'error');
     const frame = await providerFrame(kit, frameFor(request), provider);
     return sendUpstreamPage(reply, frame, 400, 'upstream.expired', { name: provider.name });
   }
+  clearBindingCookie(kit, reply, pending.id, 'oidc');
   if (!provider.enabled) return refusedPage(kit, request, reply, provider, 'provider_disabled', pending.interactionUid);
   try {
     const creds = await oidcCredentials(kit.store, kit.keys, provider.id);
