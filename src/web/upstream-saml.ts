@@ -67,7 +67,7 @@ export async function startSamlUpstream(
   reply: FastifyReply,
   loaded: Loaded,
   provider: UpstreamProvider,
-  failed: SamlSignInHooks['failed'],
+  { failed, forceAuthn }: { failed: SamlSignInHooks['failed']; forceAuthn: boolean },
 ) {
   const uid = loaded.interaction.uid;
   const now = kit.now();
@@ -93,6 +93,7 @@ export async function startSamlUpstream(
     acsUrl: spAcsUrl(kit.config.publicUrl),
     idp: upstream.idp,
     signingKey: { privateKey: keys.signing.privateKey, certificate: keys.signing.certificate },
+    ...(forceAuthn ? { forceAuthn: true } : {}),
     now,
   });
   request.log.info(

@@ -11,7 +11,14 @@ import { clientKey } from '../http/rate-limit.ts';
 import { countUpstreamSignIn } from '../http/metrics.ts';
 import { findUpstreamProvider, enabledProvidersOf, oidcCredentials } from '../upstream/providers.ts';
 import { resolveAccount, recordRefusal, type LinkRefusal } from '../upstream/linking.ts';
-import { authorizationUrl, completeSignIn, newChecks, UpstreamError, type UpstreamFailure } from '../upstream/oidc.ts';
+import {
+  authorizationUrl,
+  completeSignIn,
+  newChecks,
+  UpstreamError,
+  type Reauthenticate,
+  type UpstreamFailure,
+} from '../upstream/oidc.ts';
 import { consumeUpstreamRequest, startUpstreamRequest, REQUEST_ID } from '../upstream/requests.ts';
 import type { UpstreamAssertion, UpstreamProvider, UpstreamRequest } from '../upstream/types.ts';
 import { storeUpstreamAssertion, takeUpstreamAssertion, findOrganizationByRealm } from '../store/upstream.ts';
@@ -129,6 +136,19 @@ export async function upstreamFailed(
   });
 }
 
+/**
+ * Whether the relying party asked for a fresh sign-in (prompt=login, max_age): then the upstream is
+ * asked for one too (OIDC prompt=login / max_age, SAML ForceAuthn), or its own session would do.
+ */
+export function reauthenticationOf(loaded: Loaded): Reauthenticate | undefined {
+  const { prompt, max_age: maxAge } = loaded.interaction.params;
+  const login = typeof prompt === 'string' && prompt.split(' ').includes('login');
+  const age = typeof maxAge === 'string' || typeof maxAge === 'number' ? Number(maxAge) : NaN;
+  const hasAge = Number.isSafeInteger(age) && age >= 0;
+  if (!login && !hasAge) return undefined;
+  return { prompt: login, ...(hasAge ? { maxAge: age } : {}) };
+}
+
 /** Sends the browser to the provider; the request under way is recorded first. */
 export async function startUpstream(
   kit: Kit,
@@ -146,7 +166,11 @@ export async function startUpstream(
       uid,
     });
   }
-  if (provider.type === 'saml') return startSamlUpstream(kit, request, reply, loaded, provider, upstreamFailed);
+  if (provider.type === 'saml')
+    return startSamlUpstream(kit, request, reply, loaded, provider, {
+      failed: upstreamFailed,
+      forceAuthn: reauthenticationOf(loaded) !== undefined,
+    });
   try {
     const checks = newChecks();
     const creds = await oidcCredentials(kit.store, kit.keys, provider.id);
@@ -159,10 +183,12 @@ export async function startUpstream(
       now: kit.now(),
     });
     const hint = loaded.interaction.params.login_hint;
+    const reauthenticate = reauthenticationOf(loaded);
     const url = await authorizationUrl(provider, creds, pending, {
       redirectUri: callbackUrl(kit, provider.id),
       timeoutMs: kit.config.upstreamTimeoutMs,
       ...(typeof hint === 'string' && hint.length <= 320 ? { loginHint: hint } : {}),
+      ...(reauthenticate ? { reauthenticate } : {}),
     });
     request.log.info({ event: 'upstream.start', upstream: provider.id, provider_type: provider.type }, 'sent upstream');
     setBindingCookie(kit, reply, pending.id, binding, 'oidc');

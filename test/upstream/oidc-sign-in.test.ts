@@ -329,6 +329,25 @@ for (const dialect of dialects()) {
       assert.match(own.body, /offer\/later/);
     });
 
+    it('asks the upstream for a fresh sign-in when the relying party asks for one (prompt=login, max_age)', async () => {
+      const toUpstream = async (params: Record<string, string>) => {
+        const atUpstream = (u: URL) => u.searchParams.get('client_id') === CLIENT.clientId;
+        const walked = await fetchBrowser().walk((await rp.begin({ upstream: providerId, ...params })).url, atUpstream);
+        return new URL(walked.url).searchParams;
+      };
+      const plain = await toUpstream({});
+      assert.equal(plain.get('prompt'), null);
+      assert.equal(plain.get('max_age'), null);
+      const login = await toUpstream({ prompt: 'login' });
+      assert.equal(login.get('prompt'), 'login');
+      assert.equal(login.get('max_age'), null);
+      const aged = await toUpstream({ max_age: '300' });
+      assert.equal(aged.get('max_age'), '300');
+      assert.equal(aged.get('prompt'), null);
+      // max_age=0 is read as prompt=login
+      assert.equal((await toUpstream({ max_age: '0' })).get('prompt'), 'login');
+    });
+
     it('a request under way works once, for its own provider, before it expires', async () => {
       const { id } = await freshProvider();
       const { id: otherId } = await freshProvider();
