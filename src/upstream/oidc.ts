@@ -273,6 +273,9 @@ export async function completeSignIn(
       attributes: attributesFrom(provider, claims),
       amr: [...new Set(amr)],
       ...(typeof idClaims.acr === 'string' && idClaims.acr.length <= 256 ? { acr: idClaims.acr } : {}),
+      ...(typeof idClaims.auth_time === 'number' && Number.isFinite(idClaims.auth_time)
+        ? { authTime: idClaims.auth_time * 1000 }
+        : {}),
     };
   } catch (err) {
     throw failureOf(err);

@@ -318,6 +318,15 @@ export function upstreamAcr(acr: string | undefined): string {
   return (ACR_VALUES as readonly string[]).includes(acr) ? ACR_BASELINE : acr;
 }
 
+/**
+ * The session's auth time (seconds): when the user authenticated at the upstream, as it said, never
+ * later than now; now only when it said nothing.
+ */
+export function authTimeOf(assertion: UpstreamAssertion, now: number): number {
+  const at = assertion.authTime;
+  return Math.floor((at !== undefined && Number.isFinite(at) ? Math.min(at, now) : now) / 1000);
+}
+
 function clientIdOf(loaded: Loaded): string | null {
   const id = loaded.interaction.params.client_id;
   return typeof id === 'string' ? id : null;
@@ -368,7 +377,7 @@ async function upstreamReturn(kit: Kit, request: FastifyRequest<ReturnParams>, r
   countUpstreamSignIn(provider.type, 'success');
   const { interaction } = loaded;
   if (interaction.grantId && interaction.session?.accountId !== user.sub) interaction.grantId = undefined;
-  const login = { accountId: user.sub, amr, acr: upstreamAcr(assertion.acr), ts: Math.floor(kit.now() / 1000) };
+  const login = { accountId: user.sub, amr, acr: upstreamAcr(assertion.acr), ts: authTimeOf(assertion, kit.now()) };
   const returnTo = await recordResult(loaded, { login });
   if (
     (await listUserCredentials(kit.store.db, user.id)).length === 0 &&

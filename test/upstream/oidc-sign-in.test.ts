@@ -16,7 +16,7 @@ import { consumeUpstreamRequest, startUpstreamRequest } from '../../src/upstream
 import { linksOfUser } from '../../src/upstream/linking.ts';
 import { findUserByEppn, listUserIds } from '../../src/store/directory.ts';
 import { setPassword } from '../../src/directory/index.ts';
-import { upstreamAcr } from '../../src/web/upstream-signin.ts';
+import { authTimeOf, upstreamAcr } from '../../src/web/upstream-signin.ts';
 import { startTestUpstream, fetchBrowser, type TestUpstream } from './oidc-upstream.ts';
 
 const CLIENT = { clientId: 'idp-upstream-test', secret: 'upstream-client-secret-0123456789' };
@@ -346,6 +346,14 @@ for (const dialect of dialects()) {
       assert.equal(aged.get('prompt'), null);
       // max_age=0 is read as prompt=login
       assert.equal((await toUpstream({ max_age: '0' })).get('prompt'), 'login');
+    });
+
+    it("records the upstream's auth time, never later than now", () => {
+      const now = 1_800_000_000_000;
+      const base = { providerId: 'p', subject: 's', attributes: {}, amr: [] };
+      assert.equal(authTimeOf({ ...base, authTime: now - 600_000 }, now), (now - 600_000) / 1000);
+      assert.equal(authTimeOf({ ...base, authTime: now + 600_000 }, now), now / 1000);
+      assert.equal(authTimeOf(base, now), now / 1000);
     });
 
     it('a request under way works once, for its own provider, before it expires', async () => {
