@@ -58,3 +58,16 @@ export function migration025(): Migration {
     },
   };
 }
+
+/**
+ * The browser an upstream sign-in was started in: the SHA-256 of the random value of a cookie set at
+ * the start, which the callback and the ACS require before the request is consumed. Null on requests
+ * started before (they are refused at the callback, and expire within minutes).
+ */
+export function migration030(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      await sql`alter table upstream_requests add column browser_hash text`.execute(db);
+    },
+  };
+}

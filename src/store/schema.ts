@@ -701,4 +701,6 @@ export interface UpstreamRequestsTable {
   /** JSON: the UpstreamAssertion the protocol checks established, until the interaction takes it */
   assertion: string | null;
   finished_at: number | null;
+  /** SHA-256 (base64url) of the browser-binding cookie set when the sign-in started (migration 030) */
+  browser_hash: string | null;
 }

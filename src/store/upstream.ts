@@ -147,6 +147,11 @@ export async function consumeUpstreamRequestRow(
   return db.selectFrom('upstream_requests').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** The request with this id, as it is. */
+export function findUpstreamRequestRow(db: Q, id: string): Promise<UpstreamRequestRow | undefined> {
+  return db.selectFrom('upstream_requests').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
 /** The assertion the protocol checks established, waiting for the interaction to take it. */
 export async function storeUpstreamAssertion(db: Q, id: string, assertion: string): Promise<void> {
   await db

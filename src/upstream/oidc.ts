@@ -161,7 +161,12 @@ export async function authorizationUrl(
   provider: UpstreamProvider,
   creds: OidcCredentials,
   request: UpstreamRequest,
-  { redirectUri, timeoutMs, loginHint }: { redirectUri: string; timeoutMs: number; loginHint?: string },
+  {
+    redirectUri,
+    timeoutMs,
+    loginHint,
+    reauthenticate,
+  }: { redirectUri: string; timeoutMs: number; loginHint?: string; reauthenticate?: Reauthenticate },
 ): Promise<URL> {
   const config = await configurationOf(provider, creds, timeoutMs);
   const params: Record<string, string> = {
@@ -174,7 +179,15 @@ export async function authorizationUrl(
     code_challenge_method: 'S256',
   };
   if (loginHint) params.login_hint = loginHint;
+  if (reauthenticate?.prompt) params.prompt = 'login';
+  if (reauthenticate?.maxAge !== undefined) params.max_age = String(reauthenticate.maxAge);
   return client.buildAuthorizationUrl(config, params);
+}
+
+/** What a relying party asked of the sign-in's freshness: prompt=login, and/or max_age (seconds). */
+export interface Reauthenticate {
+  prompt: boolean;
+  maxAge?: number;
 }
 
 /** A fresh PKCE verifier and nonce for a request about to start. */
@@ -267,6 +280,9 @@ export async function completeSignIn(
       attributes: attributesFrom(provider, claims),
       amr: [...new Set(amr)],
       ...(typeof idClaims.acr === 'string' && idClaims.acr.length <= 256 ? { acr: idClaims.acr } : {}),
+      ...(typeof idClaims.auth_time === 'number' && Number.isFinite(idClaims.auth_time)
+        ? { authTime: idClaims.auth_time * 1000 }
+        : {}),
     };
   } catch (err) {
     throw failureOf(err);

@@ -1,6 +1,6 @@
 // Upstream sign-ins under way: started when the browser is sent to the provider, consumed once when
 // it comes back (a state or AuthnRequest ID never works twice, nor for another provider, nor late).
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Store } from '../store/index.ts';
 import * as repo from '../store/upstream.ts';
 import type { UpstreamRequest } from './types.ts';
@@ -15,6 +15,8 @@ export interface StartUpstreamRequest {
   interactionUid: string;
   nonce?: string;
   codeVerifier?: string;
+  /** the random value of the cookie binding the sign-in to the browser that starts it */
+  browserBinding: string;
   ttlMs?: number;
   now?: number;
 }
@@ -42,21 +44,50 @@ export async function startUpstreamRequest(store: Store, start: StartUpstreamReq
     code_verifier: request.codeVerifier ?? null,
     created_at: request.createdAt,
     expires_at: request.expiresAt,
+    browser_hash: bindingHash(start.browserBinding),
   });
   return request;
 }
 
+/** A new browser-binding value: 32 random bytes, base64url (the cookie's value). */
+export function newBrowserBinding(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+const bindingHash = (value: string) => createHash('sha256').update(value).digest('base64url');
+
 /**
- * The request with this id for this provider, once: undefined when it does not exist, belongs to
- * another provider, expired, or was consumed already.
+ * Whether the browser delivering an answer is the one that started the sign-in: the SHA-256 of its
+ * binding cookie equals the one recorded (compared in constant time). A request without one never matches.
+ */
+export function sameBrowser(row: Pick<repo.UpstreamRequestRow, 'browser_hash'>, binding: string | undefined): boolean {
+  if (row.browser_hash === null || typeof binding !== 'string' || binding.length === 0 || binding.length > 100)
+    return false;
+  const expected = Buffer.from(row.browser_hash);
+  const given = Buffer.from(bindingHash(binding));
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}
+
+/** The request with this id, not consumed: only to see whom an answer is for, before anything is trusted. */
+export async function peekUpstreamRequest(store: Store, id: unknown): Promise<repo.UpstreamRequestRow | undefined> {
+  if (typeof id !== 'string' || !REQUEST_ID.test(id)) return undefined;
+  return repo.findUpstreamRequestRow(store.db, id);
+}
+
+/**
+ * The request with this id for this provider, once, for the browser that started it: undefined
+ * when it does not exist, belongs to another provider, expired, was consumed already, or the
+ * browser's binding cookie does not match (then it is left as it was).
  */
 export async function consumeUpstreamRequest(
   store: Store,
   id: string,
   providerId: string,
+  binding: string | undefined,
   now = Date.now(),
 ): Promise<UpstreamRequest | undefined> {
-  if (typeof id !== 'string' || !REQUEST_ID.test(id)) return undefined;
+  const found = await peekUpstreamRequest(store, id);
+  if (!found || !sameBrowser(found, binding)) return undefined;
   const row = await repo.consumeUpstreamRequestRow(store.db, id, providerId, now);
   return row ? requestOf(row) : undefined;
 }

@@ -87,12 +87,13 @@ export async function samlProvidersByEntityId(store: Store, entityId: string): P
 export function responseOnce(
   store: Store,
   providerId: string,
+  binding: string | undefined,
   now: number,
 ): ResponseOnce & { consumed: () => UpstreamRequest | undefined } {
   let consumed: UpstreamRequest | undefined;
   return {
     async consumeRequest(id) {
-      consumed = await consumeUpstreamRequest(store, id, providerId, now);
+      consumed = await consumeUpstreamRequest(store, id, providerId, binding, now);
       return consumed !== undefined;
     },
     firstUse: (key, expiresAt) => recordRequestId(store.db, key, expiresAt, now),

@@ -408,6 +408,7 @@ export async function validateSamlResponse(
   const context = childElements(statement, NS.assertion, 'AuthnContext')[0];
   const classRefElement = context ? childElements(context, NS.assertion, 'AuthnContextClassRef')[0] : undefined;
   const acr = classRefElement ? textOf(classRefElement).trim() : undefined;
+  const authTime = time(statement, 'AuthnInstant');
   return {
     assertion: {
       providerId: upstream.providerId,
@@ -419,6 +420,7 @@ export async function validateSamlResponse(
       }),
       amr: amrOfClass(acr),
       ...(acr ? { acr } : {}),
+      ...(authTime !== undefined ? { authTime } : {}),
     },
     requestId: inResponseTo,
     assertionId,

@@ -13,6 +13,8 @@ export interface UpstreamAssertion {
   amr: string[];
   /** As the upstream stated it; never raised. */
   acr?: string;
+  /** When the user authenticated at the upstream (ms since the epoch): OIDC `auth_time`, SAML `AuthnInstant`. */
+  authTime?: number;
 }
 
 export const UPSTREAM_TYPES = ['oidc', 'saml'] as const;

@@ -2,14 +2,15 @@
 // SAML service provider. Its metadata at /saml2/sp/metadata (entityID and AssertionConsumerService
 // both derived from PUBLIC_URL, keys from the service's own SAML keys), the start (a signed
 // AuthnRequest whose ID is the in-flight request's id), and the ACS, a pipeline:
-//   receiveSamlResponse -> candidate providers by Issuer -> validateSamlResponse (signature with the
+//   receiveSamlResponse -> candidate providers by Issuer -> the one whose in-flight request
+//   InResponseTo names, for the browser that started it -> validateSamlResponse (signature with the
 //   provider's metadata keys, decryption, destination, audience, time, subject confirmation, the
 //   in-flight request consumed for that provider, the assertion ID recorded) -> finish
 // Every refusal ends on the organization's error page with the request id and a log line.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { buildSpMetadata, type IdpContact } from '../saml/metadata/index.ts';
 import { SAML_KEY_TIMING, samlKeys } from '../service-providers/index.ts';
-import { startUpstreamRequest } from '../upstream/requests.ts';
+import { peekUpstreamRequest, sameBrowser, startUpstreamRequest } from '../upstream/requests.ts';
 import { buildAuthnRequest } from '../upstream/saml-request.ts';
 import {
   receiveSamlResponse,
@@ -32,6 +33,7 @@ import { layout } from '../ui/layout.ts';
 import { clientKey, frameFor, overLimit, sendMessage, type Kit } from './kit.ts';
 import { countUpstreamSignIn } from '../http/metrics.ts';
 import type { Loaded } from './interaction.ts';
+import { bindingOf, clearBindingCookie, newBinding, setBindingCookie } from './upstream-binding.ts';
 
 const POST_SCRIPT_PATH = '/saml2/sp/post.js';
 const POST_SCRIPT = "document.getElementById('saml-post').submit();\n";
@@ -65,7 +67,7 @@ export async function startSamlUpstream(
   reply: FastifyReply,
   loaded: Loaded,
   provider: UpstreamProvider,
-  failed: SamlSignInHooks['failed'],
+  { failed, forceAuthn }: { failed: SamlSignInHooks['failed']; forceAuthn: boolean },
 ) {
   const uid = loaded.interaction.uid;
   const now = kit.now();
@@ -77,7 +79,13 @@ export async function startSamlUpstream(
     // stored metadata that no longer reads (expired validUntil): the operator updates it
     return failed(kit, request, reply, provider, { kind: 'unreachable', detail: `metadata: ${err.message}`, uid });
   }
-  const pending = await startUpstreamRequest(kit.store, { providerId: provider.id, interactionUid: uid, now });
+  const binding = newBinding();
+  const pending = await startUpstreamRequest(kit.store, {
+    providerId: provider.id,
+    interactionUid: uid,
+    browserBinding: binding,
+    now,
+  });
   const keys = await samlKeys(kit.store, kit.keys, now, hostOf(kit));
   const outgoing = buildAuthnRequest({
     requestId: pending.id,
@@ -85,6 +93,7 @@ export async function startSamlUpstream(
     acsUrl: spAcsUrl(kit.config.publicUrl),
     idp: upstream.idp,
     signingKey: { privateKey: keys.signing.privateKey, certificate: keys.signing.certificate },
+    ...(forceAuthn ? { forceAuthn: true } : {}),
     now,
   });
   request.log.info(
@@ -92,6 +101,7 @@ export async function startSamlUpstream(
     'sent upstream',
   );
   reply.header('cache-control', 'no-store');
+  setBindingCookie(kit, reply, pending.id, binding, 'saml');
   if (outgoing.binding === 'redirect') return reply.code(303).header('location', outgoing.url).send();
   return sendPostForm(request, reply, outgoing.url, outgoing.form);
 }
@@ -117,9 +127,10 @@ function failureKind(reason: string | undefined): FailureKind {
 }
 
 /**
- * The ACS: the Response is read strictly, its Issuer names the candidate providers (the same IdP
- * may serve several organizations; only the one whose in-flight request it answers is consumed),
- * and each candidate's checks run until one consumes its request.
+ * The ACS: the Response is read strictly; the sign-in it says it answers (InResponseTo) names the
+ * provider (the same IdP may serve several organizations, each with its own keys and options), and
+ * only that provider's checks run, signature first. The answer must come from the browser that
+ * started the sign-in (its binding cookie), checked before anything is consumed.
  */
 async function acs(kit: Kit, hooks: SamlSignInHooks, request: FastifyRequest, reply: FastifyReply) {
   reply.header('cache-control', 'no-store');
@@ -140,6 +151,19 @@ async function acs(kit: Kit, hooks: SamlSignInHooks, request: FastifyRequest, re
   }
   const candidates = received.issuer ? await samlProvidersByEntityId(kit.store, received.issuer) : [];
   if (candidates.length === 0) return unknownSender(request, reply, 'unknown-issuer');
+  // Untrusted until the signature is checked: only which provider's checks to run.
+  const requestId = received.parsed.root.getAttribute('InResponseTo');
+  const pendingRow = await peekUpstreamRequest(kit.store, requestId);
+  const provider = candidates.find((p) => p.id === pendingRow?.provider_id) ?? candidates[0]!;
+  const binding = bindingOf(kit, request, requestId);
+  if (pendingRow && provider.id === pendingRow.provider_id) {
+    if (!sameBrowser(pendingRow, binding))
+      return hooks.failed(kit, request, reply, provider, {
+        kind: 'invalid',
+        detail: 'browser: the Response was delivered by another browser than the one that started the sign-in',
+      });
+    clearBindingCookie(kit, reply, pendingRow.id, 'saml');
+  }
   const now = kit.now();
   const sp = {
     spEntityId: spEntityId(kit.config.publicUrl),
@@ -147,38 +171,33 @@ async function acs(kit: Kit, hooks: SamlSignInHooks, request: FastifyRequest, re
     decryptionKeys: (await samlKeys(kit.store, kit.keys, now, hostOf(kit))).decryption.map((k) => k.privateKey),
     now,
   };
-  for (const [index, provider] of candidates.entries()) {
-    const once = responseOnce(kit.store, provider.id, now);
-    try {
-      const upstream = await samlUpstreamOf(provider, now);
-      const validated = await validateSamlResponse(received, upstream, sp, once);
-      const pending = once.consumed()!;
-      if (!provider.enabled)
-        return hooks.failed(kit, request, reply, provider, {
-          kind: 'denied',
-          detail: 'the provider is disabled',
-          uid: pending.interactionUid,
-        });
-      request.log.info(
-        { event: 'upstream.saml.accepted', upstream: provider.id, encrypted: validated.encrypted },
-        'SAML Response accepted',
-      );
-      return hooks.finish(kit, request, reply, pending, validated.assertion);
-    } catch (err) {
-      const reason = samlRefusalReason(err);
-      if (!reason) throw err;
-      // the request under way belongs to another provider of this IdP: that one's turn
-      if (reason === 'request' && index < candidates.length - 1) continue;
-      const detail = `${reason}: ${(err as Error).message}${(err as { detail?: string }).detail ? ` (${(err as { detail?: string }).detail})` : ''}`;
-      const uid = once.consumed()?.interactionUid;
+  const once = responseOnce(kit.store, provider.id, binding, now);
+  try {
+    const upstream = await samlUpstreamOf(provider, now);
+    const validated = await validateSamlResponse(received, upstream, sp, once);
+    const pending = once.consumed()!;
+    if (!provider.enabled)
       return hooks.failed(kit, request, reply, provider, {
-        kind: failureKind(reason),
-        detail,
-        ...(uid ? { uid } : {}),
+        kind: 'denied',
+        detail: 'the provider is disabled',
+        uid: pending.interactionUid,
       });
-    }
+    request.log.info(
+      { event: 'upstream.saml.accepted', upstream: provider.id, encrypted: validated.encrypted },
+      'SAML Response accepted',
+    );
+    return hooks.finish(kit, request, reply, pending, validated.assertion);
+  } catch (err) {
+    const reason = samlRefusalReason(err);
+    if (!reason) throw err;
+    const detail = `${reason}: ${(err as Error).message}${(err as { detail?: string }).detail ? ` (${(err as { detail?: string }).detail})` : ''}`;
+    const uid = once.consumed()?.interactionUid;
+    return hooks.failed(kit, request, reply, provider, {
+      kind: failureKind(reason),
+      detail,
+      ...(uid ? { uid } : {}),
+    });
   }
-  return unknownSender(request, reply, 'no-candidate');
 }
 
 /** A Response no registered provider sent (or that could not even be read): the generic page, logged. */

@@ -11,7 +11,14 @@ import { clientKey } from '../http/rate-limit.ts';
 import { countUpstreamSignIn } from '../http/metrics.ts';
 import { findUpstreamProvider, enabledProvidersOf, oidcCredentials } from '../upstream/providers.ts';
 import { resolveAccount, recordRefusal, type LinkRefusal } from '../upstream/linking.ts';
-import { authorizationUrl, completeSignIn, newChecks, UpstreamError, type UpstreamFailure } from '../upstream/oidc.ts';
+import {
+  authorizationUrl,
+  completeSignIn,
+  newChecks,
+  UpstreamError,
+  type Reauthenticate,
+  type UpstreamFailure,
+} from '../upstream/oidc.ts';
 import { consumeUpstreamRequest, startUpstreamRequest, REQUEST_ID } from '../upstream/requests.ts';
 import type { UpstreamAssertion, UpstreamProvider, UpstreamRequest } from '../upstream/types.ts';
 import { storeUpstreamAssertion, takeUpstreamAssertion, findOrganizationByRealm } from '../store/upstream.ts';
@@ -26,6 +33,7 @@ import { signInAccepted, signInRefused } from './sign-in-audit.ts';
 import { offerApplies, renderOffer } from './passkey-offer.ts';
 import { loadInteraction, recordResult, requirePrompt, type Loaded } from './interaction.ts';
 import { startSamlUpstream, upstreamSamlRoutes } from './upstream-saml.ts';
+import { bindingOf, clearBindingCookie, newBinding, setBindingCookie } from './upstream-binding.ts';
 
 const SNOOZE_ONLY = { ignorePolicy: true } as const;
 
@@ -128,6 +136,19 @@ export async function upstreamFailed(
   });
 }
 
+/**
+ * Whether the relying party asked for a fresh sign-in (prompt=login, max_age): then the upstream is
+ * asked for one too (OIDC prompt=login / max_age, SAML ForceAuthn), or its own session would do.
+ */
+export function reauthenticationOf(loaded: Loaded): Reauthenticate | undefined {
+  const { prompt, max_age: maxAge } = loaded.interaction.params;
+  const login = typeof prompt === 'string' && prompt.split(' ').includes('login');
+  const age = typeof maxAge === 'string' || typeof maxAge === 'number' ? Number(maxAge) : NaN;
+  const hasAge = Number.isSafeInteger(age) && age >= 0;
+  if (!login && !hasAge) return undefined;
+  return { prompt: login, ...(hasAge ? { maxAge: age } : {}) };
+}
+
 /** Sends the browser to the provider; the request under way is recorded first. */
 export async function startUpstream(
   kit: Kit,
@@ -145,23 +166,32 @@ export async function startUpstream(
       uid,
     });
   }
-  if (provider.type === 'saml') return startSamlUpstream(kit, request, reply, loaded, provider, upstreamFailed);
+  if (provider.type === 'saml')
+    return startSamlUpstream(kit, request, reply, loaded, provider, {
+      failed: upstreamFailed,
+      forceAuthn: reauthenticationOf(loaded) !== undefined,
+    });
   try {
     const checks = newChecks();
     const creds = await oidcCredentials(kit.store, kit.keys, provider.id);
+    const binding = newBinding();
     const pending = await startUpstreamRequest(kit.store, {
       providerId: provider.id,
       interactionUid: uid,
       ...checks,
+      browserBinding: binding,
       now: kit.now(),
     });
     const hint = loaded.interaction.params.login_hint;
+    const reauthenticate = reauthenticationOf(loaded);
     const url = await authorizationUrl(provider, creds, pending, {
       redirectUri: callbackUrl(kit, provider.id),
       timeoutMs: kit.config.upstreamTimeoutMs,
       ...(typeof hint === 'string' && hint.length <= 320 ? { loginHint: hint } : {}),
+      ...(reauthenticate ? { reauthenticate } : {}),
     });
     request.log.info({ event: 'upstream.start', upstream: provider.id, provider_type: provider.type }, 'sent upstream');
+    setBindingCookie(kit, reply, pending.id, binding, 'oidc');
     return reply.code(303).header('location', url.href).header('cache-control', 'no-store').send();
   } catch (err) {
     if (!(err instanceof UpstreamError)) throw err;
@@ -202,16 +232,19 @@ async function oidcCallback(kit: Kit, request: FastifyRequest<CallbackParams>, r
     return sendUpstreamPage(reply, frameFor(request), 404, 'upstream.unknown', { name: '' });
   const state = request.query.state;
   const pending =
-    typeof state === 'string' ? await consumeUpstreamRequest(kit.store, state, provider.id, kit.now()) : undefined;
+    typeof state === 'string'
+      ? await consumeUpstreamRequest(kit.store, state, provider.id, bindingOf(kit, request, state), kit.now())
+      : undefined;
   if (!pending) {
     request.log.warn(
       { event: 'upstream.failed', upstream: provider.id, kind: 'state' },
-      'upstream answer for no request under way',
+      'upstream answer for no request under way in this browser',
     );
     countUpstreamSignIn(provider.type, 'error');
     const frame = await providerFrame(kit, frameFor(request), provider);
     return sendUpstreamPage(reply, frame, 400, 'upstream.expired', { name: provider.name });
   }
+  clearBindingCookie(kit, reply, pending.id, 'oidc');
   if (!provider.enabled) return refusedPage(kit, request, reply, provider, 'provider_disabled', pending.interactionUid);
   try {
     const creds = await oidcCredentials(kit.store, kit.keys, provider.id);
@@ -285,6 +318,15 @@ export function upstreamAcr(acr: string | undefined): string {
   return (ACR_VALUES as readonly string[]).includes(acr) ? ACR_BASELINE : acr;
 }
 
+/**
+ * The session's auth time (seconds): when the user authenticated at the upstream, as it said, never
+ * later than now; now only when it said nothing.
+ */
+export function authTimeOf(assertion: UpstreamAssertion, now: number): number {
+  const at = assertion.authTime;
+  return Math.floor((at !== undefined && Number.isFinite(at) ? Math.min(at, now) : now) / 1000);
+}
+
 function clientIdOf(loaded: Loaded): string | null {
   const id = loaded.interaction.params.client_id;
   return typeof id === 'string' ? id : null;
@@ -335,7 +377,7 @@ async function upstreamReturn(kit: Kit, request: FastifyRequest<ReturnParams>, r
   countUpstreamSignIn(provider.type, 'success');
   const { interaction } = loaded;
   if (interaction.grantId && interaction.session?.accountId !== user.sub) interaction.grantId = undefined;
-  const login = { accountId: user.sub, amr, acr: upstreamAcr(assertion.acr), ts: Math.floor(kit.now() / 1000) };
+  const login = { accountId: user.sub, amr, acr: upstreamAcr(assertion.acr), ts: authTimeOf(assertion, kit.now()) };
   const returnTo = await recordResult(loaded, { login });
   if (
     (await listUserCredentials(kit.store.db, user.id)).length === 0 &&

@@ -92,12 +92,16 @@ for (const dialect of dialects()) {
       assert.equal(links[0]!.provider_id, providerId);
     });
 
-    it('signs in again from the organization page, through the provider’s button', async () => {
+    it('signs in again from the organization page, through the provider’s button, and prompt=login signs in again upstream', async () => {
       const begun = await rp.begin({ login_hint: 'ada@uni.example', prompt: 'login' });
       await page.goto(begun.url);
       const button = page.getByRole('link', { name: 'Uni IdP' }).or(page.getByRole('button', { name: 'Uni IdP' }));
       await button.first().click();
-      // SimpleSAMLphp still has its session: straight back
+      // SimpleSAMLphp still has its session, but prompt=login went upstream as ForceAuthn: it asks again
+      await page.waitForURL((u) => u.href.startsWith(ssp.url));
+      await page.fill('#username', 'ada');
+      await page.fill('#password', 'ada-pass-123');
+      await Promise.all([page.waitForURL((u) => !u.href.startsWith(ssp.url)), page.click('#submit_button')]);
       await afterReturn();
       const tokens = await rp.finish(page.url(), begun);
       assert.equal(tokens.claims()!.sub, ada.sub);

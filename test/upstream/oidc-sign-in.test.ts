@@ -16,7 +16,7 @@ import { consumeUpstreamRequest, startUpstreamRequest } from '../../src/upstream
 import { linksOfUser } from '../../src/upstream/linking.ts';
 import { findUserByEppn, listUserIds } from '../../src/store/directory.ts';
 import { setPassword } from '../../src/directory/index.ts';
-import { upstreamAcr } from '../../src/web/upstream-signin.ts';
+import { authTimeOf, upstreamAcr } from '../../src/web/upstream-signin.ts';
 import { startTestUpstream, fetchBrowser, type TestUpstream } from './oidc-upstream.ts';
 
 const CLIENT = { clientId: 'idp-upstream-test', secret: 'upstream-client-secret-0123456789' };
@@ -309,15 +309,81 @@ for (const dialect of dialects()) {
       assert.match(bad.body, /could not be verified/);
     });
 
+    it('refuses an answer delivered by another browser than the one that started (a sign-in link passed on)', async () => {
+      await seedUser(server, 1, 'victim@example.org', { name: 'Victim' });
+      const { id, upstream: theirs } = await freshProvider({ linkBy: 'eppn' });
+      // the attacker starts a sign-in and keeps the redirect to the upstream instead of following it
+      const attacker = fetchBrowser();
+      const seen: URL[] = [];
+      const atUpstream = (u: URL) => (seen.push(u), u.searchParams.get('client_id') === CLIENT.clientId);
+      const begun = await rp.begin({ upstream: id });
+      const link = await attacker.walk(begun.url, atUpstream);
+      const state = new URL(link.url).searchParams.get('state')!;
+      const uid = seen.map((u) => /^\/interaction\/([^/]+)/.exec(u.pathname)?.[1]).find(Boolean)!;
+      assert.ok(state && uid);
+      // the victim, signed in at the upstream, follows it: the callback refuses it in the victim's browser
+      theirs.next = { sub: 'victim-1', claims: { eduperson_principal_name: 'victim@example.org' } };
+      const victim = await fetchBrowser().walk(link.url, atRp);
+      assert.equal(victim.status, 400);
+      assert.match(new URL(victim.url).pathname, /^\/upstream\/[^/]+\/callback$/);
+      // and the attacker's return finds nothing to sign in with
+      const back = await attacker.walk(`${server.url}/interaction/${uid}/upstream-return/${state}`, atRp);
+      assert.equal(back.status, 400);
+      assert.doesNotMatch(back.body, /offer\/later/);
+      const victimUser = (await findUserByEppn(server.store.db, 'victim@example.org'))!;
+      assert.deepEqual(await linksOfUser(server.store, victimUser.id), []);
+      // the request was not consumed: the browser that started it can still complete it
+      theirs.next = { sub: 'victim-1', claims: { eduperson_principal_name: 'victim@example.org' } };
+      const own = await attacker.walk(link.url, atRp);
+      assert.equal(own.status, 200, own.body.slice(0, 300));
+      assert.match(own.body, /offer\/later/);
+    });
+
+    it('asks the upstream for a fresh sign-in when the relying party asks for one (prompt=login, max_age)', async () => {
+      const toUpstream = async (params: Record<string, string>) => {
+        const atUpstream = (u: URL) => u.searchParams.get('client_id') === CLIENT.clientId;
+        const walked = await fetchBrowser().walk((await rp.begin({ upstream: providerId, ...params })).url, atUpstream);
+        return new URL(walked.url).searchParams;
+      };
+      const plain = await toUpstream({});
+      assert.equal(plain.get('prompt'), null);
+      assert.equal(plain.get('max_age'), null);
+      const login = await toUpstream({ prompt: 'login' });
+      assert.equal(login.get('prompt'), 'login');
+      assert.equal(login.get('max_age'), null);
+      const aged = await toUpstream({ max_age: '300' });
+      assert.equal(aged.get('max_age'), '300');
+      assert.equal(aged.get('prompt'), null);
+      // max_age=0 is read as prompt=login
+      assert.equal((await toUpstream({ max_age: '0' })).get('prompt'), 'login');
+    });
+
+    it("records the upstream's auth time, never later than now", () => {
+      const now = 1_800_000_000_000;
+      const base = { providerId: 'p', subject: 's', attributes: {}, amr: [] };
+      assert.equal(authTimeOf({ ...base, authTime: now - 600_000 }, now), (now - 600_000) / 1000);
+      assert.equal(authTimeOf({ ...base, authTime: now + 600_000 }, now), now / 1000);
+      assert.equal(authTimeOf(base, now), now / 1000);
+    });
+
     it('a request under way works once, for its own provider, before it expires', async () => {
       const { id } = await freshProvider();
       const { id: otherId } = await freshProvider();
       const now = Date.now();
-      const started = await startUpstreamRequest(server.store, { providerId: id, interactionUid: 'uid-1', now });
-      assert.equal(await consumeUpstreamRequest(server.store, started.id, otherId, now), undefined);
-      assert.equal(await consumeUpstreamRequest(server.store, started.id, id, now + 11 * 60_000), undefined);
-      assert.equal((await consumeUpstreamRequest(server.store, started.id, id, now))?.id, started.id);
-      assert.equal(await consumeUpstreamRequest(server.store, started.id, id, now), undefined);
+      const b = 'browser-binding';
+      const started = await startUpstreamRequest(server.store, {
+        providerId: id,
+        interactionUid: 'uid-1',
+        browserBinding: b,
+        now,
+      });
+      assert.equal(await consumeUpstreamRequest(server.store, started.id, otherId, b, now), undefined);
+      assert.equal(await consumeUpstreamRequest(server.store, started.id, id, b, now + 11 * 60_000), undefined);
+      // another browser (no binding, another one): nothing, and the request is left for its own
+      assert.equal(await consumeUpstreamRequest(server.store, started.id, id, undefined, now), undefined);
+      assert.equal(await consumeUpstreamRequest(server.store, started.id, id, 'other-binding', now), undefined);
+      assert.equal((await consumeUpstreamRequest(server.store, started.id, id, b, now))?.id, started.id);
+      assert.equal(await consumeUpstreamRequest(server.store, started.id, id, b, now), undefined);
     });
 
     it("records the upstream's amr after fed and its acr, never one of the passkey classes", async () => {

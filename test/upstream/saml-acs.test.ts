@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { dialects, seedOrg } from '../helpers.ts';
 import { startServer, type E2EServer } from '../e2e/helpers.ts';
 import { buildIdpMetadata, parseSpMetadata } from '../../src/saml/metadata/index.ts';
-import { addUpstreamProvider, setUpstreamEnabled } from '../../src/upstream/providers.ts';
+import { addUpstreamProvider, removeUpstreamProvider, setUpstreamEnabled } from '../../src/upstream/providers.ts';
 import { startUpstreamRequest } from '../../src/upstream/requests.ts';
 import { STATUS } from '../../src/saml-idp/response.ts';
 import { party, type Party } from '../saml/saml-fixtures.ts';
@@ -60,14 +60,24 @@ for (const dialect of dialects()) {
       await server?.close();
     });
 
-    const started = async (providerId = p1) =>
-      (await startUpstreamRequest(server.store, { providerId, interactionUid: 'interaction-uid-1' })).id;
+    // the browser's binding cookies, one per sign-in it started (the service runs on plain http here)
+    const jar: string[] = [];
+    const started = async (providerId = p1) => {
+      const browserBinding = `binding-${jar.length}`;
+      const { id } = await startUpstreamRequest(server.store, {
+        providerId,
+        interactionUid: 'interaction-uid-1',
+        browserBinding,
+      });
+      jar.push(`upstream-${id}=${browserBinding}`);
+      return id;
+    };
 
-    const post = (fields: Record<string, string>) =>
+    const post = (fields: Record<string, string>, cookies = jar) =>
       fetch(acs, {
         method: 'POST',
         redirect: 'manual',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies.join('; ') },
         body: new URLSearchParams(fields).toString(),
       });
 
@@ -119,6 +129,50 @@ for (const dialect of dialects()) {
       await refused({ SAMLResponse: forgeResponse(idp, await options({ signer: stranger })) }, 'key not in metadata');
       const altered = forgeResponseXml(idp, await options()).replace('opaque-subject-1', 'victim');
       await refused({ SAMLResponse: b64(altered) }, 'altered after signing');
+    });
+
+    it('refuses a Response delivered by another browser than the one that started the sign-in', async () => {
+      const o = await options();
+      // a browser without the binding cookie, or with another sign-in's: refused, the request left as it was
+      for (const cookies of [[], [`upstream-${o.inResponseTo}=binding-forged`], jar.slice(0, -1)]) {
+        const response = await post({ SAMLResponse: forgeResponse(idp, o) }, cookies);
+        assert.equal(response.status, 400);
+        assert.equal(response.headers.get('location'), null);
+        assert.doesNotMatch(await response.text(), /upstream-return/);
+      }
+      // the browser that started it completes it, and its binding cookie is cleared
+      const response = await post({ SAMLResponse: forgeResponse(idp, o) });
+      assert.equal(response.status, 303);
+      assert.match(response.headers.get('set-cookie') ?? '', new RegExp(`upstream-${o.inResponseTo}=;`));
+    });
+
+    it('validates a Response against the provider whose sign-in it answers, among those sharing its entityID', async () => {
+      // org 2 registers the same entityID with other keys (whichever comes first in id order, each
+      // provider's sign-in must be checked against that provider alone)
+      const impostor = await forgedIdp(idp.entityId, ['uni.example']);
+      const { id: stale } = await addUpstreamProvider(server.store, server.keys, {
+        orgId: 2,
+        type: 'saml',
+        name: 'Same IdP, stale keys',
+        linkBy: 'eppn',
+        saml: { entityId: impostor.entityId, metadataXml: impostor.metadata },
+      });
+      try {
+        // p1's sign-in: checked with p1's keys, whatever org 2 registered
+        const o = await options();
+        const response = await post({ SAMLResponse: forgeResponse(idp, o) });
+        assert.equal(response.status, 303);
+        assert.equal(
+          response.headers.get('location'),
+          `/interaction/interaction-uid-1/upstream-return/${o.inResponseTo}`,
+        );
+        // org 2's sign-in: checked with its own keys only (the other registration's keys do not do)
+        const theirs = await options({ inResponseTo: await started(stale) });
+        await refused({ SAMLResponse: forgeResponse(idp, theirs) }, 'signed with the other registration’s key');
+        assert.equal((await post({ SAMLResponse: forgeResponse(impostor, theirs) })).status, 303);
+      } finally {
+        await removeUpstreamProvider(server.store, stale);
+      }
     });
 
     it('refuses a Response of another provider for this provider’s sign-in (mix-up)', async () => {
