@@ -64,7 +64,7 @@ export function migration025(): Migration {
  * the start, which the callback and the ACS require before the request is consumed. Null on requests
  * started before (they are refused at the callback, and expire within minutes).
  */
-export function migration030(): Migration {
+export function migration029(): Migration {
   return {
     async up(db: Kysely<unknown>) {
       await sql`alter table upstream_requests add column browser_hash text`.execute(db);
