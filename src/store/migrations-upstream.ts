@@ -64,6 +64,18 @@ export function migration025(): Migration {
  * the start, which the callback and the ACS require before the request is consumed. Null on requests
  * started before (they are refused at the callback, and expire within minutes).
  */
+/**
+ * Which of an upstream's own authentication method references (RFC 8176 `amr`) the service repeats in its
+ * sessions: space-separated, `pwd` unless the operator trusts the provider with more (`--trust-amr`).
+ */
+export function migration030(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      await sql`alter table upstream_providers add column trust_amr text not null default 'pwd'`.execute(db);
+    },
+  };
+}
+
 export function migration029(): Migration {
   return {
     async up(db: Kysely<unknown>) {

@@ -675,6 +675,8 @@ export interface UpstreamProvidersTable {
   saml_email_verified: ColumnType<number, number | undefined, number>;
   /** 1: assertions must come encrypted (migration 026) */
   saml_require_encryption: ColumnType<number, number | undefined, number>;
+  /** the upstream amr values repeated in the service's sessions, space-separated (migration 030) */
+  trust_amr: ColumnType<string, string | undefined, string>;
   created_at: number;
   updated_at: number;
 }

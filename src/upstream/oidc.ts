@@ -6,7 +6,7 @@
 import * as client from 'openid-client';
 import { importJWK } from 'jose';
 import type { OidcCredentials } from './providers.ts';
-import type { UpstreamAssertion, UpstreamProvider, UpstreamRequest } from './types.ts';
+import { KNOWN_AMR, type UpstreamAssertion, type UpstreamProvider, type UpstreamRequest } from './types.ts';
 
 /** Signature algorithms accepted on an upstream's ID tokens: asymmetric only, never `none` or HMAC. */
 export const ID_TOKEN_ALGORITHMS = [
@@ -22,31 +22,6 @@ export const ID_TOKEN_ALGORITHMS = [
   'EdDSA',
   'Ed25519',
 ] as const;
-
-/** RFC 8176 method references an upstream may state; anything else it says is dropped. */
-const KNOWN_AMR = new Set([
-  'face',
-  'fpt',
-  'geo',
-  'hwk',
-  'iris',
-  'kba',
-  'mca',
-  'mfa',
-  'otp',
-  'pin',
-  'pop',
-  'pwd',
-  'rba',
-  'retina',
-  'sc',
-  'sms',
-  'swk',
-  'tel',
-  'user',
-  'vbm',
-  'wia',
-]);
 
 /** The claim each attribute of ours comes from unless `--map` says otherwise. */
 export const DEFAULT_CLAIMS: Record<string, string> = {

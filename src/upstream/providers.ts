@@ -12,6 +12,7 @@ import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { iso } from '../time.ts';
 import { SECONDARY_NAMESPACES } from '../vocabulary.ts';
+import { KNOWN_AMR } from './types.ts';
 import {
   LINK_BY,
   OIDC_AUTH_METHODS,
@@ -32,6 +33,8 @@ export interface UpstreamInput {
   namespace?: string;
   /** `attribute=claim` pairs */
   map?: string[];
+  /** the upstream amr values to repeat, comma- or space-separated, or `none` (default `pwd`) */
+  trustAmr?: string;
   // OpenID Connect
   issuer?: string;
   clientId?: string;
@@ -52,7 +55,10 @@ export interface SamlInput {
 }
 
 export type UpstreamChanges = Partial<
-  Pick<UpstreamInput, 'name' | 'logoUrl' | 'linkBy' | 'createUsers' | 'namespace' | 'map' | 'scopes' | 'clientSecret'>
+  Pick<
+    UpstreamInput,
+    'name' | 'logoUrl' | 'linkBy' | 'createUsers' | 'namespace' | 'map' | 'scopes' | 'clientSecret' | 'trustAmr'
+  >
 > & {
   saml?: UpstreamInput['saml'];
   /** SAML: change the options alone, keeping the metadata */
@@ -103,6 +109,19 @@ function checkLogo(raw: string | undefined): string | null {
   }
   if (url.protocol !== 'https:' || raw.length > 2000) throw badRequest('--logo must be an https URL');
   return url.href;
+}
+
+/**
+ * The upstream's own amr values the service repeats: RFC 8176 values only. A provider's word that it
+ * used a second factor or a hardware key is only as good as the provider, so it is the operator's choice.
+ */
+function checkTrustAmr(raw: string): string {
+  const values = raw.split(/[\s,]+/).filter(Boolean);
+  if (values.length === 1 && values[0] === 'none') return '';
+  const unknown = values.find((v) => !KNOWN_AMR.has(v));
+  if (values.length === 0 || unknown !== undefined)
+    throw badRequest(`--trust-amr takes RFC 8176 values (${[...KNOWN_AMR].join(', ')}) or none`);
+  return [...new Set(values)].join(' ');
 }
 
 function checkLinkBy(raw: string | undefined): LinkBy {
@@ -222,6 +241,7 @@ export async function addUpstreamProvider(
     create_users: input.createUsers ? 1 : 0,
     namespace: checkNamespace(input.namespace),
     mappings: JSON.stringify(parseMappings(input.map)),
+    ...(input.trustAmr !== undefined ? { trust_amr: checkTrustAmr(input.trustAmr) } : {}),
   };
   const id = newId();
   let oidc: Record<string, string | null> = {};
@@ -319,6 +339,7 @@ export async function updateUpstreamProvider(
     checkNamespaceOwner(set.namespace, existing.type, existing.oidc_issuer);
   }
   if (changes.map !== undefined) set.mappings = JSON.stringify(parseMappings(changes.map));
+  if (changes.trustAmr !== undefined) set.trust_amr = checkTrustAmr(changes.trustAmr);
   if (existing.type === 'oidc') {
     if (changes.scopes !== undefined) set.oidc_scopes = checkScopes(changes.scopes);
     if (changes.clientId !== undefined) set.oidc_client_id = checkClientId(changes.clientId);
@@ -446,6 +467,7 @@ export function providerOf(row: repo.UpstreamProviderRow): UpstreamProvider {
     linkBy: row.link_by as LinkBy,
     createUsers: row.create_users === 1,
     mappings: JSON.parse(row.mappings) as Record<string, string>,
+    trustAmr: row.trust_amr.split(' ').filter(Boolean),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   };
@@ -513,6 +535,7 @@ export function upstreamView(p: UpstreamProvider): UpstreamView {
     create_users: p.createUsers,
     namespace: p.namespace ?? null,
     mappings: p.mappings,
+    trust_amr: p.trustAmr,
     ...(p.oidc
       ? {
           issuer: p.oidc.issuer,

@@ -64,6 +64,8 @@ export interface UpstreamProvider {
   namespace?: string;
   /** attribute name -> claim (OIDC) or SAML attribute name, over the defaults */
   mappings: Record<string, string>;
+  /** which of the upstream's own `amr` values the service's session repeats (`--trust-amr`) */
+  trustAmr: string[];
   oidc?: OidcSettings;
   saml?: SamlSettings;
   createdAt: number;
@@ -93,3 +95,28 @@ export interface UpstreamLink {
   createdAt: number;
   lastUsedAt: number | null;
 }
+
+/** RFC 8176 method references an upstream may state; anything else it says is dropped. */
+export const KNOWN_AMR = new Set([
+  'face',
+  'fpt',
+  'geo',
+  'hwk',
+  'iris',
+  'kba',
+  'mca',
+  'mfa',
+  'otp',
+  'pin',
+  'pop',
+  'pwd',
+  'rba',
+  'retina',
+  'sc',
+  'sms',
+  'swk',
+  'tel',
+  'user',
+  'vbm',
+  'wia',
+]);

@@ -371,7 +371,8 @@ async function upstreamReturn(kit: Kit, request: FastifyRequest<ReturnParams>, r
   const { user } = outcome;
   const org = await findOrganization(kit.store.db, user.org_id);
   if (!org) return refusedPage(kit, request, reply, provider, 'no_account', uid);
-  const amr = ['fed', ...assertion.amr.filter((m) => m !== 'fed')];
+  // the upstream's own methods only where the operator trusts it with them (--trust-amr)
+  const amr = ['fed', ...assertion.amr.filter((m) => m !== 'fed' && provider.trustAmr.includes(m))];
   await signInSucceeded(kit, request);
   await signInAccepted(kit, request, { method: 'upstream', clientId, user }, amr);
   countUpstreamSignIn(provider.type, 'success');

@@ -9,6 +9,7 @@ import { startRelyingParty, startServer, type E2EServer, type RelyingParty } fro
 import {
   addUpstreamProvider,
   setUpstreamEnabled,
+  updateUpstreamProvider,
   removeUpstreamProvider,
   type UpstreamInput,
 } from '../../src/upstream/providers.ts';
@@ -386,20 +387,32 @@ for (const dialect of dialects()) {
       assert.equal(await consumeUpstreamRequest(server.store, started.id, id, b, now), undefined);
     });
 
-    it("records the upstream's amr after fed and its acr, never one of the passkey classes", async () => {
+    it("records the upstream's amr after fed as far as it is trusted (--trust-amr), and its acr, never one of the passkey classes", async () => {
       const { id, upstream: other } = await freshProvider({ linkBy: 'eppn' });
       await seedUser(server, 1, 'amr@example.org');
-      other.next = {
-        sub: 'amr-1',
-        claims: { eduperson_principal_name: 'amr@example.org' },
-        amr: ['pwd', 'mfa', 'made-up'],
-        acr: 'phr',
+      const signIn = async () => {
+        other.next = {
+          sub: 'amr-1',
+          claims: { eduperson_principal_name: 'amr@example.org' },
+          amr: ['pwd', 'mfa', 'made-up'],
+          acr: 'phr',
+        };
+        const browser = fetchBrowser();
+        const begun = await rp.begin({ upstream: id });
+        const done = await declineOffer(browser, await browser.walk(begun.url, atRp));
+        return (await rp.finish(done.url, begun)).claims()!;
       };
-      const browser = fetchBrowser();
-      const begun = await rp.begin({ upstream: id });
-      const done = await declineOffer(browser, await browser.walk(begun.url, atRp));
-      const claims = (await rp.finish(done.url, begun)).claims()!;
+      // by default only the upstream's password is repeated: its word for a second factor is not taken
+      assert.deepEqual((await signIn()).amr, ['fed', 'pwd']);
+      await updateUpstreamProvider(server.store, server.keys, id, { trustAmr: 'pwd,mfa' });
+      const claims = await signIn();
       assert.deepEqual(claims.amr, ['fed', 'pwd', 'mfa']);
+      await assert.rejects(
+        updateUpstreamProvider(server.store, server.keys, id, { trustAmr: 'mfa,passkey' }),
+        /RFC 8176/,
+      );
+      await updateUpstreamProvider(server.store, server.keys, id, { trustAmr: 'none' });
+      assert.deepEqual((await signIn()).amr, ['fed']);
       assert.equal(claims.acr, 'https://refeds.org/profile/sfa', 'an upstream never reaches phr here');
       // as the upstream said it otherwise
       assert.equal(upstreamAcr('urn:mace:incommon:iap:silver'), 'urn:mace:incommon:iap:silver');

@@ -116,6 +116,12 @@ const COMMON: Record<string, OptionDef> = {
       'its identities appear in userid_sec as <namespace>:<subject> (google, microsoft, apple, github, edugain, ...)',
   },
   scopes: { type: 'string', value: '"openid email profile"', description: 'OpenID Connect: the scopes asked for' },
+  'trust-amr': {
+    type: 'string',
+    value: '<amr,...|none>',
+    description:
+      "which of the upstream's own amr values (RFC 8176: pwd, mfa, otp, hwk, ...) the session repeats after fed (default pwd)",
+  },
 };
 
 function commonValues(v: Values) {
@@ -126,6 +132,7 @@ function commonValues(v: Values) {
     namespace: optional(v, 'namespace'),
     map: repeated(v, 'map'),
     scopes: optional(v, 'scopes'),
+    trustAmr: optional(v, 'trust-amr'),
   };
 }
 
