@@ -2,21 +2,14 @@
 // single sign-on endpoints are per binding, which certificates sign its Responses (the only keys a
 // Response is ever checked with), which encrypt to it, and the scopes its scoped attributes may
 // carry. Read as strictly as a service provider's (sp-descriptor.ts shares its rules).
-import {
-  childElements,
-  parseXml,
-  textOf,
-  validateSchema,
-  XmlSecurityError,
-  type Element,
-  type ParsedXml,
-} from '../xml/index.ts';
+import { childElements, textOf, type Element } from '../xml/index.ts';
 import { refuseMetadata } from './errors.ts';
 import { BINDING, MD, SAML2_PROTOCOL } from './namespaces.ts';
 import {
   displayNameOf,
   isXmlTrue,
   readEndpoints,
+  readEntityDescriptorDocument,
   readKeyDescriptors,
   registrationAuthorityOf,
   validUntilOf,
@@ -56,26 +49,7 @@ const MAX_ENTITY_ID = 1024;
  * XmlSecurityError, both 400s whose message says what is wrong.
  */
 export async function parseIdpMetadata(xml: string | Buffer, options: ReadOptions = {}): Promise<IdpDescriptor> {
-  const parsed = parseXml(xml, { maxXmlBytes: MAX_IDP_METADATA_BYTES });
-  if (parsed.root.namespaceURI === MD.md && parsed.root.localName === 'EntitiesDescriptor') {
-    throw refuseMetadata('the document is an aggregate (EntitiesDescriptor); give one EntityDescriptor');
-  }
-  if (parsed.root.namespaceURI !== MD.md || parsed.root.localName !== 'EntityDescriptor') {
-    throw refuseMetadata('the document is not SAML metadata: its root is not an md:EntityDescriptor');
-  }
-  const descriptor = idpDescriptorOf(parsed.root, options);
-  await checkMetadataSchema(parsed);
-  return descriptor;
-}
-
-async function checkMetadataSchema(parsed: ParsedXml): Promise<void> {
-  try {
-    await validateSchema(parsed, 'metadata');
-  } catch (err) {
-    if (!(err instanceof XmlSecurityError)) throw err;
-    const first = (err.detail ?? '').split('; ')[0]?.slice(0, 300);
-    throw refuseMetadata(`the metadata is not valid against the SAML metadata schema${first ? `: ${first}` : ''}`);
-  }
+  return readEntityDescriptorDocument(xml, MAX_IDP_METADATA_BYTES, (root) => idpDescriptorOf(root, options));
 }
 
 /** One md:EntityDescriptor's IDPSSODescriptor (of a document already parsed and schema-validated), read. */

@@ -67,15 +67,27 @@ const MAX_ENTITY_ID = 1024;
  * layer's XmlSecurityError, both 400s with a message that says what is wrong.
  */
 export async function parseSpMetadata(xml: string | Buffer, options: ReadOptions = {}): Promise<SpDescriptor> {
-  const parsed = parseXml(xml, { maxXmlBytes: MAX_SP_METADATA_BYTES });
+  return readEntityDescriptorDocument(xml, MAX_SP_METADATA_BYTES, (root) => spDescriptorOf(root, options));
+}
+
+/**
+ * One entity's metadata document, of either role: parsed strictly, its root checked to be one
+ * md:EntityDescriptor, read by `read`, then validated against the metadata schemas. Reading comes
+ * first, so a document that breaks one of the reader's rules is refused with that rule's message.
+ */
+export async function readEntityDescriptorDocument<T>(
+  xml: string | Buffer,
+  maxXmlBytes: number,
+  read: (entityDescriptor: Element) => T,
+): Promise<T> {
+  const parsed = parseXml(xml, { maxXmlBytes });
   if (parsed.root.namespaceURI === MD.md && parsed.root.localName === 'EntitiesDescriptor') {
     throw refuseMetadata('the document is an aggregate (EntitiesDescriptor); give one EntityDescriptor');
   }
   if (parsed.root.namespaceURI !== MD.md || parsed.root.localName !== 'EntityDescriptor') {
     throw refuseMetadata('the document is not SAML metadata: its root is not an md:EntityDescriptor');
   }
-  // Read first, so a document that breaks one of the rules below is refused with that rule's message.
-  const descriptor = spDescriptorOf(parsed.root, options);
+  const descriptor = read(parsed.root);
   try {
     await validateSchema(parsed, 'metadata');
   } catch (err) {
