@@ -31,6 +31,7 @@ import { providerRoutePatterns } from './oauth/metrics.ts';
 import { registerHttpMetrics } from './http/metrics-http.ts';
 import { observeStore } from './http/metrics-db.ts';
 import { runFederationRefresh } from './service-providers/federation-refresh.ts';
+import { activeSamlKeysCreatedAt } from './service-providers/saml-keys.ts';
 import { observeSigningKeys } from './http/metrics-keys.ts';
 import { observeAdoption } from './http/metrics-adoption.ts';
 import { userinfoAccounts, userinfoPlugin } from './userinfo/index.ts';
@@ -199,6 +200,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     store,
     active: () => keyManager.current().active,
     rotationDays: config.keyRotationDays,
+    samlCreated: () => activeSamlKeysCreatedAt(store),
   });
   observeAdoption(app, store);
   const verifier = tokenVerifier(config, keys, keyManager, store);

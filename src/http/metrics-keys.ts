@@ -11,6 +11,11 @@ export interface SigningKeySource {
   active(): Record<string, string>;
   /** KEY_ROTATION_DAYS: the age at which the keys are rotated on schedule, 0 for never */
   rotationDays: number;
+  /**
+   * When the SAML identity provider's keys in use were created (epoch ms), by use (signing,
+   * encryption, metadata); none before the first SAML request made them
+   */
+  samlCreated?: () => Promise<Record<string, number>>;
 }
 
 const sources = new Set<SigningKeySource>();
@@ -62,6 +67,26 @@ new Gauge({
     this.reset();
     const days = [...sources].map((s) => s.rotationDays);
     if (days.length) this.set(Math.max(...days));
+  },
+});
+
+new Gauge({
+  name: 'idp_saml_key_age_seconds',
+  help: "Seconds since the SAML identity provider's key in use was created, by use; the signing key rotates at KEY_ROTATION_DAYS, the others by `saml keys rotate`",
+  labelNames: ['use'],
+  registers: [metrics],
+  aggregator: 'max',
+  async collect() {
+    // a tick first, so the pool gauges have read the pool before this query takes a connection
+    await new Promise<void>((r) => setImmediate(r));
+    const oldest = new Map<string, number>();
+    for (const source of sources) {
+      const created = await source.samlCreated?.().catch(() => undefined);
+      for (const [use, at] of Object.entries(created ?? {})) oldest.set(use, Math.min(oldest.get(use) ?? at, at));
+    }
+    this.reset();
+    const now = Date.now();
+    for (const [use, created] of oldest) this.set({ use }, Math.max(0, (now - created) / 1000));
   },
 });
 

@@ -285,3 +285,18 @@ export async function listSamlKeys(store: Store): Promise<
     retiresAt: r.retired_at,
   }));
 }
+
+/**
+ * When the key in use of each use was created (epoch ms), from the stored rows without opening a
+ * private key: for the key-age metric. Empty before the first keys were made.
+ */
+export async function activeSamlKeysCreatedAt(store: Store, now = Date.now()): Promise<Record<string, number>> {
+  const created: Record<string, number> = {};
+  // newest first, as in loadKeys: the first that has activated and not retired is the one in use
+  for (const row of await repo.listSamlKeys(store.db)) {
+    if (row.key_use in created || row.activates_at > now) continue;
+    if (row.retired_at !== null && row.retired_at <= now) continue;
+    created[row.key_use] = row.created_at;
+  }
+  return created;
+}

@@ -224,6 +224,10 @@ const ALERT_TESTS = {
         series('idp_signing_key_rotation_days', {}, '90x120'),
         series('idp_signing_key_age_seconds', { alg: 'ES256' }, `${200 * 86400}+60x120`),
         series('idp_signing_key_age_seconds', { alg: 'RS256' }, `${92 * 86400}+60x120`),
+        // the SAML signing key: 99 days old, past 90 + the 7 days it was published before signing + 1;
+        // the SAML encryption key is 300 days old, but only `saml keys rotate` changes it: no alert
+        series('idp_saml_key_age_seconds', { use: 'signing' }, `${99 * 86400}+60x120`),
+        series('idp_saml_key_age_seconds', { use: 'encryption' }, `${300 * 86400}+60x120`),
         // a pool with 10 connections: 10 in use and 3 queries waiting from minute 10
         series('idp_db_pool_connections', { state: 'in_use' }, '2x9 10x30'),
         series('idp_db_pool_max_connections', {}, '10x40'),
@@ -238,6 +242,11 @@ const ALERT_TESTS = {
           alertname: 'IdpSigningKeyOld',
           exp_alerts: [{ exp_labels: { severity: 'warning', job: 'idp', alg: 'ES256' } }],
         },
+        {
+          eval_time: '90m',
+          alertname: 'IdpSamlSigningKeyOld',
+          exp_alerts: [{ exp_labels: { severity: 'warning', job: 'idp' } }],
+        },
         { eval_time: '12m', alertname: 'IdpDbPoolSaturated', exp_alerts: [] },
         {
           eval_time: '20m',
@@ -248,6 +257,31 @@ const ALERT_TESTS = {
           eval_time: '20m',
           alertname: 'IdpRateLimitingSpike',
           exp_alerts: [{ exp_labels: { severity: 'warning', job: 'idp', limiter: 'login-ip' } }],
+        },
+      ],
+    },
+    {
+      interval: '1m',
+      input_series: [
+        // a SAML signing key 97 days old on a 90-day schedule: within the 7 days of publication and the day of margin
+        series('idp_signing_key_rotation_days', {}, '90x120'),
+        series('idp_saml_key_age_seconds', { use: 'signing' }, `${97 * 86400}+0x120`),
+      ],
+      alert_rule_test: [{ eval_time: '90m', alertname: 'IdpSamlSigningKeyOld', exp_alerts: [] }],
+    },
+    {
+      interval: '1m',
+      input_series: [
+        // rotation off (KEY_ROTATION_DAYS=0): 179 days is within the 180, and a day later it is not
+        series('idp_signing_key_rotation_days', {}, '0x3000'),
+        series('idp_saml_key_age_seconds', { use: 'signing' }, `${179 * 86400}+60x3000`),
+      ],
+      alert_rule_test: [
+        { eval_time: '90m', alertname: 'IdpSamlSigningKeyOld', exp_alerts: [] },
+        {
+          eval_time: '2000m',
+          alertname: 'IdpSamlSigningKeyOld',
+          exp_alerts: [{ exp_labels: { severity: 'warning', job: 'idp' } }],
         },
       ],
     },

@@ -8,6 +8,7 @@ import { PassThrough } from 'node:stream';
 import { buildApp, type App } from '../../src/app.ts';
 import { grantOrganizations } from '../../src/clients/index.ts';
 import { keyring } from '../../src/crypto.ts';
+import { ensureSamlKeys, rotateSamlSigningKeyIfDue } from '../../src/service-providers/index.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import {
   basicAuth,
@@ -258,6 +259,21 @@ for (const dialect of dialects()) {
       for (const age of ages) assert.ok(age.value >= 0 && age.value < 300, String(age.value));
       const later = total(await scrape(w.app), 'idp_signing_key_age_seconds', { alg: 'ES256' });
       assert.ok(later >= total(after_, 'idp_signing_key_age_seconds', { alg: 'ES256' }));
+    });
+
+    it("reports the age of the SAML identity provider's keys in use, per use", async () => {
+      // keys made 100 days ago; then a scheduled rotation publishes a new signing key that does not sign yet
+      const made = Date.now() - 100 * 86_400_000;
+      await ensureSamlKeys(w.store, keyring(TEST_SECRET), made);
+      const age = async (use: string) => total(await scrape(w.app), 'idp_saml_key_age_seconds', { use }) / 86_400;
+      for (const use of ['signing', 'encryption', 'metadata']) {
+        const days = await age(use);
+        assert.ok(days >= 100 && days < 100.1, `${use}: ${days}`);
+      }
+      const rotated = await rotateSamlSigningKeyIfDue(w.store, keyring(TEST_SECRET), 90 * 86_400_000);
+      assert.ok(rotated && rotated.activatesAt > Date.now());
+      // the old key still signs until the new one activates: the age is still the one in use
+      assert.ok((await age('signing')) >= 100);
     });
 
     it('names the running version', () => {
