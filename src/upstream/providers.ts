@@ -577,6 +577,11 @@ export function upstreamView(p: UpstreamProvider): UpstreamView {
   };
 }
 
+/** The path of a provider's logo at its current version (a changed logo has another URL). */
+export function upstreamLogoPath(provider: UpstreamProvider): string | undefined {
+  return provider.logo && `/upstream/${provider.id}/logo?v=${encodeURIComponent(provider.logo.etag)}`;
+}
+
 /** The logo of an enabled provider, to serve it (undefined: no such provider, disabled, or no logo). */
 export async function enabledProviderLogo(
   store: Store,

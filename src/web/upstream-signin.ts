@@ -14,6 +14,7 @@ import {
   enabledProvidersOf,
   findUpstreamProvider,
   oidcCredentials,
+  upstreamLogoPath,
 } from '../upstream/providers.ts';
 import { resolveAccount, recordRefusal, type LinkRefusal } from '../upstream/linking.ts';
 import {
@@ -75,13 +76,10 @@ export async function upstreamChoices(
     upstreams: providers.map((p) => ({
       name: p.name,
       href: `/interaction/${uid}/upstream/${p.id}`,
-      ...(p.logo ? { logo: upstreamLogoUrl(p.id, p.logo.etag) } : {}),
+      ...(p.logo ? { logo: upstreamLogoPath(p) } : {}),
     })),
   };
 }
-
-/** The URL of a provider's logo at its current version (a changed logo has another URL). */
-export const upstreamLogoUrl = (id: string, etag: string) => `/upstream/${id}/logo?v=${encodeURIComponent(etag)}`;
 
 type LogoParams = { Params: { id: string }; Querystring: { v?: string } };
 
