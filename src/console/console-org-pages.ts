@@ -38,7 +38,7 @@ import {
   upstreamView,
   type ReportList,
 } from './console-org-views.ts';
-import { listUpstreamProviders } from '../upstream/providers.ts';
+import { enabledProvidersOf, listUpstreamProviders, upstreamLogoPath } from '../upstream/providers.ts';
 import { DEFAULT_UNUSED_DAYS, organizationReport } from './report.ts';
 import { checkEppnList, MAX_OFFBOARD, offboardUsers, previewOffboarding } from './offboarding.ts';
 
@@ -409,8 +409,13 @@ async function changeHelpdesk(deps: ConsoleDeps, request: OrgRequest, reply: Fas
 async function upstreamPage(deps: ConsoleDeps, request: OrgRequest, reply: FastifyReply) {
   const ctx = await orgContext(deps, request, reply, { admin: true });
   if (!ctx) return reply;
+  // the logos the sign-in page shows, of the enabled providers (a disabled one's is not served)
+  const logos = new Map(
+    (await enabledProvidersOf(deps.store, ctx.org.id)).map((p) => [p.id, upstreamLogoPath(p)] as const),
+  );
   const rows = (await listUpstreamProviders(deps.store, ctx.org.id)).map((p) => ({
     name: p.name,
+    logo: logos.get(p.id),
     type: p.type,
     enabled: p.enabled,
     linkBy: String(p.link_by),

@@ -307,6 +307,8 @@ ${v.csrf ? hidden(v.csrf.field, v.csrf.token) : html``}
 
 export interface UpstreamRow {
   name: string;
+  /** its logo's URL, as the sign-in page shows it */
+  logo?: string;
   type: string;
   enabled: boolean;
   linkBy: string;
@@ -320,7 +322,7 @@ export function upstreamView(v: ConsoleView, u: { org: OrgRef; rows: UpstreamRow
   const yes = (b: boolean) => t(b ? 'console.yes' : 'console.no');
   const rows = u.rows.map(
     (r) =>
-      html`<tr><th scope="row">${r.name}</th><td>${r.type === 'saml' ? t('console.protocol_saml') : t('console.protocol_oidc')}</td><td>${yes(r.enabled)}</td><td>${r.linkBy}</td><td>${yes(r.createUsers)}</td><td>${r.namespace ?? ''}</td></tr>`,
+      html`<tr><th scope="row">${r.logo ? html`<img class="upstream-logo" src="${r.logo}" alt="">` : html``}${r.name}</th><td>${r.type === 'saml' ? t('console.protocol_saml') : t('console.protocol_oidc')}</td><td>${yes(r.enabled)}</td><td>${r.linkBy}</td><td>${yes(r.createUsers)}</td><td>${r.namespace ?? ''}</td></tr>`,
   );
   const table = html`<div class="table-wrap" tabindex="0" role="region" aria-label="${t('console.upstream_title')}"><table>
 <caption class="visually-hidden">${t('console.upstream_title')}</caption>

@@ -83,3 +83,21 @@ export function migration029(): Migration {
     },
   };
 }
+
+/**
+ * An upstream provider's logo, served by the service itself (`/upstream/<id>/logo`): its type, its bytes
+ * (a PNG, WebP or SVG of at most 100 KiB, checked as the organizations' logos are) and a version of its
+ * content (the ETag, and the query of the URL the sign-in page links). The `logo_url` of migration 025 is
+ * kept as it is and no longer read or written: the pages never loaded it (their Content-Security-Policy
+ * loads images of this service only), and the release before this one still writes it.
+ */
+export function migration032(dialect: 'sqlite' | 'postgres'): Migration {
+  const blob = dialect === 'postgres' ? 'bytea' : 'blob';
+  return {
+    async up(db: Kysely<unknown>) {
+      await sql`alter table upstream_providers add column logo_type text`.execute(db);
+      await sql.raw(`alter table upstream_providers add column logo_data ${blob}`).execute(db);
+      await sql`alter table upstream_providers add column logo_etag text`.execute(db);
+    },
+  };
+}

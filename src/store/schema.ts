@@ -649,7 +649,8 @@ export interface UpstreamProvidersTable {
   /** oidc or saml */
   type: string;
   name: string;
-  logo_url: string | null;
+  /** an https URL given to releases before migration 032; no longer read or written */
+  logo_url: Later<string | null>;
   enabled: number;
   /** email, eppn, external_id or none */
   link_by: string;
@@ -677,6 +678,12 @@ export interface UpstreamProvidersTable {
   saml_require_encryption: ColumnType<number, number | undefined, number>;
   /** the upstream amr values repeated in the service's sessions, space-separated (migration 030) */
   trust_amr: ColumnType<string, string | undefined, string>;
+  /** the logo's content type: image/png, image/webp or image/svg+xml (migration 032) */
+  logo_type: Later<string | null>;
+  /** the logo's bytes, at most 100 KiB (migration 032); never read with the provider, only to serve it */
+  logo_data: Later<Uint8Array | null>;
+  /** a version of the logo's content: its ETag and the query of its URL (migration 032) */
+  logo_etag: Later<string | null>;
   created_at: number;
   updated_at: number;
 }

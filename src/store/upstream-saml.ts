@@ -2,16 +2,10 @@
 // Response names its Issuer; the same IdP may serve several organizations).
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from './schema.ts';
-import type { UpstreamProviderRow } from './upstream.ts';
+import { selectProvider, type UpstreamProviderRow } from './upstream.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 
 export function listSamlUpstreamRows(db: Q, entityId: string): Promise<UpstreamProviderRow[]> {
-  return db
-    .selectFrom('upstream_providers')
-    .selectAll()
-    .where('type', '=', 'saml')
-    .where('saml_entity_id', '=', entityId)
-    .orderBy('id')
-    .execute();
+  return selectProvider(db).where('type', '=', 'saml').where('saml_entity_id', '=', entityId).orderBy('id').execute();
 }

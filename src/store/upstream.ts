@@ -1,11 +1,53 @@
 // Upstream identity providers, their links to accounts, and upstream sign-ins under way
 // (docs/upstream.md). A request is consumed by one conditional update, so of two returns with the
 // same state only one gets it; its assertion is taken by the interaction the same way.
-import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import { sql, type Insertable, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
 import type { DB, UpstreamLinksTable, UpstreamProvidersTable, UpstreamRequestsTable } from './schema.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
-export type UpstreamProviderRow = Selectable<UpstreamProvidersTable>;
+/** A provider as read for everything but serving its logo: the logo's bytes stay in the database. */
+export type UpstreamProviderRow = Omit<Selectable<UpstreamProvidersTable>, 'logo_data' | 'logo_url'> & {
+  /** the logo's size in bytes, when there is one */
+  logo_bytes: number | string | null;
+};
+
+/** Every column of upstream_providers but the logo's bytes (and the unused logo_url). */
+const PROVIDER_COLUMNS = [
+  'id',
+  'org_id',
+  'type',
+  'name',
+  'enabled',
+  'link_by',
+  'create_users',
+  'namespace',
+  'mappings',
+  'oidc_issuer',
+  'oidc_client_id',
+  'oidc_client_secret',
+  'oidc_scopes',
+  'oidc_auth_method',
+  'oidc_private_jwk',
+  'oidc_public_jwk',
+  'saml_entity_id',
+  'saml_metadata',
+  'saml_metadata_source',
+  'saml_email_verified',
+  'saml_require_encryption',
+  'trust_amr',
+  'logo_type',
+  'logo_etag',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly Exclude<keyof UpstreamProvidersTable, 'logo_data' | 'logo_url'>[];
+
+/** The select list of a provider row (upstream.ts, upstream-saml.ts). */
+export function selectProvider(db: Q) {
+  return db
+    .selectFrom('upstream_providers')
+    .select(PROVIDER_COLUMNS)
+    .select(sql<number | string | null>`length(logo_data)`.as('logo_bytes'));
+}
 export type UpstreamLinkRow = Selectable<UpstreamLinksTable>;
 export type UpstreamRequestRow = Selectable<UpstreamRequestsTable>;
 
@@ -23,11 +65,27 @@ export async function updateUpstreamProvider(
 }
 
 export function findUpstreamProvider(db: Q, id: string): Promise<UpstreamProviderRow | undefined> {
-  return db.selectFrom('upstream_providers').selectAll().where('id', '=', id).executeTakeFirst();
+  return selectProvider(db).where('id', '=', id).executeTakeFirst();
+}
+
+/** The logo of an enabled provider, to serve it; undefined for no such provider, a disabled one, or no logo. */
+export async function findEnabledProviderLogo(
+  db: Q,
+  id: string,
+): Promise<{ type: string; data: Buffer; etag: string } | undefined> {
+  const row = await db
+    .selectFrom('upstream_providers')
+    .select(['logo_type', 'logo_data', 'logo_etag'])
+    .where('id', '=', id)
+    .where('enabled', '=', 1)
+    .executeTakeFirst();
+  if (!row?.logo_type || !row.logo_data || !row.logo_etag) return undefined;
+  const data = row.logo_data;
+  return { type: row.logo_type, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength), etag: row.logo_etag };
 }
 
 export function listUpstreamProviders(db: Q, orgId?: number): Promise<UpstreamProviderRow[]> {
-  let query = db.selectFrom('upstream_providers').selectAll().orderBy('org_id').orderBy('created_at').orderBy('id');
+  let query = selectProvider(db).orderBy('org_id').orderBy('created_at').orderBy('id');
   if (orgId !== undefined) query = query.where('org_id', '=', orgId);
   return query.execute();
 }

@@ -92,18 +92,7 @@ export function createBranding(deployment: Brand, store: Store): Branding {
           const a = await byKey(request.params.key);
           const file = a && pick(a);
           if (!file) return reply.code(404).type('text/plain; charset=utf-8').send('Not Found');
-          const etag = `"${version(file.data)}"`;
-          // The page links the current version: that URL never changes meaning, older ones revalidate.
-          const current = request.query.v === version(file.data);
-          reply
-            .header('etag', etag)
-            .header('cache-control', current ? 'public, max-age=86400, immutable' : 'no-cache')
-            .header('cross-origin-resource-policy', 'same-origin')
-            .header('x-content-type-options', 'nosniff')
-            // An SVG opened on its own is a document: no script, no requests, an opaque origin.
-            .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; sandbox");
-          if (request.headers['if-none-match'] === etag) return reply.code(304).send();
-          return reply.type(file.type).send(file.data);
+          return sendAsset(request, reply, { ...file, version: version(file.data) });
         };
       app.get(
         '/brand/:key/style.css',
@@ -115,6 +104,30 @@ export function createBranding(deployment: Brand, store: Store): Branding {
       );
     },
   };
+}
+
+/**
+ * Sends a file of the pages (a brand's stylesheet or logo, an upstream provider's logo) linked at a
+ * URL whose `v` is `version`: kept a day when asked for at the current version (that URL never changes
+ * meaning), revalidated otherwise, by its ETag. Never sniffed; an SVG opened on its own is a document
+ * without script, requests or an origin of this service (sandbox).
+ */
+export function sendAsset(
+  request: FastifyRequest<{ Querystring: { v?: string } }>,
+  reply: FastifyReply,
+  file: { type: string; data: Buffer; version: string },
+) {
+  const etag = `"${file.version}"`;
+  const current = request.query.v === file.version;
+  reply
+    .header('etag', etag)
+    .header('cache-control', current ? 'public, max-age=86400, immutable' : 'no-cache')
+    .header('cross-origin-resource-policy', 'same-origin')
+    .header('x-content-type-options', 'nosniff')
+    // An SVG opened on its own is a document: no script, no requests, an opaque origin.
+    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; sandbox");
+  if (request.headers['if-none-match'] === etag) return reply.code(304).send();
+  return reply.type(file.type).send(file.data);
 }
 
 // The deployment's brand travels with the request, so that every page of the service (those

@@ -1,7 +1,7 @@
 // The upstream provider registry (docs/upstream.md): every option checked before anything is
 // stored, the OIDC client secret (or the private_key_jwt key) sealed under IDP_SECRET with the
 // provider's id as associated data and never shown, each change one transaction with its audit record.
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Keyring } from '../crypto.ts';
 import { open, seal } from '../crypto.ts';
@@ -10,6 +10,7 @@ import { findOrganization } from '../store/directory.ts';
 import * as repo from '../store/upstream.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { badRequest, notFound } from '../errors.ts';
+import { BrandError, brandLogo, type Logo } from '../brand.ts';
 import { iso } from '../time.ts';
 import { SECONDARY_NAMESPACES } from '../vocabulary.ts';
 import { KNOWN_AMR } from './types.ts';
@@ -27,7 +28,8 @@ export interface UpstreamInput {
   orgId: number;
   type: string;
   name?: string;
-  logoUrl?: string;
+  /** the button's logo (read by readUpstreamLogo, src/upstream/logo.ts) */
+  logo?: Logo;
   linkBy?: string;
   createUsers?: boolean;
   namespace?: string;
@@ -55,11 +57,10 @@ export interface SamlInput {
 }
 
 export type UpstreamChanges = Partial<
-  Pick<
-    UpstreamInput,
-    'name' | 'logoUrl' | 'linkBy' | 'createUsers' | 'namespace' | 'map' | 'scopes' | 'clientSecret' | 'trustAmr'
-  >
+  Pick<UpstreamInput, 'name' | 'linkBy' | 'createUsers' | 'namespace' | 'map' | 'scopes' | 'clientSecret' | 'trustAmr'>
 > & {
+  /** a new logo, or null to remove it */
+  logo?: Logo | null;
   saml?: UpstreamInput['saml'];
   /** SAML: change the options alone, keeping the metadata */
   samlOptions?: Pick<SamlInput, 'emailVerified' | 'requireEncryption'>;
@@ -99,17 +100,30 @@ function checkName(name: string | undefined, fallback: string): string {
   return value;
 }
 
-function checkLogo(raw: string | undefined): string | null {
-  if (raw === undefined || raw === '') return null;
-  let url: URL;
+/**
+ * The logo's columns: checked again as the organizations' logos are (PNG, WebP or SVG by content, at
+ * most 100 KiB), with a version of its content; all null to remove it.
+ */
+function logoColumns(logo: Logo | null): {
+  logo_type: string | null;
+  logo_data: Buffer | null;
+  logo_etag: string | null;
+} {
+  if (logo === null) return { logo_type: null, logo_data: null, logo_etag: null };
+  let checked: Logo;
   try {
-    url = new URL(raw);
-  } catch {
-    throw badRequest('--logo must be an https URL');
+    checked = brandLogo(logo.data);
+  } catch (err) {
+    if (err instanceof BrandError) throw badRequest(`--logo: ${err.message}`);
+    throw err;
   }
-  if (url.protocol !== 'https:' || raw.length > 2000) throw badRequest('--logo must be an https URL');
-  return url.href;
+  const etag = createHash('sha256').update(checked.data).digest('base64url').slice(0, 16);
+  return { logo_type: checked.type, logo_data: checked.data, logo_etag: etag };
 }
+
+/** What the audit trail says of a logo set: its type and size, never its bytes. */
+const logoDetails = (logo: Logo | null | undefined) =>
+  logo ? { logo: { type: logo.type, bytes: logo.data.length } } : {};
 
 /**
  * The upstream's own amr values the service repeats: RFC 8176 values only. A provider's word that it
@@ -236,7 +250,7 @@ export async function addUpstreamProvider(
     throw badRequest(`--type must be one of ${UPSTREAM_TYPES.join(', ')}`);
   const type = input.type as UpstreamType;
   const common = {
-    logo_url: checkLogo(input.logoUrl),
+    ...(input.logo ? logoColumns(input.logo) : {}),
     link_by: checkLinkBy(input.linkBy),
     create_users: input.createUsers ? 1 : 0,
     namespace: checkNamespace(input.namespace),
@@ -301,7 +315,7 @@ export async function addUpstreamProvider(
       at: now,
       subject: `upstream:${id}`,
       orgId: input.orgId,
-      details,
+      details: { ...details, ...logoDetails(input.logo) },
     });
     return upstreamView(providerOf((await repo.findUpstreamProvider(trx, id))!));
   });
@@ -331,7 +345,7 @@ export async function updateUpstreamProvider(
   const existing = await loadUpstreamRow(store, id);
   const set: Parameters<typeof repo.updateUpstreamProvider>[2] = { updated_at: now };
   if (changes.name !== undefined) set.name = checkName(changes.name, '');
-  if (changes.logoUrl !== undefined) set.logo_url = checkLogo(changes.logoUrl);
+  if (changes.logo !== undefined) Object.assign(set, logoColumns(changes.logo));
   if (changes.linkBy !== undefined) set.link_by = checkLinkBy(changes.linkBy);
   if (changes.createUsers !== undefined) set.create_users = changes.createUsers ? 1 : 0;
   if (changes.namespace !== undefined) {
@@ -370,17 +384,20 @@ export async function updateUpstreamProvider(
   }
   return store.db.transaction().execute(async (trx) => {
     await repo.updateUpstreamProvider(trx, id, set);
-    const fields = Object.keys(set)
-      .filter((k) => k !== 'updated_at')
-      .map((k) => (k === 'oidc_client_secret' ? 'client_secret' : k))
-      .sort();
+    const fields = [
+      ...new Set(
+        Object.keys(set)
+          .filter((k) => k !== 'updated_at')
+          .map((k) => (k === 'oidc_client_secret' ? 'client_secret' : k.startsWith('logo_') ? 'logo' : k)),
+      ),
+    ].sort();
     await recordAudit(trx, {
       action: 'upstream.update',
       actor,
       at: now,
       subject: `upstream:${id}`,
       orgId: Number(existing.org_id),
-      details: { id, fields },
+      details: { id, fields, ...logoDetails(changes.logo) },
     });
     return upstreamView(providerOf((await repo.findUpstreamProvider(trx, id))!));
   });
@@ -471,7 +488,8 @@ export function providerOf(row: repo.UpstreamProviderRow): UpstreamProvider {
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   };
-  if (row.logo_url) provider.logoUrl = row.logo_url;
+  if (row.logo_type && row.logo_etag && row.logo_bytes !== null)
+    provider.logo = { type: row.logo_type, bytes: Number(row.logo_bytes), etag: row.logo_etag };
   if (row.namespace) provider.namespace = row.namespace;
   if (row.type === 'oidc') {
     provider.oidc = {
@@ -529,7 +547,7 @@ export function upstreamView(p: UpstreamProvider): UpstreamView {
     org_id: p.orgId,
     type: p.type,
     name: p.name,
-    logo_url: p.logoUrl ?? null,
+    logo: p.logo ? { type: p.logo.type, bytes: p.logo.bytes } : null,
     enabled: p.enabled,
     link_by: p.linkBy,
     create_users: p.createUsers,
@@ -557,4 +575,18 @@ export function upstreamView(p: UpstreamProvider): UpstreamView {
     created_at: iso(p.createdAt),
     updated_at: iso(p.updatedAt),
   };
+}
+
+/** The path of a provider's logo at its current version (a changed logo has another URL). */
+export function upstreamLogoPath(provider: UpstreamProvider): string | undefined {
+  return provider.logo && `/upstream/${provider.id}/logo?v=${encodeURIComponent(provider.logo.etag)}`;
+}
+
+/** The logo of an enabled provider, to serve it (undefined: no such provider, disabled, or no logo). */
+export async function enabledProviderLogo(
+  store: Store,
+  id: string,
+): Promise<{ type: string; data: Buffer; etag: string } | undefined> {
+  if (!PROVIDER_ID.test(id)) return undefined;
+  return repo.findEnabledProviderLogo(store.db, id);
 }

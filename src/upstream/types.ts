@@ -56,7 +56,8 @@ export interface UpstreamProvider {
   orgId: number;
   type: UpstreamType;
   name: string;
-  logoUrl?: string;
+  /** the logo on its sign-in button, served at /upstream/<id>/logo (the bytes are read only to serve it) */
+  logo?: { type: string; bytes: number; etag: string };
   enabled: boolean;
   linkBy: LinkBy;
   createUsers: boolean;

@@ -72,13 +72,23 @@ export interface SignInView {
   /** where "Lost your passkey?" leads, when self-service recovery is offered */
   lostPasskey?: string;
   /** the organization's upstream identity providers: links named by the provider */
-  upstreams?: { name: string; href: string }[];
+  upstreams?: UpstreamChoice[];
 }
 
-function upstreamLinks(t: Translate, upstreams: { name: string; href: string }[] | undefined): Html {
+/** An upstream provider's button on the sign-in page: its name, and its logo when it has one. */
+export interface UpstreamChoice {
+  name: string;
+  href: string;
+  /** the URL of its logo (this service's /upstream/<id>/logo) */
+  logo?: string;
+}
+
+function upstreamLinks(t: Translate, upstreams: UpstreamChoice[] | undefined): Html {
   if (!upstreams?.length) return html``;
+  // The logo is decoration: the link's accessible name is the provider's name alone.
+  const logo = (u: UpstreamChoice) => (u.logo ? html`<img class="upstream-logo" src="${u.logo}" alt="">` : html``);
   return html`<p class="divider"><span>${t('upstream.or')}</span></p>
-<ul class="upstreams">${upstreams.map((u) => html`<li><a class="button secondary" href="${u.href}">${u.name}</a></li>`)}</ul>`;
+<ul class="upstreams">${upstreams.map((u) => html`<li><a class="button secondary" href="${u.href}">${logo(u)}${u.name}</a></li>`)}</ul>`;
 }
 
 function passwordForm(t: Translate, action: string, csrf: CsrfField, username: string | undefined): Html {

@@ -9,7 +9,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { clientKey } from '../http/rate-limit.ts';
 import { countUpstreamSignIn } from '../http/metrics.ts';
-import { findUpstreamProvider, enabledProvidersOf, oidcCredentials } from '../upstream/providers.ts';
+import {
+  enabledProviderLogo,
+  enabledProvidersOf,
+  findUpstreamProvider,
+  oidcCredentials,
+  upstreamLogoPath,
+} from '../upstream/providers.ts';
 import { resolveAccount, recordRefusal, type LinkRefusal } from '../upstream/linking.ts';
 import {
   authorizationUrl,
@@ -26,8 +32,9 @@ import { findOrganization } from '../store/directory.ts';
 import { listUserCredentials } from '../store/passkeys.ts';
 import { ACR_BASELINE, ACR_VALUES, passwordSatisfies } from '../oauth/authentication-context.ts';
 import { withBrand } from '../ui/frame.ts';
+import { sendAsset } from '../ui/page-brand.ts';
 import type { MessageKey } from '../ui/i18n.ts';
-import { messagePage, type Frame } from './pages.ts';
+import { messagePage, type Frame, type UpstreamChoice } from './pages.ts';
 import { frameFor, overLimit, sendPage, signInSucceeded, type Kit } from './kit.ts';
 import { signInAccepted, signInRefused } from './sign-in-audit.ts';
 import { offerApplies, renderOffer } from './passkey-offer.ts';
@@ -57,14 +64,30 @@ async function organizationOf(kit: Kit, loaded: Loaded): Promise<number | undefi
 export async function upstreamChoices(
   kit: Kit,
   loaded: Loaded,
-): Promise<{ frame: Frame; upstreams: { name: string; href: string }[] }> {
+): Promise<{ frame: Frame; upstreams: UpstreamChoice[] }> {
   const orgId = await organizationOf(kit, loaded);
   if (orgId === undefined) return { frame: loaded.frame, upstreams: [] };
   const frame = withBrand(loaded.frame, await kit.branding.forOrg(orgId));
   if (!passwordSatisfies(loaded.interaction.params)) return { frame, upstreams: [] };
   const providers = await enabledProvidersOf(kit.store, orgId);
   const uid = loaded.interaction.uid;
-  return { frame, upstreams: providers.map((p) => ({ name: p.name, href: `/interaction/${uid}/upstream/${p.id}` })) };
+  return {
+    frame,
+    upstreams: providers.map((p) => ({
+      name: p.name,
+      href: `/interaction/${uid}/upstream/${p.id}`,
+      ...(p.logo ? { logo: upstreamLogoPath(p) } : {}),
+    })),
+  };
+}
+
+type LogoParams = { Params: { id: string }; Querystring: { v?: string } };
+
+/** An enabled provider's logo, from the service's own origin; anything else is a 404. */
+async function logoRoute(kit: Kit, request: FastifyRequest<LogoParams>, reply: FastifyReply) {
+  const logo = await enabledProviderLogo(kit.store, request.params.id);
+  if (!logo) return reply.code(404).type('text/plain; charset=utf-8').send('Not Found');
+  return sendAsset(request, reply, { type: logo.type, data: logo.data, version: logo.etag });
 }
 
 /** The provider an authorization request named with `upstream=<id>`, when there is such an enabled one. */
@@ -392,6 +415,7 @@ export function upstreamRoutes(kit: Kit) {
   return async function upstream(app: FastifyInstance) {
     app.get<StartParams>('/interaction/:uid/upstream/:id', (request, reply) => startRoute(kit, request, reply));
     app.get<CallbackParams>('/upstream/:id/callback', (request, reply) => oidcCallback(kit, request, reply));
+    app.get<LogoParams>('/upstream/:id/logo', (request, reply) => logoRoute(kit, request, reply));
     app.get<ReturnParams>('/interaction/:uid/upstream-return/:rid', (request, reply) =>
       upstreamReturn(kit, request, reply),
     );

@@ -8,11 +8,13 @@ import { dialects, seedOrg, seedUser, startTestApp, type TestContext, type TestC
 import { addKey, csrfOf, signIn } from './console-browser.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import { grantRole } from '../../src/directory/roles.ts';
-import { addUpstreamProvider } from '../../src/upstream/providers.ts';
+import { addUpstreamProvider, removeUpstreamProvider } from '../../src/upstream/providers.ts';
+import { brandLogo } from '../../src/brand.ts';
 import { linkAccount, linksOfUser } from '../../src/upstream/linking.ts';
 import type { User } from '../../src/store/directory.ts';
 
 const SECRET = 'upstream-client-secret-not-shown';
+const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20"/></svg>';
 
 for (const dialect of dialects()) {
   describe(`console: upstream providers and links (${dialect})`, () => {
@@ -78,6 +80,29 @@ for (const dialect of dialects()) {
 
       const helpdesk = await signIn(ctx, helen, helenKey);
       assert.equal((await helpdesk.b.get('/console/org/1/upstream')).statusCode, 403);
+    });
+
+    it('shows a provider’s logo as the sign-in page does (decorative, served by the service)', async () => {
+      const withLogo = await addUpstreamProvider(ctx.store, ctx.keys, {
+        orgId: 1,
+        type: 'oidc',
+        name: 'Logo IdP',
+        issuer: 'https://logo-idp.example.test',
+        clientId: 'logo-client',
+        clientSecret: SECRET,
+        logo: brandLogo(Buffer.from(SVG)),
+      });
+      const { b } = await signIn(ctx, olga, olgaKey);
+      const res = await b.get('/console/org/1/upstream');
+      const src = new RegExp(
+        `<th scope="row"><img class="upstream-logo" src="(/upstream/${withLogo.id}/logo\\?v=[\\w-]{16})" alt="">Logo IdP</th>`,
+      ).exec(res.body)?.[1];
+      assert.ok(src, 'the logo before the name');
+      assert.match(res.body, /<th scope="row">Campus IdP<\/th>/, 'a provider without a logo: the name alone');
+      const logo = await ctx.app.inject({ url: src });
+      assert.equal(logo.statusCode, 200);
+      assert.equal(logo.headers['content-type'], 'image/svg+xml');
+      await removeUpstreamProvider(ctx.store, withLogo.id);
     });
 
     it("a user's page lists their linked identities; a post without the CSRF token is refused", async () => {

@@ -3,11 +3,14 @@
 // picks it on the organization's sign-in page (reached by login_hint), signs in there, accepts the
 // passkey offer (WebAuthn virtual authenticator), and arrives at the openid-client relying party with
 // amr fed. Then the upstream is disabled: the page no longer offers it, and the passkey signs in.
+// The provider's button carries its logo (an SVG the service serves itself), which loads under the
+// page's Content-Security-Policy while the button's accessible name stays the provider's name.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
 import { dialects, pickFreePort, seedOrg, seedUser } from '../helpers.ts';
 import { addUpstreamProvider, setUpstreamEnabled } from '../../src/upstream/providers.ts';
+import { brandLogo } from '../../src/brand.ts';
 import { findUserByEppn } from '../../src/store/directory.ts';
 import { listUserCredentials } from '../../src/store/passkeys.ts';
 import {
@@ -22,6 +25,8 @@ import {
 import { startTestUpstream, type TestUpstream } from '../upstream/oidc-upstream.ts';
 
 const CLIENT = { clientId: 'idp-migration', secret: 'migration-client-secret-0123456789' };
+const LOGO =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" fill="#0b6e4f"/></svg>';
 
 for (const dialect of dialects()) {
   describe(`moving from an old identity provider to passkeys in Chromium (${dialect})`, () => {
@@ -47,6 +52,7 @@ for (const dialect of dialects()) {
           clientSecret: CLIENT.secret,
           scopes: 'openid profile eppn',
           linkBy: 'eppn',
+          logo: brandLogo(Buffer.from(LOGO)),
         })
       ).id;
       upstream = await startTestUpstream(port, {
@@ -75,6 +81,10 @@ for (const dialect of dialects()) {
         const first = await rp.begin({ login_hint: 'ada@example.org' });
         await page.goto(first.url);
         const button = page.getByRole('link', { name: 'Example University (old IdP)', exact: true });
+        const logo = button.locator('img.upstream-logo');
+        await logo.evaluate((img: HTMLImageElement) => img.decode());
+        assert.equal(await logo.evaluate((img: HTMLImageElement) => img.naturalWidth), 40, 'the logo loaded');
+        assert.equal(await logo.getAttribute('alt'), '');
         await button.click();
         await Promise.race([page.waitForURL(atRp), page.waitForSelector('#offer-button:not([hidden])')]);
         if (!atRp(new URL(page.url()))) await page.click('#offer-button');

@@ -86,6 +86,7 @@ const NOT_DOCUMENTED: [prefix: string, why: string][] = [
   ['/saml2/idp/post.js', 'the script that submits the HTTP-POST binding’s form'],
   // an upstream sign-in's browser legs (docs/upstream.md); the SP metadata names the ACS and is documented
   ['/upstream/:id/callback', 'the return from an upstream OpenID Connect provider (its redirect URI)'],
+  ['/upstream/:id/logo', 'an upstream provider’s logo on its sign-in button'],
   ['/saml2/sp/acs', 'the assertion consumer service: an upstream SAML IdP’s Response, HTTP-POST binding'],
   ['/saml2/sp/post.js', 'the script that submits the HTTP-POST binding’s form to an upstream IdP'],
   ['/.well-known/webauthn', 'WebAuthn related origins, read by browsers (docs/passkey-lifecycle.md)'],

@@ -2,9 +2,11 @@
 // identity providers (docs/upstream.md). An OpenID Connect client secret is read from standard
 // input, sealed, and never shown.
 import { badRequest, notFound } from '../../errors.ts';
+import type { Logo } from '../../brand.ts';
 import * as upstream from '../../upstream/providers.ts';
 import { linkAccount, unlinkAccount } from '../../upstream/linking.ts';
 import { readSamlProviderMetadata, spAcsUrl, spEntityId } from '../../upstream/saml-provider.ts';
+import { readUpstreamLogo } from '../../upstream/logo.ts';
 import { findUserByEppn } from '../../store/directory.ts';
 import { normalizeEppn } from '../../directory/index.ts';
 import {
@@ -42,7 +44,7 @@ function described(v: upstream.UpstreamView): string {
  */
 async function samlMetadata(
   source: string | undefined,
-): Promise<(upstream.SamlInput & { displayName?: string; logoUrl?: string }) | undefined> {
+): Promise<(upstream.SamlInput & { displayName?: string }) | undefined> {
   if (source === undefined) return undefined;
   const { entityId, metadataXml, descriptor } = await readSamlProviderMetadata(source);
   return {
@@ -50,7 +52,6 @@ async function samlMetadata(
     metadataXml,
     source,
     ...(descriptor.displayName ? { displayName: descriptor.displayName } : {}),
-    ...(descriptor.logoUrl ? { logoUrl: descriptor.logoUrl } : {}),
   };
 }
 
@@ -75,6 +76,14 @@ function onOff(v: Values, name: string): boolean | undefined {
   return value === 'on';
 }
 
+/** --logo <file|URL> sets, --no-logo (or --logo '') removes, neither leaves it (update). */
+async function logoUpdate(v: Values): Promise<{ logo?: Logo | null }> {
+  const source = optional(v, 'logo');
+  if (source !== undefined && v['no-logo'] === true) throw badRequest('give --logo or --no-logo, not both');
+  if (v['no-logo'] === true || source === '') return { logo: null };
+  return source === undefined ? {} : { logo: await readUpstreamLogo(source) };
+}
+
 const SAML_ADD: Record<string, OptionDef> = {
   metadata: { type: 'string', value: '<file|https URL>', description: "SAML: the identity provider's metadata" },
   'email-verified': {
@@ -94,7 +103,12 @@ const COMMON: Record<string, OptionDef> = {
     value: '<name>',
     description: 'the button text on the sign-in page (default: the host name)',
   },
-  logo: { type: 'string', value: '<https URL>', description: "the provider's logo" },
+  logo: {
+    type: 'string',
+    value: '<file|https URL>',
+    description:
+      'the logo on its button: a PNG, WebP or SVG of at most 100 KiB, from a file or fetched once from an https URL',
+  },
   'link-by': {
     type: 'string',
     value: 'email|eppn|external_id|none',
@@ -127,7 +141,6 @@ const COMMON: Record<string, OptionDef> = {
 function commonValues(v: Values) {
   return {
     name: optional(v, 'name'),
-    logoUrl: optional(v, 'logo'),
     linkBy: optional(v, 'link-by'),
     namespace: optional(v, 'namespace'),
     map: repeated(v, 'map'),
@@ -178,11 +191,11 @@ export const upstreamCommands: CommandDef[] = [
         emailVerified: v['email-verified'] === true,
         requireEncryption: v['require-encryption'] === true,
       };
-      // a SAML provider's button: its metadata's display name and logo (mdui) unless given
-      const fromMetadata = {
-        ...(metadata?.displayName && optional(v, 'name') === undefined ? { name: metadata.displayName } : {}),
-        ...(metadata?.logoUrl && optional(v, 'logo') === undefined ? { logoUrl: metadata.logoUrl } : {}),
-      };
+      // a SAML provider's button: its metadata's display name (mdui) unless given
+      const fromMetadata =
+        metadata?.displayName && optional(v, 'name') === undefined ? { name: metadata.displayName } : {};
+      const logoSource = optional(v, 'logo');
+      const logo = logoSource ? await readUpstreamLogo(logoSource) : undefined;
       const added = await upstream.addUpstreamProvider(
         ctx.store,
         ctx.keys,
@@ -191,6 +204,7 @@ export const upstreamCommands: CommandDef[] = [
           type,
           ...commonValues(v),
           ...fromMetadata,
+          ...(logo ? { logo } : {}),
           createUsers: v['create-users'] === true,
           issuer: optional(v, 'issuer'),
           clientId: optional(v, 'client-id'),
@@ -263,6 +277,7 @@ export const upstreamCommands: CommandDef[] = [
       },
       'require-encryption': { type: 'string', value: 'on|off', description: 'SAML: refuse unencrypted assertions' },
       ...Object.fromEntries(Object.entries(COMMON).filter(([k]) => k !== 'create-users')),
+      'no-logo': { type: 'boolean', description: 'remove the logo (the button shows the name alone)' },
     },
     async run(ctx, v, [id]) {
       const create = optional(v, 'create-users');
@@ -275,6 +290,7 @@ export const upstreamCommands: CommandDef[] = [
         providerId(id),
         {
           ...commonValues(v),
+          ...(await logoUpdate(v)),
           ...(create !== undefined ? { createUsers: create === 'on' } : {}),
           clientId: optional(v, 'client-id'),
           ...(v['client-secret-stdin'] === true ? { clientSecret: await readPassword(ctx) } : {}),
