@@ -34,6 +34,13 @@ const textFile = file('notes.png', 'not an image at all');
 // HTML dressed up as a PNG by its name: the type comes from the content
 const disguisedFile = file('disguised.png', '<html><body><script>alert(document.cookie)</script></body></html>');
 const gifFile = file('logo.gif', Buffer.from('R0lGODlhAQABAAAAACw=', 'base64'));
+// an SVG that asks for a stylesheet of its own before the root: not an image the service serves
+const styledFile = file(
+  'styled.svg',
+  Buffer.from(
+    '<?xml-stylesheet href="https://evil.example/x.xsl" type="text/xsl"?>\n<svg xmlns="http://www.w3.org/2000/svg"/>',
+  ),
+);
 
 /** A web server on a loopback port with a few images and not-images for --logo <URL>. */
 async function imageServer(): Promise<{ url: string; close(): Promise<void> }> {
@@ -170,6 +177,7 @@ for (const dialect of dialects()) {
         [textFile, /--logo: the logo must be a PNG, WebP or SVG image/],
         [disguisedFile, /--logo: the logo must be a PNG, WebP or SVG image/],
         [gifFile, /--logo: the logo must be a PNG, WebP or SVG image/],
+        [styledFile, /--logo: the logo must be a PNG, WebP or SVG image/],
         [join(dir, 'missing.png'), /--logo: cannot read the logo file .*ENOENT/],
         [dir, /--logo: the logo '.*' is not a file/],
       ];
