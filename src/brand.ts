@@ -109,7 +109,8 @@ function imageType(data: Buffer): Logo['type'] | undefined {
   if (data.subarray(0, 4).toString('latin1') === 'RIFF' && data.subarray(8, 12).toString('latin1') === 'WEBP')
     return 'image/webp';
   const head = data.subarray(0, 1024).toString('utf8').trimStart();
-  if (/^(<\?xml\s[^>]*\?>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^>]*>\s*)?<svg[\s>]/i.test(head)) return 'image/svg+xml';
+  if (/^(<\?xml\s[^>]*\?>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^>]*>\s*)?<svg[\s>]/i.test(head))
+    return 'image/svg+xml';
   return undefined;
 }
 
