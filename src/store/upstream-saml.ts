@@ -15,3 +15,15 @@ export function listSamlUpstreamRows(db: Q, entityId: string): Promise<UpstreamP
     .orderBy('id')
     .execute();
 }
+
+/** The SAML providers bound to a trusted federation (`upstream add --federation`), of every organization. */
+export function listFederationUpstreamRows(db: Q, federationId: number): Promise<UpstreamProviderRow[]> {
+  return db
+    .selectFrom('upstream_providers')
+    .selectAll()
+    .where('type', '=', 'saml')
+    .where('saml_federation_id', '=', federationId)
+    .orderBy('org_id')
+    .orderBy('id')
+    .execute();
+}
