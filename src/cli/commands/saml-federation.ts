@@ -177,7 +177,7 @@ export const samlFederationCommands: CommandDef[] = [
       if (ctx.json) return outcome;
       switch (outcome.outcome) {
         case 'updated':
-          return `federation ${federationId}: ${outcome.entities} service providers, valid until ${outcome.valid_until}`;
+          return `federation ${federationId}: ${outcome.entities} service providers, valid until ${outcome.valid_until}${outcome.upstream_providers > 0 ? `; ${outcome.upstream_providers} upstream provider(s) changed` : ''}`;
         case 'unchanged':
           return `federation ${federationId}: unchanged since the last fetch (valid until ${outcome.valid_until ?? '-'})`;
         case 'busy':
@@ -190,7 +190,8 @@ export const samlFederationCommands: CommandDef[] = [
   {
     group: 'saml',
     name: 'federation remove',
-    summary: 'stop trusting a federation: its service providers can no longer sign in',
+    summary:
+      'stop trusting a federation: its service providers can no longer sign in (refused while upstream providers are bound to it)',
     args: [{ name: 'id', description: 'the federation id' }],
     options: {},
     async run(ctx, _v, [id]) {
