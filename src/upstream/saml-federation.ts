@@ -106,14 +106,19 @@ export async function refreshFederatedProviders(
       changed++;
       continue;
     }
-    const same = entry.metadataXml === row.saml_metadata;
-    if (same && row.saml_federation_missing_since === null) continue;
+    if (entry.metadataXml === row.saml_metadata && row.saml_federation_missing_since === null) continue;
+    // A newer aggregate moves every entry's validUntil on: stored, but only a change of anything
+    // else (keys, endpoints) or the entity's return is a change worth a record.
+    const different =
+      row.saml_federation_missing_since !== null ||
+      withoutValidUntil(entry.metadataXml) !== withoutValidUntil(row.saml_metadata ?? '');
     await repo.updateUpstreamProvider(trx, row.id, {
       saml_metadata: entry.metadataXml,
       saml_federation_missing_since: null,
       saml_federation_missing_reason: null,
-      updated_at: now,
+      ...(different ? { updated_at: now } : {}),
     });
+    if (!different) continue;
     const details = {
       id: row.id,
       federation: federationId,
@@ -130,4 +135,9 @@ export async function refreshFederatedProviders(
     changed++;
   }
   return changed;
+}
+
+/** The copy without its root's validUntil (set from the aggregate's, so it differs at every newer aggregate). */
+function withoutValidUntil(metadataXml: string): string {
+  return metadataXml.replace(/^(<[^>]*?)\svalidUntil="[^"]*"/, '$1');
 }

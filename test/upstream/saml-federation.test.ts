@@ -28,7 +28,8 @@ const SP = 'https://wiki.member.example/shibboleth';
 
 /**
  * A member IdP's EntityDescriptor as an aggregate holds it: its own metadata without its signature,
- * the md prefix declared by the aggregate's root only (the copy taken out must declare it itself).
+ * the md prefix declared by the aggregate's root only (the copy taken out must declare it itself), no
+ * validUntil of its own (the aggregate's is the copy's).
  */
 function member(idp: ForgedIdp): string {
   assert.match(idp.metadata, / xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"/);
@@ -36,7 +37,8 @@ function member(idp: ForgedIdp): string {
     .replace(/^<\?xml[^>]*>/, '')
     .replace(/ xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"/, '')
     .replace(/<ds:Signature[\s\S]*?<\/ds:Signature>/, '')
-    .replace(/ ID="[^"]*"/, '');
+    .replace(/ ID="[^"]*"/, '')
+    .replace(/ validUntil="[^"]*"/, '');
 }
 
 function captureLog() {
@@ -69,10 +71,14 @@ for (const dialect of dialects()) {
     let acs: string;
     let audience: string;
     const run = (...args: string[]) => cli(server.config.databaseUrl, args, '', { PUBLIC_URL: server.url });
+    let validDays = 7;
     const serve = (...entities: string[]) =>
       md.documents.set(
         '/fed.xml',
-        signedAggregate(federation, { entities: [spEntity({ entityId: SP }), ...entities] }),
+        signedAggregate(federation, {
+          entities: [spEntity({ entityId: SP }), ...entities],
+          validUntil: new Date(Date.now() + validDays * 86400_000),
+        }),
       );
 
     before(async () => {
@@ -244,6 +250,24 @@ for (const dialect of dialects()) {
         outcome: string;
       };
       assert.equal(again.outcome, 'unchanged');
+      // a newer aggregate with the same entry (only its validUntil later): stored, no record
+      const validUntil = async () =>
+        (await samlDescriptorOf(await loadUpstreamProvider(server.store, providerId), Date.now())).validUntil!;
+      const before = await validUntil();
+      validDays = 8;
+      serve(member(rolled));
+      const newer = JSON.parse((await run('saml', 'federation', 'refresh', String(fedId), '--json')).out) as {
+        outcome: string;
+        upstream_providers: number;
+      };
+      assert.deepEqual([newer.outcome, newer.upstream_providers], ['updated', 0]);
+      assert.ok((await validUntil()) > before + 12 * 3600_000, 'validUntil moved on with the aggregate');
+      const records = await server.store.db
+        .selectFrom('audit_events')
+        .select('kind')
+        .where('kind', '=', 'upstream.federation_refresh')
+        .execute();
+      assert.equal(records.length, 1);
     });
 
     it('an entity that left the aggregate keeps its last metadata until its validUntil (the scheduled refresh)', async () => {
@@ -259,9 +283,10 @@ for (const dialect of dialects()) {
       assert.match(String(shown.federation_missing_reason), /not in the federation's metadata/);
       // still usable now, with the last verified keys
       assert.equal((await signIn(rolled)).status, 303);
-      // but not past the validUntil of the last aggregate that listed it (the entity's own: one day)
+      // but not past the validUntil of the last aggregate that listed it (eight days)
       const provider = await loadUpstreamProvider(server.store, providerId);
-      await assert.rejects(samlDescriptorOf(provider, Date.now() + 2 * 86400_000), /expired/);
+      await samlDescriptorOf(provider, Date.now() + 7 * 86400_000);
+      await assert.rejects(samlDescriptorOf(provider, Date.now() + 9 * 86400_000), /expired/);
       // one record for the change, not one per refresh
       await refreshDueFederations(server.store, LOOPBACK_FEDERATION, log, later + 2 * 3600_000);
       const missing = await server.store.db
