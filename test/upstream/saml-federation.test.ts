@@ -1,6 +1,6 @@
 // `upstream add --type saml --federation <id> --entity <entityID>`, on both databases: the IdP is
 // copied out of a trusted federation's signed aggregate (served on loopback), checked as a
-// `--metadata` document is, and signs in over HTTP at the ACS; a refresh of the federation (the
+// `--metadata` document is, and signs in over HTTP at the ACS (a real SimpleSAMLphp's entity too); a refresh of the federation (the
 // command and the schedule) rolls the IdP's signing key over (the old key refused after, the new one
 // accepted); an entity that left the aggregate keeps its last metadata until its validUntil; every
 // refusal is one line. And the edugain and eidas namespaces, for SAML providers only.
@@ -11,7 +11,11 @@ import { startServer, type E2EServer } from '../e2e/helpers.ts';
 import { addFederation } from '../../src/service-providers/federations.ts';
 import { refreshDueFederations } from '../../src/service-providers/federation-refresh.ts';
 import { addUpstreamProvider, loadUpstreamProvider, updateUpstreamProvider } from '../../src/upstream/providers.ts';
-import { samlDescriptorOf } from '../../src/upstream/saml-provider.ts';
+import { samlDescriptorOf, samlUpstreamOf } from '../../src/upstream/saml-provider.ts';
+import { buildAuthnRequest } from '../../src/upstream/saml-request.ts';
+import { receiveSamlResponse, validateSamlResponse } from '../../src/upstream/saml-response.ts';
+import { buildSpMetadata, parseIdpMetadata } from '../../src/saml/metadata/index.ts';
+import { signInAtSsp, simpleSamlPhpMissing, startSimpleSamlPhp } from './simplesamlphp.ts';
 import { startUpstreamRequest } from '../../src/upstream/requests.ts';
 import { party, type Party } from '../saml/saml-fixtures.ts';
 import {
@@ -27,18 +31,22 @@ const IDP = 'https://idp.member.example/idp';
 const SP = 'https://wiki.member.example/shibboleth';
 
 /**
- * A member IdP's EntityDescriptor as an aggregate holds it: its own metadata without its signature,
- * the md prefix declared by the aggregate's root only (the copy taken out must declare it itself), no
+ * An IdP's EntityDescriptor as an aggregate holds it: its own metadata without its signature, the
+ * md prefix declared by the aggregate's root only (the copy taken out must declare it itself), no
  * validUntil of its own (the aggregate's is the copy's).
  */
-function member(idp: ForgedIdp): string {
-  assert.match(idp.metadata, / xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"/);
-  return idp.metadata
-    .replace(/^<\?xml[^>]*>/, '')
+function entityOf(metadata: string): string {
+  return metadata
+    .replace(/^<\?xml[^>]*>\s*/, '')
     .replace(/ xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"/, '')
     .replace(/<ds:Signature[\s\S]*?<\/ds:Signature>/, '')
     .replace(/ ID="[^"]*"/, '')
     .replace(/ validUntil="[^"]*"/, '');
+}
+
+function member(idp: ForgedIdp): string {
+  assert.match(idp.metadata, / xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"/);
+  return entityOf(idp.metadata);
 }
 
 function captureLog() {
@@ -304,6 +312,76 @@ for (const dialect of dialects()) {
       const back = JSON.parse((await run('upstream', 'show', providerId, '--json')).out) as Record<string, unknown>;
       assert.equal(back.federation_missing_since, undefined);
     });
+
+    it(
+      "a real IdP (SimpleSAMLphp) taken from the aggregate: its Responses verify with the copy's keys",
+      { skip: simpleSamlPhpMissing() },
+      async () => {
+        const signing = await party('sp signing');
+        const encryption = await party('sp encryption');
+        const spId = 'http://localhost:8999/saml2/sp/metadata';
+        const spAcs = 'http://localhost:8999/saml2/sp/acs';
+        const spMetadata = buildSpMetadata({
+          entityId: spId,
+          acsUrl: spAcs,
+          signingCertificates: [signing.certificate],
+          encryptionCertificates: [encryption.certificate],
+          validUntil: Date.now() + 86400_000,
+          cacheDurationMs: 3600_000,
+          signingKey: { privateKey: signing.privateKey, certificate: signing.certificate },
+        });
+        const ssp = await startSimpleSamlPhp({ spMetadata, encryptAssertions: true });
+        try {
+          const own = await ssp.metadata();
+          serve(member(rolled), entityOf(own));
+          const added = await run(
+            'upstream',
+            'add',
+            '--org',
+            '1',
+            '--type',
+            'saml',
+            '--federation',
+            String(fedId),
+            '--entity',
+            ssp.entityId,
+            '--json',
+          );
+          assert.equal(added.code, 0, added.err);
+          const id = (JSON.parse(added.out) as { id: string }).id;
+          const upstream = await samlUpstreamOf(await loadUpstreamProvider(server.store, id), Date.now());
+          const direct = await parseIdpMetadata(own);
+          assert.deepEqual(upstream.idp.signingCertificates, direct.signingCertificates);
+          assert.deepEqual(upstream.idp.singleSignOnServices, direct.singleSignOnServices);
+          const requestId = `u${Math.random().toString(36).slice(2)}x`;
+          const outgoing = buildAuthnRequest({
+            requestId,
+            spEntityId: spId,
+            acsUrl: spAcs,
+            idp: upstream.idp,
+            binding: 'redirect',
+            signingKey: { privateKey: signing.privateKey, certificate: signing.certificate },
+            now: Date.now(),
+          });
+          const answer = await signInAtSsp({ url: outgoing.url }, { username: 'ada', password: 'ada-pass-123' });
+          const requests = new Set([requestId]);
+          const result = await validateSamlResponse(
+            await receiveSamlResponse(answer.fields),
+            upstream,
+            { spEntityId: spId, acsUrl: spAcs, decryptionKeys: [encryption.privateKey], now: Date.now() },
+            {
+              consumeRequest: async (r: string) => requests.delete(r),
+              firstUse: async () => true,
+            },
+          );
+          assert.equal(result.encrypted, true);
+          assert.equal(result.assertion.attributes.eppn, 'ada@uni.example');
+          assert.equal((await run('upstream', 'remove', id)).code, 0);
+        } finally {
+          await ssp.stop();
+        }
+      },
+    );
 
     it('the federation is removable once its providers are gone', async () => {
       assert.equal((await run('upstream', 'remove', providerId)).code, 0);
