@@ -239,7 +239,8 @@ export function identityProviderElement(
   } catch (err) {
     return { entityId, refused: reasonOf(err) };
   }
-  return { entityId, metadataXml: standaloneEntity(found.element, found.validUntil), validUntil: found.validUntil };
+  const validUntil = Math.floor(found.validUntil / 1000) * 1000; // as the copy states it, to the second
+  return { entityId, metadataXml: standaloneEntity(found.element, validUntil), validUntil };
 }
 
 /** An EntityDescriptor of an aggregate as a document of its own (see identityProviderElement). */
