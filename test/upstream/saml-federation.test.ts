@@ -231,7 +231,15 @@ for (const dialect of dialects()) {
       );
       const removed = await run('saml', 'federation', 'remove', String(fedId));
       oneLine(removed, new RegExp(`upstream provider\\(s\\) ${providerId} \\(organization 1\\)`), 'federation remove');
-      assert.equal((await run('saml', 'federation', 'show', String(fedId), '--json')).code, 0);
+      const shown = await run('saml', 'federation', 'show', String(fedId), '--json');
+      assert.equal(shown.code, 0);
+      assert.deepEqual((JSON.parse(shown.out) as { upstream_providers: unknown[] }).upstream_providers, [
+        { id: providerId, org_id: 1, entity_id: IDP, missing_since: null },
+      ]);
+      assert.match(
+        (await run('saml', 'federation', 'show', String(fedId))).out,
+        /upstream providers taken from it:\n {2}\w+ {2}organization 1/,
+      );
     });
 
     it('a refresh rolls the signing key over: the old key refused after, the new one accepted, audited', async () => {
