@@ -100,6 +100,7 @@ export const AUDIT_ACTIONS = [
   'upstream.link',
   'upstream.unlink',
   'upstream.refused',
+  'upstream.federation_refresh',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -6,7 +6,7 @@
 // documents (MDQ answers, test aggregates) are verified in-process.
 import { fork } from 'node:child_process';
 import { AppError } from '../errors.ts';
-import { verifyAggregate, type TrustOptions, type VerifiedAggregate } from '../saml/metadata/index.ts';
+import { verifyAggregate, type AggregateOptions, type VerifiedAggregate } from '../saml/metadata/index.ts';
 
 /** Documents up to this size are verified in-process. */
 export const ISOLATE_ABOVE_BYTES = 2 * 1024 * 1024;
@@ -22,7 +22,7 @@ export function childHeapMb(bytes: number): number {
 
 export interface ChildRequest {
   body: Uint8Array;
-  options: TrustOptions;
+  options: AggregateOptions;
 }
 
 export type ChildAnswer =
@@ -37,7 +37,7 @@ const WORKER = import.meta.url.endsWith('.ts')
 /** verifyAggregate, in a child process for a document above `isolateAbove` bytes. */
 export async function verifyAggregateIsolated(
   body: Uint8Array,
-  options: TrustOptions,
+  options: AggregateOptions,
   isolateAbove = ISOLATE_ABOVE_BYTES,
 ): Promise<VerifiedAggregate> {
   if (body.byteLength <= isolateAbove) return verifyAggregate(body, options);

@@ -19,7 +19,13 @@ import { AppError, badRequest, conflict, errorText, notFound } from '../errors.t
 import { iso } from '../time.ts';
 import { isLoopbackHost } from '../config.ts';
 import { readCertificate, rsaPublicKey } from '../saml/xml/index.ts';
-import type { VerifiedAggregate } from '../saml/metadata/index.ts';
+import type { FederatedIdentityProvider, VerifiedAggregate } from '../saml/metadata/index.ts';
+import { listFederationUpstreamRows } from '../store/upstream-saml.ts';
+import {
+  checkFederatedIdentityProviders,
+  federatedEntityIds,
+  refreshFederatedProviders,
+} from '../upstream/saml-federation.ts';
 import { ISOLATE_ABOVE_BYTES, verifyAggregateIsolated } from './aggregate-process.ts';
 import { countFederationRefresh } from '../http/metrics-federations.ts';
 import { ENTITY_CATEGORIES, isReleasePolicy, RELEASE_POLICIES, type ReleasePolicy } from './entity-categories.ts';
@@ -179,6 +185,7 @@ async function fetchVerified(
   trust: { certificate: string; maxValidityMs: number },
   now: number,
   conditional: { etag?: string | null; lastModified?: string | null } = {},
+  identityProviders: readonly string[] = [],
 ): Promise<Verified | 'unchanged'> {
   const fetched = await fetchMetadata(url, {
     ...conditional,
@@ -191,6 +198,7 @@ async function fetchVerified(
     maxValidityMs: trust.maxValidityMs,
     maxBytes: settings.maxAggregateBytes,
     now,
+    identityProviders,
   };
   const aggregate = await verifyAggregateIsolated(fetched.body, options, settings.isolateAboveBytes);
   return { aggregate, etag: fetched.etag, lastModified: fetched.lastModified };
@@ -340,6 +348,15 @@ export async function removeFederation(
   await store.db.transaction().execute(async (trx) => {
     const row = await repo.findFederation(trx, id);
     if (!row) throw notFound(`no federation ${id}`);
+    // An upstream provider bound to it would lose the source of its keys; it is the organization's
+    // sign-in, not the federation's to take away.
+    const bound = await listFederationUpstreamRows(trx, id);
+    if (bound.length > 0) {
+      const names = bound.map((p) => `${p.id} (organization ${Number(p.org_id)})`).join(', ');
+      throw conflict(
+        `federation ${id} is the metadata source of upstream provider(s) ${names}; remove them first (upstream remove)`,
+      );
+    }
     const clientIds = await repo.federationOnlyClients(trx, id);
     for (const clientId of clientIds) {
       await deleteClientArtifacts(trx, clientId, store.dialect);
@@ -358,8 +375,39 @@ export async function removeFederation(
   });
 }
 
+/**
+ * An identity provider of a federation's aggregate, for `upstream add --federation --entity`: the
+ * aggregate is fetched (unconditionally; the federation's own refresh state is left as it is) and
+ * verified as a refresh verifies it, and the entity's EntityDescriptor copied out, or why not.
+ */
+export async function federationIdentityProvider(
+  store: Store,
+  settings: FederationSettings,
+  id: number,
+  entityId: string,
+  now = Date.now(),
+): Promise<FederatedIdentityProvider & { federationUrl: string }> {
+  const row = await repo.findFederation(store.db, id);
+  if (!row) throw notFound(`no federation ${id} (saml federation list)`);
+  let verified: Verified;
+  try {
+    const trust = { certificate: row.certificate, maxValidityMs: Number(row.max_validity_ms) };
+    verified = (await fetchVerified(settings, row.url, trust, now, {}, [entityId])) as Verified;
+  } catch (err) {
+    throw new AppError(
+      err instanceof AppError ? err.status : 502,
+      `the metadata of federation ${id}: ${errorText(err, 300)}; nothing was added`,
+    );
+  }
+  const entry = verified.aggregate.identityProviders.find((e) => e.entityId === entityId);
+  return {
+    ...(entry ?? { entityId, refused: `${entityId} is not in the federation's metadata` }),
+    federationUrl: row.url,
+  };
+}
+
 export type RefreshOutcome =
-  | { outcome: 'updated'; entities: number; valid_until: string; skipped: number }
+  | { outcome: 'updated'; entities: number; valid_until: string; skipped: number; upstream_providers: number }
   | { outcome: 'unchanged'; valid_until: string | null }
   | { outcome: 'failed'; error: string; state: string; valid_until: string | null }
   | { outcome: 'busy' };
@@ -375,10 +423,34 @@ function stateAt(row: repo.FederationRow, now: number): string {
   return row.valid_until !== null && Number(row.valid_until) > now ? 'fresh' : 'stale';
 }
 
+/** A refresh that brought no verified aggregate: recorded, tried again soon, logged. */
+async function refreshFailed(
+  store: Store,
+  row: repo.FederationRow,
+  err: unknown,
+  now: number,
+  log: FastifyBaseLogger | undefined,
+): Promise<RefreshOutcome> {
+  const id = Number(row.id);
+  const error = errorText(err, 500);
+  const state = stateAt(row, now);
+  await repo.updateFederation(store.db, id, {
+    last_error: error,
+    state,
+    next_refresh_at: now + Math.min(Number(row.refresh_ms), RETRY_MS),
+    lease_until: null,
+  });
+  countFederationRefresh('failed');
+  log?.warn({ federation: id, url: row.url, err: error, state }, 'SAML federation metadata refresh failed');
+  return { outcome: 'failed', error, state, valid_until: isoOrNull(row.valid_until) };
+}
+
 /**
  * Fetches a federation's aggregate again (conditionally) and, when it verifies, replaces its SPs.
  * Claims the refresh first: of several instances (or the CLI and a running service) one fetches.
- * A failure keeps what the last verified aggregate said, until its validUntil passes.
+ * A failure keeps what the last verified aggregate said, until its validUntil passes. The upstream
+ * SAML providers bound to the federation get their entity's entry of a newer aggregate in the same
+ * transaction (src/upstream/saml-federation.ts).
  */
 export async function refreshFederation(
   store: Store,
@@ -391,6 +463,7 @@ export async function refreshFederation(
   if (!(await repo.claimFederationRefresh(store.db, id, now, now + LEASE_MS, !force))) return { outcome: 'busy' };
   const refreshMs = Number(row.refresh_ms);
   let result: Verified | 'unchanged';
+  let upstreams: Awaited<ReturnType<typeof checkFederatedIdentityProviders>> = [];
   try {
     result = await fetchVerified(
       settings,
@@ -398,19 +471,12 @@ export async function refreshFederation(
       { certificate: row.certificate, maxValidityMs: Number(row.max_validity_ms) },
       now,
       row.state === 'pending' ? {} : { etag: row.etag, lastModified: row.last_modified },
+      await federatedEntityIds(store.db, id),
     );
+    if (result !== 'unchanged')
+      upstreams = await checkFederatedIdentityProviders(result.aggregate.identityProviders, now);
   } catch (err) {
-    const error = errorText(err, 500);
-    const state = stateAt(row, now);
-    await repo.updateFederation(store.db, id, {
-      last_error: error,
-      state,
-      next_refresh_at: now + Math.min(refreshMs, RETRY_MS),
-      lease_until: null,
-    });
-    countFederationRefresh('failed');
-    log?.warn({ federation: id, url: row.url, err: error, state }, 'SAML federation metadata refresh failed');
-    return { outcome: 'failed', error, state, valid_until: isoOrNull(row.valid_until) };
+    return refreshFailed(store, row, err, now, log);
   }
   if (result === 'unchanged') {
     await repo.updateFederation(store.db, id, {
@@ -423,7 +489,7 @@ export async function refreshFederation(
     return { outcome: 'unchanged', valid_until: isoOrNull(row.valid_until) };
   }
   const { aggregate } = result;
-  await store.db.transaction().execute(async (trx) => {
+  const upstreamProviders = await store.db.transaction().execute(async (trx) => {
     await repo.replaceAggregateEntities(trx, id, entityRows(id, aggregate, now));
     await repo.updateFederation(trx, id, {
       state: 'fresh',
@@ -445,13 +511,18 @@ export async function refreshFederation(
       subject: `saml-federation:${id}`,
       details,
     });
+    return refreshFederatedProviders(trx, id, upstreams, { actor, now, ...(log ? { log } : {}) });
   });
   countFederationRefresh('updated');
-  log?.info({ federation: id, entities: aggregate.entities.length }, 'SAML federation metadata refreshed');
+  log?.info(
+    { federation: id, entities: aggregate.entities.length, upstream_providers: upstreamProviders },
+    'SAML federation metadata refreshed',
+  );
   return {
     outcome: 'updated',
     entities: aggregate.entities.length,
     valid_until: iso(aggregate.validUntil),
     skipped: aggregate.skipped.length,
+    upstream_providers: upstreamProviders,
   };
 }

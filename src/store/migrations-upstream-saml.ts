@@ -13,3 +13,24 @@ export function migration026(): Migration {
     },
   };
 }
+
+/**
+ * A SAML upstream provider taken from a trusted federation's aggregate (`upstream add --federation`):
+ * the federation it is bound to (its metadata is replaced from each newer aggregate; the federation
+ * cannot be removed while providers are bound to it), and since when, with why, the aggregate no
+ * longer gives a usable entry for it (null while it does).
+ */
+export function migration031(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      await sql`alter table upstream_providers add column saml_federation_id bigint references saml_federations(id)`.execute(
+        db,
+      );
+      await sql`alter table upstream_providers add column saml_federation_missing_since bigint`.execute(db);
+      await sql`alter table upstream_providers add column saml_federation_missing_reason text`.execute(db);
+      await sql`create index if not exists upstream_providers_federation on upstream_providers(saml_federation_id)`.execute(
+        db,
+      );
+    },
+  };
+}

@@ -678,6 +678,12 @@ export interface UpstreamProvidersTable {
   saml_require_encryption: ColumnType<number, number | undefined, number>;
   /** the upstream amr values repeated in the service's sessions, space-separated (migration 030) */
   trust_amr: ColumnType<string, string | undefined, string>;
+  /** the trusted federation whose aggregate the SAML metadata comes from (migration 031) */
+  saml_federation_id: Later<number | null>;
+  /** when the federation's aggregate stopped giving a usable entry for the entity (ms; migration 031) */
+  saml_federation_missing_since: Later<number | null>;
+  /** why (migration 031) */
+  saml_federation_missing_reason: Later<string | null>;
   /** the logo's content type: image/png, image/webp or image/svg+xml (migration 032) */
   logo_type: Later<string | null>;
   /** the logo's bytes, at most 100 KiB (migration 032); never read with the provider, only to serve it */

@@ -7,6 +7,7 @@ import type { Keyring } from '../crypto.ts';
 import { open, seal } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import { findOrganization } from '../store/directory.ts';
+import { findFederation } from '../store/saml-federations.ts';
 import * as repo from '../store/upstream.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { badRequest, notFound } from '../errors.ts';
@@ -52,6 +53,8 @@ export interface SamlInput {
   entityId: string;
   metadataXml: string;
   source?: string;
+  /** the trusted federation the metadata was copied from (`--federation`): its refresh keeps it current */
+  federationId?: number;
   emailVerified?: boolean;
   requireEncryption?: boolean;
 }
@@ -207,7 +210,29 @@ function newId(): string {
   return [...randomBytes(12)].map((b) => alphabet[b % 36]).join('');
 }
 
-/** Adds a provider to the organization. */
+/** The columns of a new provider of either type. */
+function commonColumns(input: UpstreamInput) {
+  return {
+    ...(input.logo ? logoColumns(input.logo) : {}),
+    link_by: checkLinkBy(input.linkBy),
+    create_users: input.createUsers ? 1 : 0,
+    namespace: checkNamespace(input.namespace),
+    mappings: JSON.stringify(parseMappings(input.map)),
+    ...(input.trustAmr !== undefined ? { trust_amr: checkTrustAmr(input.trustAmr) } : {}),
+  };
+}
+
+/** The columns of a new SAML provider. */
+function samlColumns(input: SamlInput): Record<string, string | number | null> {
+  return {
+    saml_entity_id: input.entityId,
+    saml_metadata: input.metadataXml,
+    saml_metadata_source: input.source ?? null,
+    saml_federation_id: input.federationId ?? null,
+    ...samlOptions(input),
+  };
+}
+
 /**
  * The issuers a social namespace's ids come from: `google:<sub>` only from Google, and so on.
  * Another provider asserting a subject under such a namespace could claim someone else's id.
@@ -233,13 +258,18 @@ const NAMESPACE_ISSUER_NAMES: Readonly<Record<string, string>> = {
 /** A namespace the provider may assert ids in: a social one only from its own issuer. */
 function checkNamespaceOwner(namespace: string | null, type: string, issuer: string | null): void {
   if (namespace === null || !(namespace in SECONDARY_NAMESPACES)) return;
-  if (namespace === 'edugain' || namespace === 'eidas') return; // federations: any member IdP
+  // federations: any member IdP, which speaks SAML; an OpenID Connect provider is no member
+  if (namespace === 'edugain' || namespace === 'eidas') {
+    if (type !== 'saml') throw badRequest(`--namespace ${namespace} is a SAML federation's: only for SAML providers`);
+    return;
+  }
   const pattern = NAMESPACE_ISSUERS[namespace];
   if (!pattern) throw badRequest(`--namespace ${namespace} has no OpenID Connect issuer to bind it to`);
   if (type !== 'oidc' || issuer === null || !pattern.test(issuer.replace(/\/$/, '')))
     throw badRequest(`--namespace ${namespace} is only for its own issuer (${NAMESPACE_ISSUER_NAMES[namespace]})`);
 }
 
+/** Adds a provider to the organization. */
 export async function addUpstreamProvider(
   store: Store,
   keys: Keyring,
@@ -249,14 +279,7 @@ export async function addUpstreamProvider(
   if (!(UPSTREAM_TYPES as readonly string[]).includes(input.type))
     throw badRequest(`--type must be one of ${UPSTREAM_TYPES.join(', ')}`);
   const type = input.type as UpstreamType;
-  const common = {
-    ...(input.logo ? logoColumns(input.logo) : {}),
-    link_by: checkLinkBy(input.linkBy),
-    create_users: input.createUsers ? 1 : 0,
-    namespace: checkNamespace(input.namespace),
-    mappings: JSON.stringify(parseMappings(input.map)),
-    ...(input.trustAmr !== undefined ? { trust_amr: checkTrustAmr(input.trustAmr) } : {}),
-  };
+  const common = commonColumns(input);
   const id = newId();
   let oidc: Record<string, string | null> = {};
   const jwk = input.authMethod === 'private_key_jwt' ? newPrivateJwk() : undefined;
@@ -287,15 +310,13 @@ export async function addUpstreamProvider(
     if (!input.saml) throw badRequest('--metadata is required for --type saml');
     checkNamespaceOwner(common.namespace, type, null);
     name = checkName(input.name, input.saml.entityId);
-    saml = {
-      saml_entity_id: input.saml.entityId,
-      saml_metadata: input.saml.metadataXml,
-      saml_metadata_source: input.saml.source ?? null,
-      ...samlOptions(input.saml),
-    };
+    saml = samlColumns(input.saml);
   }
+  const federationId = input.saml?.federationId;
   return store.db.transaction().execute(async (trx) => {
     if (!(await findOrganization(trx, input.orgId))) throw notFound(`organization ${input.orgId} does not exist`);
+    if (federationId !== undefined && !(await findFederation(trx, federationId)))
+      throw notFound(`no federation ${federationId}`);
     await repo.insertUpstreamProvider(trx, {
       id,
       org_id: input.orgId,
@@ -308,7 +329,8 @@ export async function addUpstreamProvider(
       created_at: now,
       updated_at: now,
     });
-    const details = { id, type, name, link_by: common.link_by, create_users: input.createUsers === true };
+    const bound = federationId !== undefined ? { federation: federationId, entity_id: input.saml?.entityId } : {};
+    const details = { id, type, name, link_by: common.link_by, create_users: input.createUsers === true, ...bound };
     await recordAudit(trx, {
       action: 'upstream.add',
       actor,
@@ -372,6 +394,10 @@ export async function updateUpstreamProvider(
   }
   if (changes.saml !== undefined) {
     if (existing.type !== 'saml') throw badRequest('--metadata is for SAML providers');
+    if (existing.saml_federation_id !== null)
+      throw badRequest(
+        `the metadata of this provider comes from federation ${Number(existing.saml_federation_id)} and is kept current by its refresh (saml federation refresh)`,
+      );
     // The links hold this IdP's subjects: another IdP's NameIDs must never be matched against them.
     if (changes.saml.entityId !== existing.saml_entity_id)
       throw badRequest(
@@ -506,6 +532,15 @@ export function providerOf(row: repo.UpstreamProviderRow): UpstreamProvider {
       entityId: row.saml_entity_id ?? '',
       metadataXml: row.saml_metadata ?? '',
       ...(row.saml_metadata_source ? { metadataSource: row.saml_metadata_source } : {}),
+      ...(row.saml_federation_id !== null ? { federationId: Number(row.saml_federation_id) } : {}),
+      ...(row.saml_federation_missing_since !== null
+        ? {
+            federationMissing: {
+              since: Number(row.saml_federation_missing_since),
+              reason: row.saml_federation_missing_reason ?? '',
+            },
+          }
+        : {}),
       emailVerified: row.saml_email_verified === 1,
       requireEncryption: row.saml_require_encryption === 1,
     };
@@ -568,6 +603,13 @@ export function upstreamView(p: UpstreamProvider): UpstreamView {
       ? {
           entity_id: p.saml.entityId,
           metadata_source: p.saml.metadataSource ?? null,
+          federation_id: p.saml.federationId ?? null,
+          ...(p.saml.federationMissing
+            ? {
+                federation_missing_since: iso(p.saml.federationMissing.since),
+                federation_missing_reason: p.saml.federationMissing.reason,
+              }
+            : {}),
           email_verified: p.saml.emailVerified,
           require_encryption: p.saml.requireEncryption,
         }

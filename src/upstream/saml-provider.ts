@@ -8,6 +8,8 @@ import { listSamlUpstreamRows } from '../store/upstream-saml.ts';
 import { idpDescriptorOf, parseIdpMetadata, refuseMetadata, type IdpDescriptor } from '../saml/metadata/index.ts';
 import { parseXml } from '../saml/xml/index.ts';
 import { readMetadataSource } from '../service-providers/metadata-source.ts';
+import { federationIdentityProvider, type FederationSettings } from '../service-providers/federations.ts';
+import { checkFederatedIdentityProvider } from './saml-federation.ts';
 import { providerOf } from './providers.ts';
 import type { SamlInput } from './providers.ts';
 import { consumeUpstreamRequest } from './requests.ts';
@@ -38,6 +40,30 @@ export async function readSamlProviderMetadata(
   const bytes = await readMetadataSource(source, { timeoutMs: options.timeoutMs ?? 10_000 });
   const descriptor = await parseIdpMetadata(bytes, { now: options.now ?? Date.now() });
   return { entityId: descriptor.entityId, metadataXml: bytes.toString('utf8'), source, descriptor };
+}
+
+/**
+ * An identity provider of a trusted federation, by entityID: copied out of the federation's
+ * aggregate, fetched and verified now with the federation's pinned certificate, and checked as a
+ * `--metadata` document is. What `upstream add --federation <id> --entity <entityID>` stores; the
+ * provider stays bound to the federation, whose refresh keeps its metadata current.
+ */
+export async function readFederatedProviderMetadata(
+  store: Store,
+  settings: FederationSettings,
+  federationId: number,
+  entityId: string,
+  now = Date.now(),
+): Promise<SamlInput & { descriptor: IdpDescriptor }> {
+  const entry = await federationIdentityProvider(store, settings, federationId, entityId, now);
+  const checked = await checkFederatedIdentityProvider(entry, now);
+  return {
+    entityId: checked.entityId,
+    metadataXml: checked.metadataXml,
+    source: entry.federationUrl,
+    federationId,
+    descriptor: checked.descriptor,
+  };
 }
 
 interface Cached {

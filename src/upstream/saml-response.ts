@@ -343,12 +343,30 @@ function attributesOf(assertion: Element): SamlAttribute[] {
 }
 
 /**
+ * The Subject's NameID: as it is, or decrypted from an EncryptedID with the service's encryption
+ * keys through the XML layer's allow-list (decryptElement). The assertion's signature (or the
+ * Response's) verified before this covers the EncryptedID's ciphertext, so no one can alter it to
+ * probe for a padding oracle: AES-CBC is accepted here as for an EncryptedAssertion in a signed
+ * Response. The content must be one saml:NameID.
+ */
+async function nameIdOf(assertion: Element, sp: SpContext): Promise<Element | undefined> {
+  const subject = childElements(assertion, NS.assertion, 'Subject')[0]!;
+  const plain = childElements(subject, NS.assertion, 'NameID');
+  const encrypted = childElements(subject, NS.assertion, 'EncryptedID');
+  if (plain.length + encrypted.length > 1)
+    throw refuse('subject', 'The assertion’s subject has more than one identifier.');
+  if (encrypted.length === 0) return plain[0];
+  const parsed = await decrypt(encrypted[0]!, sp.decryptionKeys, true);
+  if (parsed.root.localName !== 'NameID' || childElements(parsed.root).length > 0)
+    throw refuse('subject', 'The encrypted identifier is not a NameID.');
+  return parsed.root;
+}
+
+/**
  * The subject: the persistent NameID, else pairwise-id, else subject-id (each of the two in a scope
  * the IdP's metadata lists). A transient or e-mail NameID identifies no one for good: refused.
  */
-function subjectOf(assertion: Element, attributes: SamlAttribute[], upstream: SamlUpstream): string {
-  const subject = childElements(assertion, NS.assertion, 'Subject')[0]!;
-  const nameId = childElements(subject, NS.assertion, 'NameID')[0];
+function subjectOf(nameId: Element | undefined, attributes: SamlAttribute[], upstream: SamlUpstream): string {
   if (nameId && nameId.getAttribute('Format') === NAMEID_FORMAT.persistent) {
     const value = textOf(nameId).trim();
     const qualifier = nameId.getAttribute('NameQualifier');
@@ -391,7 +409,7 @@ export async function validateSamlResponse(
   const { assertion, encrypted } = await theAssertion(step, upstream, sp);
   const validUntil = checkAssertion(assertion, upstream, sp, inResponseTo);
   const attributes = attributesOf(assertion);
-  const subject = subjectOf(assertion, attributes, upstream);
+  const subject = subjectOf(await nameIdOf(assertion, sp), attributes, upstream);
   const assertionId = assertion.getAttribute('ID') ?? '';
   if (!NCNAME.test(assertionId)) throw refuse('assertion-id', 'The assertion has no valid ID.');
   if (!(await once.consumeRequest(inResponseTo)))

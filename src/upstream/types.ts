@@ -44,6 +44,10 @@ export interface SamlSettings {
   metadataXml: string;
   /** where the metadata came from (a file name or https URL), for `upstream show` */
   metadataSource?: string;
+  /** the trusted federation the metadata is copied from and kept current by (`--federation`) */
+  federationId?: number;
+  /** since when (ms), and why, the federation's metadata has no usable entry for the entity: the last is kept until its validUntil */
+  federationMissing?: { since: number; reason: string };
   /** the provider vouches for the mail attribute it releases (`--email-verified`): email_verified 'true' */
   emailVerified: boolean;
   /** a Response whose assertion is not encrypted is refused (`--require-encryption`) */

@@ -13,6 +13,8 @@ import {
   type TrustOptions,
 } from '../../src/saml/metadata/aggregate.ts';
 import { XmlSecurityError } from '../../src/saml/xml/index.ts';
+import { parseIdpMetadata } from '../../src/saml/metadata/index.ts';
+import { verifyAggregateIsolated } from '../../src/service-providers/aggregate-process.ts';
 import { party } from './saml-fixtures.ts';
 import {
   aggregateXml,
@@ -286,4 +288,43 @@ test('an MDQ answer verifies, describes the entity asked for, and is cached no l
     validUntilDate: inDays(60),
   });
   assert.throws(() => verifyEntityAnswer(unbounded, 'https://wiki.example.edu/shibboleth', trust()), /further away/);
+});
+
+test('an identity provider asked for is copied out as a document of its own, read as --metadata is; or refused with why', async () => {
+  const IDP = 'https://idp.member.example.edu/idp';
+  const bare = federation.certificate.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
+  const idp =
+    `<md:EntityDescriptor entityID="${IDP}"><md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">` +
+    `<md:KeyDescriptor use="signing"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>${bare}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></md:KeyDescriptor>` +
+    `<md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${IDP}/sso"/>` +
+    `</md:IDPSSODescriptor></md:EntityDescriptor>`;
+  // ds declared by the enclosing group only, which also shortens the validity to three days
+  const groupUntil = inDays(3);
+  const group = `<md:EntitiesDescriptor xmlns:ds="http://www.w3.org/2000/09/xmldsig#" Name="group" validUntil="${groupUntil.toISOString()}">${idp}</md:EntitiesDescriptor>`;
+  const xml = signedAggregate(federation, { entities: [...members, group] });
+  const wanted = [
+    IDP,
+    'https://absent.example.edu/idp',
+    'https://wiki.example.edu/shibboleth',
+    'https://idp.other.example.edu/idp',
+  ];
+  for (const aggregate of [
+    verifyAggregate(xml, { ...trust(), identityProviders: wanted }),
+    // the same through the child process large aggregates are verified in
+    await verifyAggregateIsolated(Buffer.from(xml), { ...trust(), identityProviders: wanted }, 0),
+  ]) {
+    const [copy, absent, sp, keyless] = aggregate.identityProviders;
+    assert.ok(copy && 'metadataXml' in copy, JSON.stringify(copy));
+    assert.match(copy.metadataXml, /^<md:EntityDescriptor [^>]*xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"/);
+    const read = await parseIdpMetadata(copy.metadataXml);
+    assert.equal(read.entityId, IDP);
+    assert.equal(read.signingCertificates.length, 1);
+    assert.equal(read.validUntil, Math.floor(groupUntil.getTime() / 1000) * 1000, 'the group validUntil');
+    assert.equal(copy.validUntil, read.validUntil);
+    assert.match('refused' in absent! ? absent.refused : '', /is not in the federation's metadata/);
+    assert.match('refused' in sp! ? sp.refused : '', /has no IDPSSODescriptor for SAML 2\.0/);
+    assert.match('refused' in keyless! ? keyless.refused : '', /publishes no signing certificate/);
+  }
+  // none asked for: none copied
+  assert.deepEqual(verifyAggregate(xml, trust()).identityProviders, []);
 });

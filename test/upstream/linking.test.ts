@@ -13,15 +13,18 @@ import { addUpstreamProvider, loadUpstreamProvider, type UpstreamInput } from '.
 import { resolveAccount } from '../../src/upstream/linking.ts';
 import { findUserByEppn, insertUserId } from '../../src/store/directory.ts';
 import { grantRole } from '../../src/directory/roles.ts';
+import { forgedIdp, type ForgedIdp } from './saml-forge.ts';
 import { importUsers } from '../../src/directory/user-import.ts';
 
 for (const dialect of dialects()) {
   describe(`upstream linking rules (${dialect})`, () => {
     let ctx: TestContext;
     let n = 0;
+    let member: ForgedIdp;
     before(async () => {
       ctx = await startTestApp(dialect);
       await seedOrg(ctx);
+      member = await forgedIdp('https://idp.member.test/idp');
     });
     after(async () => ctx?.close());
 
@@ -87,11 +90,14 @@ for (const dialect of dialects()) {
       const row = (await findUserByEppn(ctx.store.db, victim.eppn))!;
       await insertUserId(ctx.store.db, row.id, 'edugain', 'shared-subject');
       await seedUser(ctx, 1, 'other@example.org');
-      const p = await provider({ linkBy: 'eppn', namespace: 'edugain' });
+      // a member IdP of the federation (edugain is for SAML providers)
+      const federated = (input: Partial<UpstreamInput>) =>
+        provider({ type: 'saml', saml: { entityId: member.entityId, metadataXml: member.metadata }, ...input });
+      const p = await federated({ linkBy: 'eppn', namespace: 'edugain' });
       const out = await resolve(p, 'shared-subject', { eppn: 'other@example.org' });
       assert.deepEqual([out.ok, !out.ok && out.reason], [false, 'identity_linked_elsewhere']);
       assert.equal(await lastRefusal(), 'secondary_id_taken');
-      const created = await resolve(await provider({ createUsers: true, namespace: 'edugain' }), 'shared-subject', {});
+      const created = await resolve(await federated({ createUsers: true, namespace: 'edugain' }), 'shared-subject', {});
       assert.equal(created.ok, false, 'no account is made for it either');
       const own = await resolve(p, 'shared-subject', { eppn: 'victim@example.org' });
       assert.ok(own.ok, 'the holder itself links');

@@ -14,6 +14,7 @@ import {
   type UpstreamInput,
 } from '../../src/upstream/providers.ts';
 import { consumeUpstreamRequest, startUpstreamRequest } from '../../src/upstream/requests.ts';
+import { updateUpstreamProvider as setProviderRow } from '../../src/store/upstream.ts';
 import { linksOfUser } from '../../src/upstream/linking.ts';
 import { findUserByEppn, listUserIds } from '../../src/store/directory.ts';
 import { setPassword } from '../../src/directory/index.ts';
@@ -41,10 +42,13 @@ for (const dialect of dialects()) {
         clientId: CLIENT.clientId,
         clientSecret: CLIENT.secret,
         linkBy: 'eppn',
-        namespace: 'edugain',
         scopes: 'openid email profile eppn',
       });
       providerId = added.id;
+      // The namespace is set in the row: the registry gives edugain to SAML providers only, and a
+      // social namespace only to its own issuer, which this loopback upstream is not. What is tested
+      // here is that an OpenID Connect sign-in records the identity in the provider's namespace.
+      await setProviderRow(server.store.db, providerId, { namespace: 'edugain' });
       upstream = await startTestUpstream(port, {
         ...CLIENT,
         redirectUri: `${server.url}/upstream/${providerId}/callback`,

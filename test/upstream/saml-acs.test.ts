@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { dialects, seedOrg } from '../helpers.ts';
 import { startServer, type E2EServer } from '../e2e/helpers.ts';
 import { buildIdpMetadata, parseSpMetadata } from '../../src/saml/metadata/index.ts';
+import { encryptElement, NS, parseXml, type Document } from '../../src/saml/xml/index.ts';
 import { addUpstreamProvider, removeUpstreamProvider, setUpstreamEnabled } from '../../src/upstream/providers.ts';
 import { startUpstreamRequest } from '../../src/upstream/requests.ts';
 import { STATUS } from '../../src/saml-idp/response.ts';
@@ -122,6 +123,29 @@ for (const dialect of dialects()) {
       );
       // the same Response again: refused (its request is consumed, its assertion remembered)
       await refused({ SAMLResponse: forgeResponse(idp, o) }, 'replayed');
+    });
+
+    it('accepts a Subject whose NameID is encrypted to the service (EncryptedID) and reads it', async () => {
+      const sp = await parseSpMetadata(await (await fetch(audience)).text());
+      const nameId = parseXml(
+        `<saml:NameID xmlns:saml="${NS.assertion}" Format="urn:oasis:names:tc:SAML:2.0:nameid-format:persistent">sealed-subject-9</saml:NameID>`,
+      ).root;
+      const data = await encryptElement(nameId, { certificate: sp.encryptionCertificates[0]! });
+      const edit = (document: Document) => {
+        const plain = document.getElementsByTagNameNS(NS.assertion, 'NameID')[0]!;
+        const container = document.createElementNS(NS.assertion, 'saml:EncryptedID');
+        container.appendChild(document.importNode(data, true));
+        plain.parentNode!.replaceChild(container, plain);
+      };
+      const o = await options({ edit });
+      const response = await post({ SAMLResponse: forgeResponse(idp, o) });
+      assert.equal(response.status, 303);
+      const row = await server.store.db
+        .selectFrom('upstream_requests')
+        .select('assertion')
+        .where('id', '=', o.inResponseTo!)
+        .executeTakeFirstOrThrow();
+      assert.equal((JSON.parse(row.assertion!) as { subject: string }).subject, 'sealed-subject-9');
     });
 
     it('refuses unsigned, wrongly signed and foreign-key Responses', async () => {

@@ -2,7 +2,15 @@
 // the one point the check is about (the first test shows the unaltered one is accepted).
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { XmlSecurityError } from '../../src/saml/xml/index.ts';
+import {
+  ENCRYPTION,
+  encryptElement,
+  NS,
+  parseXml,
+  XmlSecurityError,
+  type Document,
+  type Element,
+} from '../../src/saml/xml/index.ts';
 import { STATUS } from '../../src/saml-idp/response.ts';
 import {
   receiveSamlResponse,
@@ -196,4 +204,61 @@ test('an eppn outside the IdP scopes is dropped; a transient NameID is no subjec
     }),
   );
   await refused(transient, 'subject');
+});
+
+/** A saml:EncryptedID holding `content` (a NameID unless given) encrypted to `certificate`. */
+async function encryptedId(
+  certificate: string,
+  options: { content?: string; algorithm?: (typeof ENCRYPTION)[keyof typeof ENCRYPTION] } = {},
+): Promise<Element> {
+  const content =
+    options.content ??
+    `<saml:NameID xmlns:saml="${NS.assertion}" Format="urn:oasis:names:tc:SAML:2.0:nameid-format:persistent">encrypted-subject-7</saml:NameID>`;
+  const data = await encryptElement(parseXml(content).root, {
+    certificate,
+    ...(options.algorithm ? { encryptionAlgorithm: options.algorithm } : {}),
+  });
+  const container = data.ownerDocument!.createElementNS(NS.assertion, 'saml:EncryptedID');
+  container.appendChild(data);
+  return container;
+}
+
+/** The Subject's NameID replaced by `encrypted` (or `keep`: put beside it). */
+const withEncryptedId =
+  (encrypted: Element, keep = false) =>
+  (document: Document) => {
+    const nameId = document.getElementsByTagNameNS(NS.assertion, 'NameID')[0]!;
+    const imported = document.importNode(encrypted, true);
+    if (keep) nameId.parentNode!.insertBefore(imported, nameId.nextSibling);
+    else nameId.parentNode!.replaceChild(imported, nameId);
+  };
+
+test('a Subject with an EncryptedID: decrypted with the service key, its persistent NameID the subject', async () => {
+  for (const sign of ['response', 'assertion'] as const) {
+    const edit = withEncryptedId(await encryptedId(decryption.certificate));
+    const result = await run(forgeResponse(idp, base({ sign, edit })));
+    assert.equal(result.assertion.subject, 'encrypted-subject-7');
+  }
+  // AES-CBC too: the verified signature covers the ciphertext
+  const cbc = withEncryptedId(await encryptedId(decryption.certificate, { algorithm: ENCRYPTION.aes256Cbc }));
+  assert.equal((await run(forgeResponse(idp, base({ edit: cbc })))).assertion.subject, 'encrypted-subject-7');
+});
+
+test('an EncryptedID for another key, with an algorithm not allowed, not a NameID, or beside a NameID: refused', async () => {
+  await refused(
+    forgeResponse(idp, base({ edit: withEncryptedId(await encryptedId(stranger.certificate)) })),
+    'decryption-failed',
+  );
+  const weak = await encryptedId(decryption.certificate);
+  weak
+    .getElementsByTagNameNS(NS.xenc, 'EncryptionMethod')[0]!
+    .setAttribute('Algorithm', 'http://www.w3.org/2001/04/xmlenc#tripledes-cbc');
+  await refused(forgeResponse(idp, base({ edit: withEncryptedId(weak) })), 'encryption-algorithm');
+  const notNameId = await encryptedId(decryption.certificate, {
+    content: `<saml:Issuer xmlns:saml="${NS.assertion}">opaque</saml:Issuer>`,
+  });
+  await refused(forgeResponse(idp, base({ edit: withEncryptedId(notNameId) })), 'subject');
+  // a NameID and an EncryptedID both: the schema gate already refuses it (the Subject has one or the other)
+  const beside = withEncryptedId(await encryptedId(decryption.certificate), true);
+  await refused(forgeResponse(idp, base({ edit: beside })), 'schema-invalid');
 });

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { badRequest } from '../../errors.ts';
 import { listFederationEntities } from '../../store/saml-federations.ts';
+import { listFederationUpstreamRows } from '../../store/upstream-saml.ts';
 import {
   addFederation,
   federationSettings,
@@ -117,7 +118,8 @@ export const samlFederationCommands: CommandDef[] = [
   {
     group: 'saml',
     name: 'federation show',
-    summary: 'show a federation, its last fetch and (the first 100 of) its service providers',
+    summary:
+      'show a federation, its last fetch, (the first 100 of) its service providers and the upstream providers taken from it',
     args: [{ name: 'id', description: 'the federation id (from list)' }],
     options: {},
     async run(ctx, _v, [id]) {
@@ -128,9 +130,21 @@ export const samlFederationCommands: CommandDef[] = [
         categories: JSON.parse(e.categories) as string[],
         valid_until: iso(Number(e.valid_until)),
       }));
-      if (ctx.json) return { ...view, service_providers: entities };
+      const upstreams = (await listFederationUpstreamRows(ctx.store.db, view.id)).map((p) => ({
+        id: p.id,
+        org_id: Number(p.org_id),
+        entity_id: p.saml_entity_id,
+        missing_since: p.saml_federation_missing_since === null ? null : iso(Number(p.saml_federation_missing_since)),
+      }));
+      if (ctx.json) return { ...view, service_providers: entities, upstream_providers: upstreams };
       const list = entities.map((e) => `  ${e.entity_id}  ${e.source}  ${e.categories.join(' ') || '-'}`);
-      return [viewText(view), '', 'service providers:', ...list].join('\n');
+      const bound = upstreams.map(
+        (p) =>
+          `  ${p.id}  organization ${p.org_id}  ${p.entity_id ?? '-'}${p.missing_since ? `  missing since ${p.missing_since}` : ''}`,
+      );
+      const lines = [viewText(view), '', 'service providers:', ...list];
+      if (bound.length > 0) lines.push('', 'upstream providers taken from it:', ...bound);
+      return lines.join('\n');
     },
   },
   {
@@ -177,7 +191,7 @@ export const samlFederationCommands: CommandDef[] = [
       if (ctx.json) return outcome;
       switch (outcome.outcome) {
         case 'updated':
-          return `federation ${federationId}: ${outcome.entities} service providers, valid until ${outcome.valid_until}`;
+          return `federation ${federationId}: ${outcome.entities} service providers, valid until ${outcome.valid_until}${outcome.upstream_providers > 0 ? `; ${outcome.upstream_providers} upstream provider(s) changed` : ''}`;
         case 'unchanged':
           return `federation ${federationId}: unchanged since the last fetch (valid until ${outcome.valid_until ?? '-'})`;
         case 'busy':
@@ -190,7 +204,8 @@ export const samlFederationCommands: CommandDef[] = [
   {
     group: 'saml',
     name: 'federation remove',
-    summary: 'stop trusting a federation: its service providers can no longer sign in',
+    summary:
+      'stop trusting a federation: its service providers can no longer sign in (refused while upstream providers are bound to it)',
     args: [{ name: 'id', description: 'the federation id' }],
     options: {},
     async run(ctx, _v, [id]) {

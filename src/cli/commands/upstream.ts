@@ -5,8 +5,14 @@ import { badRequest, notFound } from '../../errors.ts';
 import type { Logo } from '../../brand.ts';
 import * as upstream from '../../upstream/providers.ts';
 import { linkAccount, unlinkAccount } from '../../upstream/linking.ts';
-import { readSamlProviderMetadata, spAcsUrl, spEntityId } from '../../upstream/saml-provider.ts';
+import {
+  readFederatedProviderMetadata,
+  readSamlProviderMetadata,
+  spAcsUrl,
+  spEntityId,
+} from '../../upstream/saml-provider.ts';
 import { readUpstreamLogo } from '../../upstream/logo.ts';
+import { federationSettings } from '../../service-providers/federations.ts';
 import { findUserByEppn } from '../../store/directory.ts';
 import { normalizeEppn } from '../../directory/index.ts';
 import {
@@ -19,6 +25,7 @@ import {
   table,
   type ArgumentDef,
   type CommandDef,
+  type Ctx,
   type OptionDef,
   type Values,
 } from '../command.ts';
@@ -46,13 +53,51 @@ async function samlMetadata(
   source: string | undefined,
 ): Promise<(upstream.SamlInput & { displayName?: string }) | undefined> {
   if (source === undefined) return undefined;
-  const { entityId, metadataXml, descriptor } = await readSamlProviderMetadata(source);
+  return withButton(await readSamlProviderMetadata(source));
+}
+
+type ReadMetadata = Awaited<ReturnType<typeof readSamlProviderMetadata>>;
+
+/** The checked metadata, with what the sign-in button may take from it (mdui). */
+function withButton({ descriptor, ...input }: ReadMetadata): upstream.SamlInput & { displayName?: string } {
   return {
-    entityId,
-    metadataXml,
-    source,
+    ...input,
     ...(descriptor.displayName ? { displayName: descriptor.displayName } : {}),
   };
+}
+
+/**
+ * Where `upstream add --type saml` takes the IdP from: a metadata document (`--metadata`), or a
+ * trusted federation's verified aggregate by entityID (`--federation <id> --entity <entityID>`,
+ * read with the same reader and checks), one or the other.
+ */
+async function samlSource(
+  ctx: Ctx,
+  v: Values,
+  type: string,
+): Promise<(upstream.SamlInput & { displayName?: string }) | undefined> {
+  const metadata = optional(v, 'metadata');
+  const federation = optional(v, 'federation');
+  const entity = optional(v, 'entity');
+  if (type !== 'saml') {
+    if (metadata !== undefined || federation !== undefined || entity !== undefined)
+      throw badRequest('--metadata, --federation and --entity are for --type saml');
+    return undefined;
+  }
+  if (metadata !== undefined && (federation !== undefined || entity !== undefined))
+    throw badRequest('give either --metadata or --federation with --entity, not both');
+  if (federation !== undefined && entity === undefined)
+    throw badRequest("--federation needs --entity <entityID>, the identity provider in the federation's metadata");
+  if (entity !== undefined && federation === undefined)
+    throw badRequest('--entity needs --federation <id>, the trusted federation that lists it (saml federation list)');
+  if (federation === undefined || entity === undefined) return samlMetadata(required(v, 'metadata'));
+  const read = await readFederatedProviderMetadata(
+    ctx.store,
+    federationSettings(ctx.config),
+    intOption(federation, 'federation'),
+    entity.trim(),
+  );
+  return withButton(read);
 }
 
 /** The SAML options an update changes (undefined when it changes none). */
@@ -86,6 +131,17 @@ async function logoUpdate(v: Values): Promise<{ logo?: Logo | null }> {
 
 const SAML_ADD: Record<string, OptionDef> = {
   metadata: { type: 'string', value: '<file|https URL>', description: "SAML: the identity provider's metadata" },
+  federation: {
+    type: 'string',
+    value: '<federation id>',
+    description:
+      "SAML, instead of --metadata: a trusted federation (saml federation list) whose verified metadata lists the identity provider; its refresh keeps the provider's keys and endpoints current",
+  },
+  entity: {
+    type: 'string',
+    value: '<entityID>',
+    description: "SAML, with --federation: the identity provider's entityID in the federation's metadata",
+  },
   'email-verified': {
     type: 'boolean',
     description:
@@ -183,11 +239,12 @@ export const upstreamCommands: CommandDef[] = [
     async run(ctx, v) {
       const type = required(v, 'type');
       const clientSecret = v['client-secret-stdin'] === true ? await readPassword(ctx) : undefined;
-      const metadata = type === 'saml' ? await samlMetadata(required(v, 'metadata')) : undefined;
+      const metadata = await samlSource(ctx, v, type);
       const saml = metadata && {
         entityId: metadata.entityId,
         metadataXml: metadata.metadataXml,
         source: metadata.source,
+        ...(metadata.federationId !== undefined ? { federationId: metadata.federationId } : {}),
         emailVerified: v['email-verified'] === true,
         requireEncryption: v['require-encryption'] === true,
       };
@@ -234,7 +291,17 @@ export const upstreamCommands: CommandDef[] = [
         org === undefined ? undefined : intOption(org, 'org'),
       );
       if (ctx.json) return list;
-      return table(list, ['id', 'org_id', 'type', 'name', 'enabled', 'link_by', 'create_users', 'namespace']);
+      return table(list, [
+        'id',
+        'org_id',
+        'type',
+        'name',
+        'enabled',
+        'link_by',
+        'create_users',
+        'namespace',
+        'federation_id',
+      ]);
     },
   },
   {

@@ -6,12 +6,14 @@
 // else the document holds (a wrapper, a second EntitiesDescriptor, a copy beside the signed one) is
 // never looked at. The root must carry validUntil, not yet passed and not further from now than the
 // federation allows, so a captured aggregate cannot be replayed for longer than that.
-import { childElements, NS, parseXml, refuse, textOf, verifyEnvelopedSignature } from '../xml/index.ts';
+import { childElements, NS, parseXml, refuse, serialize, textOf, verifyEnvelopedSignature } from '../xml/index.ts';
 import type { Element, VerifiedElement } from '../xml/index.ts';
 import { AppError } from '../../errors.ts';
 import { refuseMetadata } from './errors.ts';
 import { ENTITY_ATTRIBUTE, MD } from './namespaces.ts';
 import { spDescriptorOf, type SpDescriptor } from './sp-descriptor.ts';
+import { idpDescriptorOf } from './idp-descriptor.ts';
+import { xsDateTime } from './idp-metadata.ts';
 
 const MDATTR_NS = MD.mdattr;
 const ENTITY_CATEGORY = ENTITY_ATTRIBUTE.category;
@@ -139,18 +141,11 @@ interface Frame {
 }
 
 /**
- * The SP EntityDescriptors under a verified root (itself, or nested EntitiesDescriptors at any
- * depth), in document order. An entity whose own or enclosing validUntil has passed is left out,
- * and so is a second EntityDescriptor with an entityID already seen (the first one counts).
+ * Every EntityDescriptor under a verified root (itself, or nested EntitiesDescriptors at any
+ * depth), in document order, with the earliest validUntil of it and what encloses it and the
+ * categories its EntitiesDescriptors give.
  */
-export function serviceProviderElements(
-  verified: VerifiedMetadata,
-  now = Date.now(),
-): { entities: EntityElement[]; expired: number; duplicates: number } {
-  const entities: EntityElement[] = [];
-  const seen = new Set<string>();
-  let expired = 0;
-  let duplicates = 0;
+function* entityDescriptors(verified: VerifiedMetadata): Generator<Frame> {
   const stack: Frame[] = [{ element: verified.root, validUntil: verified.validUntil, categories: [] }];
   while (stack.length > 0) {
     const frame = stack.pop()!;
@@ -164,9 +159,27 @@ export function serviceProviderElements(
       for (const child of children.reverse()) stack.push({ element: child, validUntil, categories });
       continue;
     }
+    yield { element: frame.element, validUntil, categories: frame.categories };
+  }
+}
+
+/**
+ * The SP EntityDescriptors under a verified root, in document order. An entity whose own or
+ * enclosing validUntil has passed is left out, and so is a second EntityDescriptor with an
+ * entityID already seen (the first one counts).
+ */
+export function serviceProviderElements(
+  verified: VerifiedMetadata,
+  now = Date.now(),
+): { entities: EntityElement[]; expired: number; duplicates: number } {
+  const entities: EntityElement[] = [];
+  const seen = new Set<string>();
+  let expired = 0;
+  let duplicates = 0;
+  for (const frame of entityDescriptors(verified)) {
     if (childElements(frame.element, NS.metadata, 'SPSSODescriptor').length === 0) continue;
     const entityId = frame.element.getAttribute('entityID') ?? '';
-    if (validUntil <= now) {
+    if (frame.validUntil <= now) {
       expired++;
       continue;
     }
@@ -175,9 +188,74 @@ export function serviceProviderElements(
       continue;
     }
     seen.add(entityId);
-    entities.push({ entityId, element: frame.element, validUntil, inheritedCategories: frame.categories });
+    entities.push({
+      entityId,
+      element: frame.element,
+      validUntil: frame.validUntil,
+      inheritedCategories: frame.categories,
+    });
   }
   return { entities, expired, duplicates };
+}
+
+/**
+ * An identity provider asked for by entityID, as the verified aggregate describes it: either its
+ * EntityDescriptor as a document of its own (what `upstream add --metadata` would have been given),
+ * or why it cannot be used.
+ */
+export type FederatedIdentityProvider =
+  | {
+      entityId: string;
+      /** one md:EntityDescriptor, with the namespaces it inherited declared on it and validUntil the earliest of it and its enclosing EntitiesDescriptors */
+      metadataXml: string;
+      /** ms */
+      validUntil: number;
+    }
+  | { entityId: string; refused: string };
+
+/**
+ * The EntityDescriptor with this entityID under a verified root (the first one, as for SPs), read
+ * with the IdP metadata reader (idpDescriptorOf, the one `--metadata` documents are read with), and
+ * copied out as a document of its own: the namespace declarations of the EntitiesDescriptors around
+ * it are declared on it, and its validUntil is the earliest around it, so the copy is no longer
+ * used than the aggregate it came from vouches for it.
+ */
+export function identityProviderElement(
+  verified: VerifiedMetadata,
+  entityId: string,
+  now = Date.now(),
+): FederatedIdentityProvider {
+  let found: Frame | undefined;
+  for (const frame of entityDescriptors(verified)) {
+    if (frame.element.getAttribute('entityID') === entityId) {
+      found = frame;
+      break;
+    }
+  }
+  if (!found) return { entityId, refused: `${entityId} is not in the federation's metadata` };
+  if (found.validUntil <= now) return { entityId, refused: `the federation's metadata of ${entityId} has expired` };
+  try {
+    idpDescriptorOf(found.element, { now });
+  } catch (err) {
+    return { entityId, refused: reasonOf(err) };
+  }
+  const validUntil = Math.floor(found.validUntil / 1000) * 1000; // as the copy states it, to the second
+  return { entityId, metadataXml: standaloneEntity(found.element, validUntil), validUntil };
+}
+
+/** An EntityDescriptor of an aggregate as a document of its own (see identityProviderElement). */
+function standaloneEntity(element: Element, validUntil: number): string {
+  const copy = element.cloneNode(true) as Element;
+  for (let node = element.parentNode; node && node.nodeType === 1; node = node.parentNode) {
+    const attributes = (node as Element).attributes;
+    for (let i = 0; i < attributes.length; i++) {
+      const attribute = attributes.item(i)!;
+      if (attribute.namespaceURI !== MD.xmlns || copy.hasAttribute(attribute.name)) continue;
+      copy.setAttributeNS(MD.xmlns, attribute.name, attribute.value);
+    }
+  }
+  copy.setAttribute('validUntil', xsDateTime(validUntil));
+  return serialize(copy);
 }
 
 /** An SP of a federation, read from verified metadata. */
@@ -195,6 +273,13 @@ export interface VerifiedAggregate {
   entities: FederatedEntity[];
   /** SP entities left out: past their own validUntil, listed twice, or metadata the IdP cannot serve */
   skipped: { entityId: string; reason: string }[];
+  /** the identity providers asked for (AggregateOptions.identityProviders), in that order */
+  identityProviders: FederatedIdentityProvider[];
+}
+
+export interface AggregateOptions extends TrustOptions {
+  /** entityIDs of identity providers to copy out of the aggregate (upstream providers bound to the federation) */
+  identityProviders?: readonly string[];
 }
 
 function describe(entity: EntityElement, now: number): FederatedEntity {
@@ -208,9 +293,10 @@ const reasonOf = (err: unknown): string => (err instanceof AppError ? err.messag
 /**
  * A federation's aggregate, verified (see the top of this file), and its SP entities read with
  * spDescriptorOf. One member with metadata the identity provider cannot serve (no HTTP-POST ACS,
- * a weak key) is left out and reported; it does not cost the others their trust.
+ * a weak key) is left out and reported; it does not cost the others their trust. The identity
+ * providers asked for are copied out (identityProviderElement).
  */
-export function verifyAggregate(xml: string | Uint8Array, options: TrustOptions): VerifiedAggregate {
+export function verifyAggregate(xml: string | Uint8Array, options: AggregateOptions): VerifiedAggregate {
   const now = options.now ?? Date.now();
   const verified = verifySignedMetadata(xml, 'EntitiesDescriptor', options);
   const found = serviceProviderElements(verified, now);
@@ -232,6 +318,9 @@ export function verifyAggregate(xml: string | Uint8Array, options: TrustOptions)
     ...(verified.cacheDurationMs !== undefined ? { cacheDurationMs: verified.cacheDurationMs } : {}),
     entities,
     skipped,
+    identityProviders: [...new Set(options.identityProviders ?? [])].map((entityId) =>
+      identityProviderElement(verified, entityId, now),
+    ),
   };
 }
 
