@@ -11,7 +11,7 @@ import { migration022 } from './migrations-mail.ts';
 import { migration028 } from './migrations-secrets.ts';
 import { migration024 } from './migrations-adoption.ts';
 import { migration023, migration027 } from './migrations-ldap.ts';
-import { migration025, migration029, migration030 } from './migrations-upstream.ts';
+import { migration025, migration029, migration030, migration033 } from './migrations-upstream.ts';
 import { migration026 } from './migrations-upstream-saml.ts';
 
 type Dialect = 'sqlite' | 'postgres';
@@ -192,6 +192,7 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '028_kept_keys': migration028(),
     '029_upstream_browser_binding': migration029(),
     '030_upstream_trusted_amr': migration030(),
+    '033_upstream_link_requests': migration033(),
   };
 }
 

@@ -50,6 +50,7 @@ const DONE: Record<string, MessageKey> = {
   deleted: 'account.deleted',
   password: 'password.changed',
   password_removed: 'password.removed',
+  linked: 'account.linked',
 };
 const SIGN_IN_SCOPE = 'account-signin';
 /** Adding or deleting a passkey needs a sign-in at most this long ago. */
@@ -79,7 +80,8 @@ const signInBinding = (kit: Kit, request: FastifyRequest, reply: FastifyReply) =
 const passkeyId = (raw: string) => (/^\d{1,15}$/.test(raw) ? Number(raw) : undefined);
 export const redirect = (reply: FastifyReply, location: string) => reply.code(303).header('location', location).send();
 
-async function signedIn(kit: Kit, request: FastifyRequest, reply: FastifyReply): Promise<Who | undefined> {
+/** The signed-in user of the request and their session; undefined when none (or the account is disabled). */
+export async function signedIn(kit: Kit, request: FastifyRequest, reply: FastifyReply): Promise<Who | undefined> {
   const session = await kit.sessions.current(request, reply);
   if (!session) return undefined;
   const user = await findUserBySub(kit.store.db, session.accountId);
@@ -158,8 +160,14 @@ async function renderSignIn(
   return sendPage(reply, failure?.status ?? 200, page, {}, retryHeaders(failure));
 }
 
-export const askToSignInAgain = (kit: Kit, request: FastifyRequest, reply: FastifyReply, frame: Frame, who: Who) =>
-  renderSignIn(kit, request, reply, frame, { status: 401, error: 'account.reauth', username: who.user.eppn });
+export const askToSignInAgain = (
+  kit: Kit,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  frame: Frame,
+  who: Who,
+  error: MessageKey = 'account.reauth',
+) => renderSignIn(kit, request, reply, frame, { status: 401, error, username: who.user.eppn });
 
 async function renderAccount(
   kit: AccountKit,
