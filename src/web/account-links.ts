@@ -18,7 +18,7 @@ import { enabledProvidersOf, findUpstreamProvider } from '../upstream/providers.
 import { REQUEST_ID } from '../upstream/requests.ts';
 import type { UpstreamAssertion, UpstreamProvider } from '../upstream/types.ts';
 import { abandonLinkRequest, takeLinkAssertion } from '../store/upstream.ts';
-import { findUserById } from '../store/directory.ts';
+import { findUserById, findUserBySub } from '../store/directory.ts';
 import { userActor } from '../audit/index.ts';
 import { AppError } from '../errors.ts';
 import { html, type Html } from '../ui/html.ts';
@@ -31,7 +31,6 @@ import {
   recentlySignedIn,
   redirect,
   requireSignedIn,
-  signedIn,
   type AccountSection,
   type AccountView,
   type Who,
@@ -175,7 +174,10 @@ async function recordOtherSession(kit: Kit, request: FastifyRequest<ReturnParams
 async function linkReturn(kit: Kit, request: FastifyRequest<ReturnParams>, reply: FastifyReply) {
   reply.header('cache-control', 'no-store');
   const frame = frameFor(request);
-  const who = await signedIn(kit, request, reply);
+  // The session's account as it is now, disabled or not (a disabled account is refused by the linking rules).
+  const session = await kit.sessions.current(request, reply);
+  const user = session ? await findUserBySub(kit.store.db, session.accountId) : undefined;
+  const who = session && user ? { session, user } : undefined;
   const now = kit.now();
   // Signed out, or now another account's session: the request is not this session's to finish.
   const row =

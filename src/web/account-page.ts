@@ -80,8 +80,7 @@ const signInBinding = (kit: Kit, request: FastifyRequest, reply: FastifyReply) =
 const passkeyId = (raw: string) => (/^\d{1,15}$/.test(raw) ? Number(raw) : undefined);
 export const redirect = (reply: FastifyReply, location: string) => reply.code(303).header('location', location).send();
 
-/** The signed-in user of the request and their session; undefined when none (or the account is disabled). */
-export async function signedIn(kit: Kit, request: FastifyRequest, reply: FastifyReply): Promise<Who | undefined> {
+async function signedIn(kit: Kit, request: FastifyRequest, reply: FastifyReply): Promise<Who | undefined> {
   const session = await kit.sessions.current(request, reply);
   if (!session) return undefined;
   const user = await findUserBySub(kit.store.db, session.accountId);
