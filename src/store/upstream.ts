@@ -217,6 +217,7 @@ export async function abandonLinkRequest(db: Q, id: string, now: number): Promis
     .where('purpose', '=', 'link')
     .where('assertion', 'is not', null)
     .where('finished_at', 'is', null)
+    .where('expires_at', '>', now)
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) !== 1) return undefined;
   return db.selectFrom('upstream_requests').selectAll().where('id', '=', id).executeTakeFirst();

@@ -191,6 +191,7 @@ const en = {
   'account.link_wrong_organization': '{name} belongs to another organization than your account.',
   'account.link_session':
     'The link was not made: this browser is no longer signed in to the account that asked for it. Sign in and try again.',
+  'account.link_expired': 'This link to {name} has expired or was already used.',
   'account.link_advice':
     'Nothing was changed. Go back to your account, or contact your helpdesk with the reference below.',
   'lost.link': 'Lost your passkey?',
@@ -460,6 +461,7 @@ const nb: Record<MessageKey, string> = {
   'account.link_wrong_organization': '{name} tilhører en annen organisasjon enn kontoen din.',
   'account.link_session':
     'Koblingen ble ikke laget: denne nettleseren er ikke lenger logget inn på kontoen som ba om den. Logg inn og prøv igjen.',
+  'account.link_expired': 'Denne tilkoblingen av {name} er utløpt eller allerede brukt.',
   'account.link_advice':
     'Ingenting ble endret. Gå tilbake til kontoen din, eller kontakt brukerstøtten og oppgi referansen nedenfor.',
   'lost.link': 'Mistet passnøkkelen?',

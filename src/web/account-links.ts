@@ -15,7 +15,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { linksOfUser, linkOwnIdentity, recordRefusal, unlinkAccount, type LinkRefusal } from '../upstream/linking.ts';
 import { enabledProvidersOf, findUpstreamProvider } from '../upstream/providers.ts';
-import { REQUEST_ID } from '../upstream/requests.ts';
+import { peekUpstreamRequest, REQUEST_ID } from '../upstream/requests.ts';
 import type { UpstreamAssertion, UpstreamProvider } from '../upstream/types.ts';
 import { abandonLinkRequest, takeLinkAssertion } from '../store/upstream.ts';
 import { findUserById, findUserBySub } from '../store/directory.ts';
@@ -116,7 +116,13 @@ async function startLink(kit: Kit, request: FastifyRequest, reply: FastifyReply)
   });
 }
 
-const LINK_REFUSALS: Record<LinkRefusal, { status: number; message: MessageKey }> = {
+const LINK_REFUSALS: Record<
+  LinkRefusal | 'session' | 'expired' | 'provider_disabled',
+  { status: number; message: MessageKey }
+> = {
+  session: { status: 403, message: 'account.link_session' },
+  expired: { status: 400, message: 'account.link_expired' },
+  provider_disabled: { status: 403, message: 'upstream.provider_disabled' },
   identity_linked_elsewhere: { status: 409, message: 'account.link_identity_elsewhere' },
   account_linked_elsewhere: { status: 409, message: 'account.link_account_elsewhere' },
   disabled: { status: 403, message: 'upstream.disabled' },
@@ -129,15 +135,10 @@ function linkRefused(
   reply: FastifyReply,
   frame: Frame,
   provider: Pick<UpstreamProvider, 'id' | 'name'> | undefined,
-  reason: LinkRefusal | 'session' | 'provider_disabled',
+  reason: keyof typeof LINK_REFUSALS,
 ) {
   request.log.info({ event: 'upstream.link_refused', upstream: provider?.id, reason }, 'upstream link refused');
-  const { status, message } =
-    reason === 'session'
-      ? { status: 403, message: 'account.link_session' as const }
-      : reason === 'provider_disabled'
-        ? { status: 403, message: 'upstream.provider_disabled' as const }
-        : LINK_REFUSALS[reason];
+  const { status, message } = LINK_REFUSALS[reason];
   return sendUpstreamPage(reply, frame, status, message, {
     name: provider?.name ?? '',
     title: 'account.link_failed_title',
@@ -152,19 +153,24 @@ type ReturnParams = { Params: { rid: string } };
  * account or session: it is ended (it cannot be finished later) and the refusal audited, against
  * the account that started it.
  */
-async function recordOtherSession(kit: Kit, request: FastifyRequest<ReturnParams>, who: Who | undefined) {
-  if (!REQUEST_ID.test(request.params.rid)) return;
+async function recordOtherSession(
+  kit: Kit,
+  request: FastifyRequest<ReturnParams>,
+  who: Who | undefined,
+): Promise<UpstreamProvider | undefined> {
+  if (!REQUEST_ID.test(request.params.rid)) return undefined;
   const row = await abandonLinkRequest(kit.store.db, request.params.rid, kit.now());
-  if (!row?.assertion || row.user_id === null) return;
+  if (!row?.assertion || row.user_id === null) return undefined;
   const provider = await findUpstreamProvider(kit.store, row.provider_id);
   const owner = await findUserById(kit.store.db, Number(row.user_id));
-  if (!provider) return;
+  if (!provider) return undefined;
   const subject = (JSON.parse(row.assertion) as UpstreamAssertion).subject;
   await recordRefusal(kit.store, provider, subject, 'session', {
     actor: who ? userActor(who.user, request) : { type: 'user', id: null, requestId: request.id, ip: request.ip },
     now: kit.now(),
     ...(owner ? { user: owner } : {}),
   });
+  return provider;
 }
 
 /**
@@ -191,8 +197,13 @@ async function linkReturn(kit: Kit, request: FastifyRequest<ReturnParams>, reply
       : undefined;
   const provider = row ? await findUpstreamProvider(kit.store, row.provider_id) : undefined;
   if (!who || !row?.assertion || !provider) {
-    await recordOtherSession(kit, request, who);
-    return linkRefused(request, reply, frame, provider, 'session');
+    // A live request of another account or session is refused (and ended); anything else has expired or was used.
+    const other = await recordOtherSession(kit, request, who);
+    if (other) return linkRefused(request, reply, await providerFrame(kit, frame, other), other, 'session');
+    const known = await peekUpstreamRequest(kit.store, request.params.rid);
+    const of = known?.purpose === 'link' ? await findUpstreamProvider(kit.store, known.provider_id) : undefined;
+    if (!of) return sendMessage(reply, frame, 400, 'error.expired');
+    return linkRefused(request, reply, await providerFrame(kit, frame, of), of, 'expired');
   }
   const branded = await providerFrame(kit, frame, provider);
   if (!provider.enabled) return linkRefused(request, reply, branded, provider, 'provider_disabled');

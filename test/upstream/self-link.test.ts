@@ -115,7 +115,7 @@ for (const dialect of dialects()) {
     }
 
     /** "Not now" on the passkey offer page a walk ended on, then on to the relying party. */
-    async function declineOffer(browser: Browser, offer: { url: string; body: string }) {
+    async function declineOffer(browser: Browser, offer: { url: string; status: number; body: string }) {
       const action = /action="([^"]*\/offer\/later)"/.exec(offer.body)?.[1];
       assert.ok(
         action,
@@ -347,11 +347,12 @@ for (const dialect of dialects()) {
     it("refuses the form without this session's CSRF token", async () => {
       const { browser, csrf } = await signedIn('hal@example.org');
       const { csrf: othersToken } = await signedIn('ida@example.org');
-      for (const form of [
+      const forms: Record<string, string>[] = [
         { upstream: oidcId },
         { _csrf: othersToken, upstream: oidcId },
         { _csrf: 'x', upstream: oidcId },
-      ]) {
+      ];
+      for (const form of forms) {
         const res = await browser.post(`${server.url}/account/links/link`, form);
         assert.equal(res.status, 403);
         assert.match(await res.text(), /This form has expired/);
@@ -413,13 +414,16 @@ for (const dialect of dialects()) {
       assert.equal(end.status, 403);
       assert.match(end.body, /no longer signed in to the account that asked for it/);
       assert.deepEqual(await links('lou@example.org'), [], "the attacker's identity is not in the victim's account");
+      assert.match(end.body, /Linking Old IdP did not work/);
       assert.deepEqual(await links('kim@example.org'), []);
       const record = (await audit('upstream.refused')).at(-1)!;
       assert.equal(JSON.parse(record.details).reason, 'session');
       assert.equal(record.eppn, 'kim@example.org');
       assert.equal(record.actor, 'lou@example.org');
       // and the request is over: not even its own browser finishes it now
-      assert.equal((await attacker.walk(returnUrl)).status, 403);
+      const over = await attacker.walk(returnUrl);
+      assert.equal(over.status, 400);
+      assert.match(over.body, /has expired or was already used/);
       assert.deepEqual(await links('kim@example.org'), []);
     });
 
@@ -429,6 +433,11 @@ for (const dialect of dialects()) {
       const stopped = await linkOidc(browser, csrf, 'max-upstream', atReturn);
       const gone = await fetch(stopped.url, { redirect: 'manual' });
       assert.equal(gone.status, 403);
+      assert.match(await gone.text(), /no longer signed in to the account that asked for it/);
+      // an id that names no request
+      const unknown = await browser.walk(`${server.url}/account/links/return/u${'A'.repeat(32)}`);
+      assert.equal(unknown.status, 400);
+      assert.equal((await browser.walk(`${server.url}/account/links/return/nonsense`)).status, 400);
       assert.deepEqual(await links('max@example.org'), []);
 
       // another user signs in in the same browser before the answer comes back (SAML this time)
@@ -465,10 +474,14 @@ for (const dialect of dialects()) {
       const uid = new URL(page.url).pathname.split('/')[2]!;
       const res = await browser.walk(`${server.url}/interaction/${uid}/upstream-return/${rid}`, atRp);
       assert.equal(res.status, 400);
-      // the link itself still finishes on the account page
+      // the link itself still finishes on the account page, once
       const end = await browser.walk(stopped.url);
       assert.match(end.body, /The sign-in provider is linked/);
       assert.deepEqual(await links('pia@example.org'), [[oidcId, 'pia-upstream']]);
+      const replayed = await browser.walk(stopped.url);
+      assert.equal(replayed.status, 400);
+      assert.match(replayed.body, /Linking Old IdP did not work/);
+      assert.match(replayed.body, /has expired or was already used/);
     });
   });
 }
