@@ -110,9 +110,11 @@ async function startLink(kit: Kit, request: FastifyRequest, reply: FastifyReply)
     return sendMessage(reply, branded, 403, 'upstream.provider_disabled', { vars: { name: provider.name } });
   if ((await linksOfUser(kit.store, who.user.id)).some((l) => l.upstream === provider.id))
     return sendMessage(reply, branded, 409, 'account.link_exists', { vars: { name: provider.name } });
+  // The person links the identity they sign in as now at the provider, not one a session there stands in for.
   return sendUpstream(kit, request, reply, provider, {
     purpose: { kind: 'link', userId: who.user.id, sessionUid: who.session.uid },
     frame: branded,
+    reauthenticate: { prompt: true },
   });
 }
 

@@ -6,6 +6,7 @@
 // too old, and a link request finished in another browser or session than the one that started it.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { inflateRawSync } from 'node:zlib';
 import { dialects, pickFreePort, seedOrg, seedUser } from '../helpers.ts';
 import { startRelyingParty, startServer, type E2EServer, type RelyingParty } from '../e2e/helpers.ts';
 import { addUpstreamProvider, findUpstreamProvider, setUpstreamEnabled } from '../../src/upstream/providers.ts';
@@ -159,6 +160,7 @@ for (const dialect of dialects()) {
       assert.equal(started.status, 303, 'sent upstream');
       const location = started.headers.get('location')!;
       assert.ok(location.startsWith(upstream.issuer), location);
+      assert.equal(new URL(location).searchParams.get('prompt'), 'login', 'a fresh sign-in at the upstream');
       return browser.walk(location, stop);
     }
 
@@ -168,6 +170,8 @@ for (const dialect of dialects()) {
       assert.equal(started.status, 303, 'sent to the IdP');
       const location = new URL(started.headers.get('location')!);
       assert.ok(atForgedIdp(location) && location.searchParams.has('SAMLRequest'), location.href);
+      const authnRequest = inflateRawSync(Buffer.from(location.searchParams.get('SAMLRequest')!, 'base64')).toString();
+      assert.match(authnRequest, /ForceAuthn="true"/, 'a fresh sign-in at the IdP');
       const [pending] = (await linkRequests(eppn)).filter((r) => r.consumed_at === null);
       assert.ok(pending, 'a link request under way');
       const posted = await browser.post(acs(), {
