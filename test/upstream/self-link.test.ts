@@ -11,7 +11,7 @@ import { dialects, pickFreePort, seedOrg, seedUser } from '../helpers.ts';
 import { startRelyingParty, startServer, type E2EServer, type RelyingParty } from '../e2e/helpers.ts';
 import { addUpstreamProvider, findUpstreamProvider, setUpstreamEnabled } from '../../src/upstream/providers.ts';
 import { linkAccount, linkOwnIdentity, linksOfUser } from '../../src/upstream/linking.ts';
-import { findUserByEppn, listUserIds } from '../../src/store/directory.ts';
+import { findUserByEppn, insertUserId, listUserIds } from '../../src/store/directory.ts';
 import { RECENT_SIGN_IN_MS } from '../../src/web/account-page.ts';
 import { startTestUpstream, fetchBrowser, type TestUpstream } from './oidc-upstream.ts';
 import { forgedIdp, forgeResponse, type ForgedIdp } from './saml-forge.ts';
@@ -287,6 +287,16 @@ for (const dialect of dialects()) {
       const record = (await audit('upstream.refused')).at(-1)!;
       assert.equal(record.eppn, 'carl@example.org');
       assert.equal(record.actor, 'carl@example.org');
+      // an identity whose secondary id (edugain:<subject>) another account holds is that account's
+      await seedUser(server, 1, 'holder@example.org');
+      await insertUserId(server.store.db, (await user('holder@example.org')).id, 'edugain', 'held-elsewhere');
+      // a new browser: the upstream keeps its own session of the first attempt in the other
+      const fresh = await signedIn('carl@example.org');
+      const held = await linkOidc(fresh.browser, fresh.csrf, 'held-elsewhere');
+      assert.equal(held.status, 409);
+      assert.match(held.body, /already linked to another account here/);
+      assert.equal((await lastRefusal()).reason, 'identity_linked_elsewhere');
+      assert.deepEqual(await links('carl@example.org'), []);
     });
 
     it('refuses a provider the account is linked with already (at the start, and when linked while the request was under way)', async () => {
