@@ -76,6 +76,21 @@ export function migration030(): Migration {
   };
 }
 
+/**
+ * What an upstream request is for: `sign-in` (an interaction's, as before) or `link` (the signed-in
+ * user links a provider from the account page): then the account (`user_id`) and the session
+ * (`session_uid`) it was started from, which the return to the account page must still be.
+ */
+export function migration033(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      await sql`alter table upstream_requests add column purpose text not null default 'sign-in'`.execute(db);
+      await sql`alter table upstream_requests add column user_id bigint`.execute(db);
+      await sql`alter table upstream_requests add column session_uid text`.execute(db);
+    },
+  };
+}
+
 export function migration029(): Migration {
   return {
     async up(db: Kysely<unknown>) {

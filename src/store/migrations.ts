@@ -11,7 +11,7 @@ import { migration022 } from './migrations-mail.ts';
 import { migration028 } from './migrations-secrets.ts';
 import { migration024 } from './migrations-adoption.ts';
 import { migration023, migration027 } from './migrations-ldap.ts';
-import { migration025, migration029, migration030, migration032 } from './migrations-upstream.ts';
+import { migration025, migration029, migration030, migration032, migration033 } from './migrations-upstream.ts';
 import { migration026, migration031 } from './migrations-upstream-saml.ts';
 
 type Dialect = 'sqlite' | 'postgres';
@@ -194,6 +194,7 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '030_upstream_trusted_amr': migration030(),
     '031_upstream_saml_federation': migration031(),
     '032_upstream_logos': migration032(dialect),
+    '033_upstream_link_requests': migration033(),
   };
 }
 

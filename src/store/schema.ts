@@ -718,4 +718,10 @@ export interface UpstreamRequestsTable {
   finished_at: number | null;
   /** SHA-256 (base64url) of the browser-binding cookie set when the sign-in started (migration 030) */
   browser_hash: string | null;
+  /** sign-in | link (migration 033): a link is started from the account page by a signed-in user */
+  purpose: Later<string>;
+  /** link: the account the identity is linked to */
+  user_id: number | null;
+  /** link: the session (oidc-provider's uid) that started it, which must still be the browser's at the return */
+  session_uid: string | null;
 }

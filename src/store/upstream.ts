@@ -235,6 +235,47 @@ export async function takeUpstreamAssertion(
     .set({ finished_at: now })
     .where('id', '=', id)
     .where('interaction_uid', '=', interactionUid)
+    .where('purpose', '=', 'sign-in')
+    .where('assertion', 'is not', null)
+    .where('finished_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) !== 1) return undefined;
+  return db.selectFrom('upstream_requests').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Takes a link request's assertion once, for the account and the session that started it: nothing
+ * when the request is not a link, was started by another account or session, expired or was taken.
+ */
+export async function takeLinkAssertion(
+  db: Q,
+  id: string,
+  owner: { userId: number; sessionUid: string },
+  now: number,
+): Promise<UpstreamRequestRow | undefined> {
+  const result = await db
+    .updateTable('upstream_requests')
+    .set({ finished_at: now })
+    .where('id', '=', id)
+    .where('purpose', '=', 'link')
+    .where('user_id', '=', owner.userId)
+    .where('session_uid', '=', owner.sessionUid)
+    .where('assertion', 'is not', null)
+    .where('finished_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) !== 1) return undefined;
+  return db.selectFrom('upstream_requests').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Ends a link request that came back to a browser no longer in the session that started it; returns it when it did. */
+export async function abandonLinkRequest(db: Q, id: string, now: number): Promise<UpstreamRequestRow | undefined> {
+  const result = await db
+    .updateTable('upstream_requests')
+    .set({ finished_at: now })
+    .where('id', '=', id)
+    .where('purpose', '=', 'link')
     .where('assertion', 'is not', null)
     .where('finished_at', 'is', null)
     .where('expires_at', '>', now)

@@ -176,6 +176,24 @@ const en = {
   'account.links_none': 'No sign-in provider is linked to your account.',
   'account.unlink': 'Unlink {name}',
   'account.unlink_last': 'You cannot unlink this one: it is your only way to sign in. Add a passkey first.',
+  'account.link_title': 'Link a sign-in provider',
+  'account.link_intro':
+    'Sign in at one of these with your own account there, and you can sign in here through it from then on.',
+  'account.link': 'Link {name}',
+  'account.linked': 'The sign-in provider is linked to your account.',
+  'account.reauth_link': 'To link a sign-in provider, sign in again (your last sign-in was more than 10 minutes ago).',
+  'account.link_exists': '{name} is already linked to your account.',
+  'account.link_failed_title': 'Linking {name} did not work',
+  'account.link_identity_elsewhere':
+    'Your account at {name} is already linked to another account here, so it was not linked to this one.',
+  'account.link_account_elsewhere':
+    'Your account here is already linked to another account at {name}. Unlink that one first.',
+  'account.link_wrong_organization': '{name} belongs to another organization than your account.',
+  'account.link_session':
+    'The link was not made: this browser is no longer signed in to the account that asked for it. Sign in and try again.',
+  'account.link_expired': 'This link to {name} has expired or was already used.',
+  'account.link_advice':
+    'Nothing was changed. Go back to your account, or contact your helpdesk with the reference below.',
   'lost.link': 'Lost your passkey?',
   'lost.title': 'Lost your passkey?',
   'lost.intro':
@@ -428,6 +446,24 @@ const nb: Record<MessageKey, string> = {
   'account.unlink': 'Fjern koblingen til {name}',
   'account.unlink_last':
     'Du kan ikke fjerne denne: den er din eneste måte å logge inn på. Legg til en passnøkkel først.',
+  'account.link_title': 'Koble til en innloggingstjeneste',
+  'account.link_intro': 'Logg inn hos en av disse med din egen konto der, så kan du logge inn her via den fra nå av.',
+  'account.link': 'Koble til {name}',
+  'account.linked': 'Innloggingstjenesten er koblet til kontoen din.',
+  'account.reauth_link':
+    'Logg inn på nytt for å koble til en innloggingstjeneste (forrige innlogging var for mer enn 10 minutter siden).',
+  'account.link_exists': '{name} er allerede koblet til kontoen din.',
+  'account.link_failed_title': 'Tilkoblingen av {name} mislyktes',
+  'account.link_identity_elsewhere':
+    'Kontoen din hos {name} er allerede koblet til en annen konto her, så den ble ikke koblet til denne.',
+  'account.link_account_elsewhere':
+    'Kontoen din her er allerede koblet til en annen konto hos {name}. Fjern den koblingen først.',
+  'account.link_wrong_organization': '{name} tilhører en annen organisasjon enn kontoen din.',
+  'account.link_session':
+    'Koblingen ble ikke laget: denne nettleseren er ikke lenger logget inn på kontoen som ba om den. Logg inn og prøv igjen.',
+  'account.link_expired': 'Denne tilkoblingen av {name} er utløpt eller allerede brukt.',
+  'account.link_advice':
+    'Ingenting ble endret. Gå tilbake til kontoen din, eller kontakt brukerstøtten og oppgi referansen nedenfor.',
   'lost.link': 'Mistet passnøkkelen?',
   'lost.title': 'Mistet passnøkkelen?',
   'lost.intro':

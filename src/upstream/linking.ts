@@ -336,6 +336,32 @@ export async function linkAccount(
   return (await linksOfUser(store, user.id)).find((l) => l.upstream === provider.id)!;
 }
 
+/**
+ * The signed-in user links an upstream identity they just signed in with to their own account (the
+ * account page): the same link, audit record and refusals as the other surfaces (an identity linked
+ * to another account, an account linked to another identity of the provider, a disabled account, a
+ * provider of another organization), each refusal audited. Nobody is signed in by it.
+ */
+export async function linkOwnIdentity(
+  store: Store,
+  provider: UpstreamProvider,
+  user: dir.User,
+  subject: string,
+  change: Change = {},
+): Promise<{ ok: true } | { ok: false; reason: LinkRefusal }> {
+  const now = change.now ?? Date.now();
+  const refused = async (reason: LinkRefusal) => {
+    await recordRefusal(store, provider, subject, reason, { ...change, now, user });
+    return { ok: false as const, reason };
+  };
+  const fresh = await dir.findUserById(store.db, user.id);
+  if (!fresh) return refused('no_account');
+  if (fresh.org_id !== provider.orgId) return refused('wrong_organization');
+  if (fresh.disabled_at !== null) return refused('disabled');
+  const outcome = await createLink(store, provider, fresh, subject, { ...change, now }, 'user');
+  return outcome === 'ok' ? { ok: true } : refused(outcome);
+}
+
 async function loadProvider(store: Store, id: string): Promise<UpstreamProvider> {
   const provider = await findUpstreamProvider(store, id);
   if (!provider) throw notFound(`upstream provider '${String(id).slice(0, 40)}' does not exist`);

@@ -3,16 +3,22 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Store } from '../store/index.ts';
 import * as repo from '../store/upstream.ts';
-import type { UpstreamRequest } from './types.ts';
+import type { UpstreamLinkPurpose, UpstreamRequest } from './types.ts';
 
 /** How long a browser may take at the upstream provider. */
 export const UPSTREAM_REQUEST_TTL_MS = 10 * 60 * 1000;
 
 const REQUEST_ID = /^u[A-Za-z0-9_-]{32}$/;
 
+/**
+ * What the request is for: a sign-in of an interaction, or a link the signed-in user asked for on
+ * the account page (bound to the account and the session, never signing anyone in).
+ */
+export type UpstreamPurpose = { kind: 'sign-in'; interactionUid: string } | ({ kind: 'link' } & UpstreamLinkPurpose);
+
 export interface StartUpstreamRequest {
   providerId: string;
-  interactionUid: string;
+  purpose: UpstreamPurpose;
   nonce?: string;
   codeVerifier?: string;
   /** the random value of the cookie binding the sign-in to the browser that starts it */
@@ -27,10 +33,12 @@ export interface StartUpstreamRequest {
  */
 export async function startUpstreamRequest(store: Store, start: StartUpstreamRequest): Promise<UpstreamRequest> {
   const now = start.now ?? Date.now();
+  const { purpose } = start;
   const request: UpstreamRequest = {
     id: `u${randomBytes(24).toString('base64url')}`,
     providerId: start.providerId,
-    interactionUid: start.interactionUid,
+    interactionUid: purpose.kind === 'sign-in' ? purpose.interactionUid : '',
+    ...(purpose.kind === 'link' ? { link: { userId: purpose.userId, sessionUid: purpose.sessionUid } } : {}),
     createdAt: now,
     expiresAt: now + (start.ttlMs ?? UPSTREAM_REQUEST_TTL_MS),
     ...(start.nonce !== undefined ? { nonce: start.nonce } : {}),
@@ -45,6 +53,9 @@ export async function startUpstreamRequest(store: Store, start: StartUpstreamReq
     created_at: request.createdAt,
     expires_at: request.expiresAt,
     browser_hash: bindingHash(start.browserBinding),
+    purpose: purpose.kind,
+    user_id: request.link?.userId ?? null,
+    session_uid: request.link?.sessionUid ?? null,
   });
   return request;
 }
@@ -97,6 +108,9 @@ export function requestOf(row: repo.UpstreamRequestRow): UpstreamRequest {
     id: row.id,
     providerId: row.provider_id,
     interactionUid: row.interaction_uid,
+    ...(row.purpose === 'link' && row.user_id !== null && row.session_uid !== null
+      ? { link: { userId: Number(row.user_id), sessionUid: row.session_uid } }
+      : {}),
     createdAt: Number(row.created_at),
     expiresAt: Number(row.expires_at),
     ...(row.nonce !== null ? { nonce: row.nonce } : {}),

@@ -82,14 +82,22 @@ export interface UpstreamRequest {
   /** OIDC `state` / SAML AuthnRequest `ID` */
   id: string;
   providerId: string;
-  /** the oidc-provider interaction (/interaction/<uid>) the sign-in belongs to */
+  /** the oidc-provider interaction (/interaction/<uid>) the sign-in belongs to ('' for a link) */
   interactionUid: string;
+  /** a link started from the account page: the account and the session it was started from */
+  link?: UpstreamLinkPurpose;
   /** OIDC nonce */
   nonce?: string;
   /** OIDC PKCE code verifier */
   codeVerifier?: string;
   createdAt: number;
   expiresAt: number;
+}
+
+/** What a link request is bound to: the signed-in account and its session (oidc-provider's uid). */
+export interface UpstreamLinkPurpose {
+  userId: number;
+  sessionUid: string;
 }
 
 /** A link between an account and an upstream identity. */

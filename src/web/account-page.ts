@@ -50,6 +50,7 @@ const DONE: Record<string, MessageKey> = {
   deleted: 'account.deleted',
   password: 'password.changed',
   password_removed: 'password.removed',
+  linked: 'account.linked',
 };
 const SIGN_IN_SCOPE = 'account-signin';
 /** Adding or deleting a passkey needs a sign-in at most this long ago. */
@@ -158,8 +159,14 @@ async function renderSignIn(
   return sendPage(reply, failure?.status ?? 200, page, {}, retryHeaders(failure));
 }
 
-export const askToSignInAgain = (kit: Kit, request: FastifyRequest, reply: FastifyReply, frame: Frame, who: Who) =>
-  renderSignIn(kit, request, reply, frame, { status: 401, error: 'account.reauth', username: who.user.eppn });
+export const askToSignInAgain = (
+  kit: Kit,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  frame: Frame,
+  who: Who,
+  error: MessageKey = 'account.reauth',
+) => renderSignIn(kit, request, reply, frame, { status: 401, error, username: who.user.eppn });
 
 async function renderAccount(
   kit: AccountKit,

@@ -10,7 +10,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { buildSpMetadata, type IdpContact } from '../saml/metadata/index.ts';
 import { SAML_KEY_TIMING, samlKeys } from '../service-providers/index.ts';
-import { peekUpstreamRequest, sameBrowser, startUpstreamRequest } from '../upstream/requests.ts';
+import { peekUpstreamRequest, sameBrowser, startUpstreamRequest, type UpstreamPurpose } from '../upstream/requests.ts';
 import { buildAuthnRequest } from '../upstream/saml-request.ts';
 import {
   receiveSamlResponse,
@@ -32,7 +32,6 @@ import { html, originOf, pageHeaders } from '../ui/html.ts';
 import { layout } from '../ui/layout.ts';
 import { clientKey, frameFor, overLimit, sendMessage, type Kit } from './kit.ts';
 import { countUpstreamSignIn } from '../http/metrics.ts';
-import type { Loaded } from './interaction.ts';
 import { bindingOf, clearBindingCookie, newBinding, setBindingCookie } from './upstream-binding.ts';
 
 const POST_SCRIPT_PATH = '/saml2/sp/post.js';
@@ -65,11 +64,10 @@ export async function startSamlUpstream(
   kit: Kit,
   request: FastifyRequest,
   reply: FastifyReply,
-  loaded: Loaded,
   provider: UpstreamProvider,
-  { failed, forceAuthn }: { failed: SamlSignInHooks['failed']; forceAuthn: boolean },
+  { purpose, failed, forceAuthn }: { purpose: UpstreamPurpose; failed: SamlSignInHooks['failed']; forceAuthn: boolean },
 ) {
-  const uid = loaded.interaction.uid;
+  const uid = purpose.kind === 'sign-in' ? purpose.interactionUid : undefined;
   const now = kit.now();
   let upstream;
   try {
@@ -77,12 +75,16 @@ export async function startSamlUpstream(
   } catch (err) {
     if (!(err instanceof Error && 'status' in err)) throw err;
     // stored metadata that no longer reads (expired validUntil): the operator updates it
-    return failed(kit, request, reply, provider, { kind: 'unreachable', detail: `metadata: ${err.message}`, uid });
+    return failed(kit, request, reply, provider, {
+      kind: 'unreachable',
+      detail: `metadata: ${err.message}`,
+      ...(uid ? { uid } : {}),
+    });
   }
   const binding = newBinding();
   const pending = await startUpstreamRequest(kit.store, {
     providerId: provider.id,
-    interactionUid: uid,
+    purpose,
     browserBinding: binding,
     now,
   });
@@ -97,7 +99,13 @@ export async function startSamlUpstream(
     now,
   });
   request.log.info(
-    { event: 'upstream.start', upstream: provider.id, provider_type: 'saml', binding: outgoing.binding },
+    {
+      event: 'upstream.start',
+      upstream: provider.id,
+      provider_type: 'saml',
+      binding: outgoing.binding,
+      purpose: purpose.kind,
+    },
     'sent upstream',
   );
   reply.header('cache-control', 'no-store');
@@ -180,7 +188,7 @@ async function acs(kit: Kit, hooks: SamlSignInHooks, request: FastifyRequest, re
       return hooks.failed(kit, request, reply, provider, {
         kind: 'denied',
         detail: 'the provider is disabled',
-        uid: pending.interactionUid,
+        ...(pending.interactionUid ? { uid: pending.interactionUid } : {}),
       });
     request.log.info(
       { event: 'upstream.saml.accepted', upstream: provider.id, encrypted: validated.encrypted },

@@ -25,7 +25,12 @@ import {
   type Reauthenticate,
   type UpstreamFailure,
 } from '../upstream/oidc.ts';
-import { consumeUpstreamRequest, startUpstreamRequest, REQUEST_ID } from '../upstream/requests.ts';
+import {
+  consumeUpstreamRequest,
+  startUpstreamRequest,
+  REQUEST_ID,
+  type UpstreamPurpose,
+} from '../upstream/requests.ts';
 import type { UpstreamAssertion, UpstreamProvider, UpstreamRequest } from '../upstream/types.ts';
 import { storeUpstreamAssertion, takeUpstreamAssertion, findOrganizationByRealm } from '../store/upstream.ts';
 import { findOrganization } from '../store/directory.ts';
@@ -43,6 +48,9 @@ import { startSamlUpstream, upstreamSamlRoutes } from './upstream-saml.ts';
 import { bindingOf, clearBindingCookie, newBinding, setBindingCookie } from './upstream-binding.ts';
 
 const SNOOZE_ONLY = { ignorePolicy: true } as const;
+
+/** Where a link request comes back to: the account page's (account-links.ts), /account/links/return/<request id>. */
+export const LINK_RETURN_PATH = '/account/links/return';
 
 /** The redirect URI registered at an OpenID Connect upstream for provider id. */
 export const callbackUrl = (kit: Kit, id: string) => new URL(`/upstream/${id}/callback`, kit.config.publicUrl).href;
@@ -98,20 +106,25 @@ export async function requestedUpstream(kit: Kit, loaded: Loaded): Promise<Upstr
   return provider?.enabled && passwordSatisfies(loaded.interaction.params) ? provider : undefined;
 }
 
-async function providerFrame(kit: Kit, frame: Frame, provider: UpstreamProvider | undefined): Promise<Frame> {
+export async function providerFrame(kit: Kit, frame: Frame, provider: UpstreamProvider | undefined): Promise<Frame> {
   return provider ? withBrand(frame, await kit.branding.forOrg(provider.orgId)) : frame;
 }
 
 /** The organization's error page for an upstream sign-in: what happened, a way back, the request id. */
-function sendUpstreamPage(
+export function sendUpstreamPage(
   reply: FastifyReply,
   frame: Frame,
   status: number,
   message: MessageKey,
-  { name, uid, advice = 'error.try_later' }: { name: string; uid?: string; advice?: MessageKey },
+  {
+    name,
+    uid,
+    advice = 'error.try_later',
+    title = 'upstream.failed_title',
+  }: { name: string; uid?: string; advice?: MessageKey; title?: MessageKey },
 ) {
   const page = messagePage(frame, {
-    title: frame.t('upstream.failed_title', { name }),
+    title: frame.t(title, { name }),
     message: frame.t(message, { name }),
     advice: frame.t(advice),
     reference: reply.request.id,
@@ -172,27 +185,59 @@ export function reauthenticationOf(loaded: Loaded): Reauthenticate | undefined {
   return { prompt: login, ...(hasAge ? { maxAge: age } : {}) };
 }
 
-/** Sends the browser to the provider; the request under way is recorded first. */
-export async function startUpstream(
+/** Sends the browser to the provider for an interaction's sign-in. */
+export function startUpstream(
   kit: Kit,
   request: FastifyRequest,
   reply: FastifyReply,
   loaded: Loaded,
   provider: UpstreamProvider,
 ) {
-  const uid = loaded.interaction.uid;
+  const hint = loaded.interaction.params.login_hint;
+  const reauthenticate = reauthenticationOf(loaded);
+  return sendUpstream(kit, request, reply, provider, {
+    purpose: { kind: 'sign-in', interactionUid: loaded.interaction.uid },
+    frame: loaded.frame,
+    ...(typeof hint === 'string' && hint.length <= 320 ? { loginHint: hint } : {}),
+    ...(reauthenticate ? { reauthenticate } : {}),
+  });
+}
+
+/**
+ * Sends the browser to the provider, for a sign-in or for a link the signed-in user asked for (the
+ * account page): the request under way is recorded first, with its purpose, and bound to this
+ * browser by a cookie. Counts against the per-address limit of the password form.
+ */
+export async function sendUpstream(
+  kit: Kit,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  provider: UpstreamProvider,
+  {
+    purpose,
+    frame,
+    loginHint,
+    reauthenticate,
+  }: { purpose: UpstreamPurpose; frame: Frame; loginHint?: string; reauthenticate?: Reauthenticate },
+) {
+  const uid = purpose.kind === 'sign-in' ? purpose.interactionUid : undefined;
   const retry = await overLimit(kit.limits.ip, clientKey(request.ip));
-  if (retry) {
-    const frame = await providerFrame(kit, loaded.frame, provider);
-    return sendUpstreamPage(reply.header('retry-after', retry), frame, 429, 'error.rate_limited', {
-      name: provider.name,
-      uid,
-    });
-  }
+  if (retry)
+    return sendUpstreamPage(
+      reply.header('retry-after', retry),
+      await providerFrame(kit, frame, provider),
+      429,
+      'error.rate_limited',
+      {
+        name: provider.name,
+        uid,
+      },
+    );
   if (provider.type === 'saml')
-    return startSamlUpstream(kit, request, reply, loaded, provider, {
+    return startSamlUpstream(kit, request, reply, provider, {
+      purpose,
       failed: upstreamFailed,
-      forceAuthn: reauthenticationOf(loaded) !== undefined,
+      forceAuthn: reauthenticate !== undefined,
     });
   try {
     const checks = newChecks();
@@ -200,25 +245,30 @@ export async function startUpstream(
     const binding = newBinding();
     const pending = await startUpstreamRequest(kit.store, {
       providerId: provider.id,
-      interactionUid: uid,
+      purpose,
       ...checks,
       browserBinding: binding,
       now: kit.now(),
     });
-    const hint = loaded.interaction.params.login_hint;
-    const reauthenticate = reauthenticationOf(loaded);
     const url = await authorizationUrl(provider, creds, pending, {
       redirectUri: callbackUrl(kit, provider.id),
       timeoutMs: kit.config.upstreamTimeoutMs,
-      ...(typeof hint === 'string' && hint.length <= 320 ? { loginHint: hint } : {}),
+      ...(loginHint !== undefined ? { loginHint } : {}),
       ...(reauthenticate ? { reauthenticate } : {}),
     });
-    request.log.info({ event: 'upstream.start', upstream: provider.id, provider_type: provider.type }, 'sent upstream');
+    request.log.info(
+      { event: 'upstream.start', upstream: provider.id, provider_type: provider.type, purpose: purpose.kind },
+      'sent upstream',
+    );
     setBindingCookie(kit, reply, pending.id, binding, 'oidc');
     return reply.code(303).header('location', url.href).header('cache-control', 'no-store').send();
   } catch (err) {
     if (!(err instanceof UpstreamError)) throw err;
-    return upstreamFailed(kit, request, reply, provider, { kind: err.kind, detail: err.detail, uid });
+    return upstreamFailed(kit, request, reply, provider, {
+      kind: err.kind,
+      detail: err.detail,
+      ...(uid ? { uid } : {}),
+    });
   }
 }
 
@@ -291,7 +341,9 @@ async function oidcCallback(kit: Kit, request: FastifyRequest<CallbackParams>, r
 /**
  * Every protocol's last step (the OIDC callback, the SAML ACS), once its checks passed: the
  * assertion is kept with the request under way, and the browser goes on to its interaction,
- * where the sign-in completes (the interaction's cookie is scoped to /interaction/<uid>).
+ * where the sign-in completes (the interaction's cookie is scoped to /interaction/<uid>), or, for
+ * a link, back to the account page, where the session must still be the one that asked for it
+ * (the ACS receives a cross-site POST, which carries no session cookie).
  */
 export async function finishUpstreamSignIn(
   kit: Kit,
@@ -302,7 +354,9 @@ export async function finishUpstreamSignIn(
 ) {
   if (assertion.providerId !== pending.providerId) throw new Error('assertion of another provider');
   await storeUpstreamAssertion(kit.store.db, pending.id, JSON.stringify(assertion));
-  const next = `/interaction/${pending.interactionUid}/upstream-return/${pending.id}`;
+  const next = pending.link
+    ? `${LINK_RETURN_PATH}/${pending.id}`
+    : `/interaction/${pending.interactionUid}/upstream-return/${pending.id}`;
   return reply.code(303).header('location', next).header('cache-control', 'no-store').send();
 }
 

@@ -43,13 +43,17 @@ export interface E2EServer extends App {
  * chosen before the service is built (PUBLIC_URL names it), so a test running in parallel may take
  * it in between: a taken port is replaced by another, a few times.
  */
-export async function startServer(dialect: Dialect, env: Record<string, string> = {}): Promise<E2EServer> {
+export async function startServer(
+  dialect: Dialect,
+  env: Record<string, string> = {},
+  options: { now?: () => number } = {},
+): Promise<E2EServer> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const url = `http://localhost:${port}`;
     try {
       return {
-        ...(await startTestApp(dialect, { PUBLIC_URL: url, PORT: String(port), ...env }, { listen: port })),
+        ...(await startTestApp(dialect, { PUBLIC_URL: url, PORT: String(port), ...env }, { ...options, listen: port })),
         url,
       };
     } catch (err) {

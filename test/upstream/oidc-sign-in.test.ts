@@ -378,7 +378,7 @@ for (const dialect of dialects()) {
       const b = 'browser-binding';
       const started = await startUpstreamRequest(server.store, {
         providerId: id,
-        interactionUid: 'uid-1',
+        purpose: { kind: 'sign-in', interactionUid: 'uid-1' },
         browserBinding: b,
         now,
       });

@@ -67,7 +67,7 @@ for (const dialect of dialects()) {
       const browserBinding = `binding-${jar.length}`;
       const { id } = await startUpstreamRequest(server.store, {
         providerId,
-        interactionUid: 'interaction-uid-1',
+        purpose: { kind: 'sign-in', interactionUid: 'interaction-uid-1' },
         browserBinding,
       });
       jar.push(`upstream-${id}=${browserBinding}`);

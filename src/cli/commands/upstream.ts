@@ -169,7 +169,7 @@ const COMMON: Record<string, OptionDef> = {
     type: 'string',
     value: 'email|eppn|external_id|none',
     description:
-      'how a first sign-in finds its account: a verified e-mail address, eppn or external id in the organization; none: only links an administrator made (default none)',
+      'how a first sign-in finds its account: a verified e-mail address, eppn or external id in the organization; none: only links an administrator or the user (account page) made (default none)',
   },
   'create-users': { type: 'boolean', description: 'a person with no account gets one in the organization' },
   map: {
