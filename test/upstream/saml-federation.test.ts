@@ -115,7 +115,7 @@ for (const dialect of dialects()) {
       const binding = `binding-${jar.length}`;
       const { id } = await startUpstreamRequest(server.store, {
         providerId,
-        interactionUid: 'interaction-uid-1',
+        purpose: { kind: 'sign-in', interactionUid: 'interaction-uid-1' },
         browserBinding: binding,
       });
       jar.push(`upstream-${id}=${binding}`);
