@@ -15,6 +15,7 @@ import { findUserByEppn, insertUserId, listUserIds } from '../../src/store/direc
 import { RECENT_SIGN_IN_MS } from '../../src/web/account-page.ts';
 import { startTestUpstream, fetchBrowser, type TestUpstream } from './oidc-upstream.ts';
 import { forgedIdp, forgeResponse, type ForgedIdp } from './saml-forge.ts';
+import { updateUpstreamProvider as setProviderRow } from '../../src/store/upstream.ts';
 
 const CLIENT = { clientId: 'idp-self-link-test', secret: 'self-link-client-secret-0123456789' };
 const PASSWORD = 'correct horse battery staple';
@@ -46,10 +47,13 @@ for (const dialect of dialects()) {
           clientId: CLIENT.clientId,
           clientSecret: CLIENT.secret,
           linkBy: 'none',
-          namespace: 'edugain',
           scopes: 'openid email profile eppn',
         })
       ).id;
+      // The namespace is set in the row: the registry gives edugain to SAML providers only, and a social
+      // namespace only to its own issuer, which this loopback upstream is not. What is tested here is
+      // that a link records the identity in the provider's namespace, and refuses one another account holds.
+      await setProviderRow(server.store.db, oidcId, { namespace: 'edugain' });
       upstream = await startTestUpstream(port, { ...CLIENT, redirectUri: `${server.url}/upstream/${oidcId}/callback` });
       idp = await forgedIdp('https://idp.forged.example/idp', ['example.org']);
       samlId = (
