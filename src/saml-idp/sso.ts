@@ -28,6 +28,7 @@ import { sendPostForm } from './pages.ts';
 import { countResponse, type Outcome } from './metrics.ts';
 import { SamlRefusal } from './requests.ts';
 import { SESSION_TTL } from '../oauth/provider.ts';
+import { accountDisabled } from '../directory/account-state.ts';
 
 export interface SsoDeps {
   config: Config;
@@ -251,7 +252,7 @@ async function sendAssertion(
   signIn: SignIn,
 ) {
   const user = await findUserBySub(deps.store.db, signIn.sub);
-  if (!user || user.disabled_at !== null) throw new SamlRefusal('user', 'the account cannot sign in', 403);
+  if (!user || accountDisabled(user)) throw new SamlRefusal('user', 'the account cannot sign in', 403);
   const now = deps.now();
   const nameId = await nameIdFor(deps.store, sp, user, now);
   const groups = releasedGroups(sp.groups, signIn.scopes);

@@ -13,6 +13,7 @@ import { migration024 } from './migrations-adoption.ts';
 import { migration023, migration027 } from './migrations-ldap.ts';
 import { migration025, migration029, migration030 } from './migrations-upstream.ts';
 import { migration026 } from './migrations-upstream-saml.ts';
+import { migration034 } from './migrations-organizations.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -192,6 +193,7 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '028_kept_keys': migration028(),
     '029_upstream_browser_binding': migration029(),
     '030_upstream_trusted_amr': migration030(),
+    '034_organization_disabled': migration034(),
   };
 }
 
