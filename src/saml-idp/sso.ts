@@ -106,7 +106,12 @@ async function sessionGrant(deps: SsoDeps, session: BrowserSession, sp: ServiceP
 async function sessionSignIn(deps: SsoDeps, session: BrowserSession, sp: ServiceProvider, pending: Pending) {
   if (pending.force) return undefined;
   if (pending.acrs.length > 0 && !pending.acrs.includes(session.acr ?? '')) return undefined;
-  return sessionGrant(deps, session, sp);
+  const signIn = await sessionGrant(deps, session, sp);
+  if (!signIn) return undefined;
+  // The session of a user who may no longer sign in (their organization disabled since) is no
+  // sign-in: on to the sign-in pages, which say why.
+  const user = await findUserBySub(deps.store.db, signIn.sub);
+  return user && !accountDisabled(user) ? signIn : undefined;
 }
 
 /**
