@@ -655,7 +655,7 @@ export const SETTINGS: Setting[] = [
     60,
     0,
     300,
-    'Seconds (0-300) /openid/userinfo keeps the claims it computed for an access token at most: a change to the token, its grant, the user or the client drops them at once on the instance that made it and within a fraction of a second on the others (cache invalidation, see docs/architecture.md), so this bound is only a safety net. 0 disables',
+    'Seconds (0-300) /openid/userinfo keeps the claims it computed for an access token at most: a change to the token, its grant, the user, their organization or the client drops them at once on the instance that made it and within a fraction of a second on the others (cache invalidation, see docs/architecture.md), so this bound is only a safety net. 0 disables',
   ),
   intSetting(
     'AUDIT_RETENTION_DAYS',

@@ -19,9 +19,9 @@ export function assertion(
   key: TestCredential,
   challenge: string,
   counter: number,
-  opts: { flags?: number; userHandle?: string; rpId?: string } = {},
+  opts: { flags?: number; userHandle?: string; rpId?: string; origin?: string } = {},
 ) {
-  const cd = clientData('webauthn.get', challenge);
+  const cd = clientData('webauthn.get', challenge, opts.origin);
   const authData = Buffer.concat([rpHash(opts.rpId), Buffer.from([opts.flags ?? 0x05]), u32(counter)]);
   const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(cd).digest()]), key.privateKey);
   const id = key.id.toString('base64url');

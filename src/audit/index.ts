@@ -55,6 +55,8 @@ export const AUDIT_ACTIONS = [
   'org.remove',
   'org.brand',
   'org.policy',
+  'org.disable',
+  'org.enable',
   'mds.import',
   'recovery_link.create',
   'recovery_link.use',

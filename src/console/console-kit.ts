@@ -7,7 +7,7 @@ import { pageHeaders } from '../ui/html.ts';
 import type { Frame } from '../ui/layout.ts';
 import { findOrganization, findUserBySub, findUserByEppn, type User } from '../store/directory.ts';
 import { canHelp, staffAccess, type StaffAccess } from '../directory/roles.ts';
-import { eppnProblem, normalizeEppn } from '../directory/index.ts';
+import { accountDisabled, eppnProblem, normalizeEppn } from '../directory/index.ts';
 import { positiveId } from '../http/organization-grant.ts';
 import type { ConsoleDeps } from './access.ts';
 import type { Actor } from '../audit/index.ts';
@@ -94,8 +94,8 @@ export async function signedIn(
     return undefined;
   }
   const user = await findUserBySub(deps.store.db, state.session.sub);
-  // signed out (here or elsewhere), disabled, or their sessions ended since: sign in again
-  if (!user || user.disabled_at !== null || user.console_generation !== state.session.gen) {
+  // signed out (here or elsewhere), disabled (or their organization), or their sessions ended since: sign in again
+  if (!user || accountDisabled(user) || user.console_generation !== state.session.gen) {
     clearSession(deps, reply);
     startSignIn(deps, reply, '/console');
     return undefined;

@@ -14,7 +14,9 @@ import { SECONDARY_NAMESPACES } from '../vocabulary.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { parseStoredBrand, storedBrand, type Brand } from '../brand.ts';
 
-export type { Organization, User } from '../store/directory.ts';
+export type { Organization, User, UserAccount } from '../store/directory.ts';
+
+export { accountDisabled } from './account-state.ts';
 
 const REALM = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/;
 const LOCAL_PART = /^[a-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}$/;
@@ -59,7 +61,7 @@ export async function addOrganization(
   if (!REALM.test(realm)) throw badRequest(`realm '${input.realm}' is not a valid domain name`);
   const name = input.name.trim();
   if (!name || name.length > 200) throw badRequest('organization name must be 1-200 characters');
-  const org = { id: input.id, realm, name, created_at: now, branding: null, passkey_policy: null };
+  const org = { id: input.id, realm, name, created_at: now, branding: null, passkey_policy: null, disabled_at: null };
   try {
     await store.db.transaction().execute(async (trx) => {
       await dir.insertOrganization(trx, org);
@@ -100,6 +102,38 @@ export async function setOrganizationBrand(
     };
     await recordAudit(trx, { action: 'org.brand', actor, at: now, subject: String(orgId), orgId, details });
     return brand;
+  });
+}
+
+export interface OrganizationState {
+  id: number;
+  disabled: boolean;
+  /** false when the organization already was in the state asked for (nothing was written) */
+  changed: boolean;
+}
+
+/**
+ * Disables or enables an organization. While it is disabled none of its users signs in, by any
+ * method, and their sessions, refresh and access tokens are refused (accountDisabled above); nothing
+ * of theirs is deleted, so enabling it gives every user back what they had, and a user disabled on
+ * their own stays disabled. Published as the organization's invalidation, so what caches kept for
+ * its users (userinfo's claims) is dropped at once.
+ */
+export async function setOrganizationDisabled(
+  store: Store,
+  orgId: number,
+  disabled: boolean,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<OrganizationState> {
+  return transact(store.db, async (trx) => {
+    const org = await dir.findOrganization(trx, orgId);
+    if (!org) throw notFound(`organization ${orgId} not found`);
+    if (!(await dir.updateOrganizationDisabled(trx, orgId, disabled ? now : null)))
+      return { id: orgId, disabled, changed: false };
+    await publish(trx, 'organization', String(orgId));
+    const action = disabled ? 'org.disable' : 'org.enable';
+    await recordAudit(trx, { action, actor, at: now, subject: String(orgId), orgId, details: { realm: org.realm } });
+    return { id: orgId, disabled, changed: true };
   });
 }
 

@@ -132,10 +132,29 @@ function acrValuesCheck(): interactionPolicy.Check {
   );
 }
 
+/**
+ * A login check: a session whose account the provider no longer finds (findAccount said no: the
+ * user is gone, or may no longer sign in, their organization disabled since the session began) is
+ * asked to sign in again, which says why. oidc-provider otherwise takes any session with an
+ * account id as signed in, and its later checks expect the account.
+ */
+function accountCheck(): interactionPolicy.Check {
+  return new interactionPolicy.Check(
+    'account_unavailable',
+    'the account of the session can no longer sign in',
+    'login_required',
+    (ctx: KoaContextWithOIDC) =>
+      ctx.oidc.session?.accountId && !ctx.oidc.account
+        ? interactionPolicy.Check.REQUEST_PROMPT
+        : interactionPolicy.Check.NO_NEED_TO_PROMPT,
+  );
+}
+
 /** oidc-provider's default interaction policy with the checks above and offline_access's. */
 export function signInPolicy(): interactionPolicy.Prompt[] {
   const policy = interactionPolicy.base();
   const login = policy.get('login');
+  login?.checks.add(accountCheck(), 0);
   login?.checks.add(offlineAccessCheck(), 0);
   login?.checks.add(acrValuesCheck());
   return policy;

@@ -7,6 +7,8 @@ import type Provider from 'oidc-provider';
 import type { AccessToken, Client, ClientCredentials, KoaContextWithOIDC, RefreshToken } from 'oidc-provider';
 import type { Store } from '../store/index.ts';
 import { isUserOfGrantedOrganization } from '../store/clients.ts';
+import { findUserBySub } from '../store/directory.ts';
+import { accountDisabled } from '../directory/account-state.ts';
 import { ACCEPTED_ALGS } from '../http/bearer.ts';
 
 /** The client metadata property that marks a resource server allowed to introspect (src/oauth/adapter.ts). */
@@ -29,19 +31,31 @@ function isResourceServer(client: Client): boolean {
 }
 
 /**
+ * A user's token is live only while the user may sign in: a disabled user's, or a user's of a
+ * disabled organization, is `{ active: false }` (accountDisabled in src/directory/).
+ */
+async function accountLive(store: Store, sub: string): Promise<boolean> {
+  const user = await findUserBySub(store.db, sub);
+  return user !== undefined && !accountDisabled(user);
+}
+
+/**
  * features.introspection.allowedPolicy: the answer about a token goes to the client it was issued
  * to, to a client its audience names, and, for a user's access token, to a resource server granted
  * the user's organization. Anyone else gets `{ active: false }`, as for an unknown token. Refresh
  * tokens are seen only by their own client.
  */
 export function introspectionPolicy(store: Store) {
-  return async (_ctx: KoaContextWithOIDC, client: Client, token: Introspected): Promise<boolean> => {
+  const callerMay = async (client: Client, token: Introspected): Promise<boolean> => {
     if (client.clientAuthMethod === 'none') return false;
     if (token.clientId === client.clientId) return true;
     if ('aud' in token && audiences(token.aud).includes(client.clientId)) return true;
     if (token.kind !== 'AccessToken' || !token.accountId || !isResourceServer(client)) return false;
     return isUserOfGrantedOrganization(store.db, client.clientId, token.accountId);
   };
+  return async (_ctx: KoaContextWithOIDC, client: Client, token: Introspected): Promise<boolean> =>
+    (await callerMay(client, token)) &&
+    (token.kind === 'ClientCredentials' || !token.accountId || (await accountLive(store, token.accountId)));
 }
 
 /** Whether the request presented any client credentials at all (Basic, a secret, an assertion, an id). */
@@ -90,6 +104,7 @@ function jwtAnswer(payload: JWTPayload): Record<string, unknown> {
 }
 
 interface JwtSources {
+  store: Store;
   issuer: string;
   /** the public keys the service publishes at /openid/jwks */
   publicJwks: JWK[];
@@ -100,7 +115,7 @@ interface JwtSources {
 /**
  * One of the service's JWT access tokens, as the caller may see it: verified against the published
  * keys (signature, issuer, one of the service's audiences, typ at+jwt, not expired), issued to a
- * client that still exists and is enabled, and asked about by that client, a client its audience
+ * client that still exists and is enabled, for a user who may still sign in, and asked about by that client, a client its audience
  * names or a resource server granted introspection. Otherwise `{ active: false }`.
  */
 async function introspectJwt(
@@ -125,6 +140,8 @@ async function introspectJwt(
   const issuedTo = typeof payload.client_id === 'string' ? payload.client_id : undefined;
   // a disabled or removed client is unknown to the provider: its tokens are no longer live
   if (!issuedTo || !(await ctx.oidc.provider.Client.find(issuedTo))) return { active: false };
+  // a user's token (a client's own, RFC 9068 2.2, has the client as its sub)
+  if (payload.sub !== issuedTo && !(await accountLive(sources.store, String(payload.sub)))) return { active: false };
   const allowed =
     issuedTo === caller.clientId || audiences(payload.aud).includes(caller.clientId) || isResourceServer(caller);
   return allowed ? jwtAnswer(payload) : { active: false };

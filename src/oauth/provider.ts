@@ -202,6 +202,7 @@ function useMiddleware(provider: Provider, config: Config, store: Store, keySet:
   answerDatabaseOutages(provider);
   provider.use(
     introspectionEndpoint({
+      store,
       issuer: config.publicUrl,
       publicJwks: keySet.publicJwks,
       audiences: resourceServers(config.publicUrl).map((server) => server.id),

@@ -28,6 +28,7 @@ import { sendPostForm } from './pages.ts';
 import { countResponse, type Outcome } from './metrics.ts';
 import { SamlRefusal } from './requests.ts';
 import { SESSION_TTL } from '../oauth/provider.ts';
+import { accountDisabled } from '../directory/account-state.ts';
 
 export interface SsoDeps {
   config: Config;
@@ -105,7 +106,12 @@ async function sessionGrant(deps: SsoDeps, session: BrowserSession, sp: ServiceP
 async function sessionSignIn(deps: SsoDeps, session: BrowserSession, sp: ServiceProvider, pending: Pending) {
   if (pending.force) return undefined;
   if (pending.acrs.length > 0 && !pending.acrs.includes(session.acr ?? '')) return undefined;
-  return sessionGrant(deps, session, sp);
+  const signIn = await sessionGrant(deps, session, sp);
+  if (!signIn) return undefined;
+  // The session of a user who may no longer sign in (their organization disabled since) is no
+  // sign-in: on to the sign-in pages, which say why.
+  const user = await findUserBySub(deps.store.db, signIn.sub);
+  return user && !accountDisabled(user) ? signIn : undefined;
 }
 
 /**
@@ -251,7 +257,7 @@ async function sendAssertion(
   signIn: SignIn,
 ) {
   const user = await findUserBySub(deps.store.db, signIn.sub);
-  if (!user || user.disabled_at !== null) throw new SamlRefusal('user', 'the account cannot sign in', 403);
+  if (!user || accountDisabled(user)) throw new SamlRefusal('user', 'the account cannot sign in', 403);
   const now = deps.now();
   const nameId = await nameIdFor(deps.store, sp, user, now);
   const groups = releasedGroups(sp.groups, signIn.scopes);

@@ -25,6 +25,20 @@ export async function updateOrganizationBranding(db: Q, id: number, branding: st
   return r.numUpdatedRows > 0n;
 }
 
+/**
+ * Disables (a time) or enables (null) an organization, only when it is not in that state already:
+ * false when nothing changed (or no such organization), so two concurrent changes record one.
+ */
+export async function updateOrganizationDisabled(db: Q, id: number, disabledAt: number | null): Promise<boolean> {
+  const r = await db
+    .updateTable('organizations')
+    .set({ disabled_at: disabledAt })
+    .where('id', '=', id)
+    .where('disabled_at', disabledAt === null ? 'is not' : 'is', null)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
 /** An organization's authenticator policy (JSON, see src/webauthn/policy.ts); false if no such organization. */
 export async function updateOrganizationPolicy(db: Q, id: number, policy: string | null): Promise<boolean> {
   const r = await db
@@ -46,16 +60,30 @@ export async function insertUsers(db: Q, users: Insertable<UsersTable>[]): Promi
   return rows.map((r) => r.id);
 }
 
-export function findUserByEppn(db: Q, eppn: string): Promise<User | undefined> {
-  return db.selectFrom('users').selectAll().where('eppn', '=', eppn).executeTakeFirst();
+/**
+ * A user as the lookups by eppn, sub and id read them: with their organization's disabled state,
+ * which decides with their own whether they may sign in (accountDisabled, src/directory/).
+ */
+export type UserAccount = User & { org_disabled_at: number | null };
+
+function accounts(db: Q) {
+  return db
+    .selectFrom('users')
+    .innerJoin('organizations', 'organizations.id', 'users.org_id')
+    .selectAll('users')
+    .select('organizations.disabled_at as org_disabled_at');
 }
 
-export function findUserBySub(db: Q, sub: string): Promise<User | undefined> {
-  return db.selectFrom('users').selectAll().where('sub', '=', sub).executeTakeFirst();
+export function findUserByEppn(db: Q, eppn: string): Promise<UserAccount | undefined> {
+  return accounts(db).where('users.eppn', '=', eppn).executeTakeFirst();
 }
 
-export function findUserById(db: Q, id: number): Promise<User | undefined> {
-  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+export function findUserBySub(db: Q, sub: string): Promise<UserAccount | undefined> {
+  return accounts(db).where('users.sub', '=', sub).executeTakeFirst();
+}
+
+export function findUserById(db: Q, id: number): Promise<UserAccount | undefined> {
+  return accounts(db).where('users.id', '=', id).executeTakeFirst();
 }
 
 export function listUsersOfOrganization(db: Q, orgId: number): Promise<User[]> {

@@ -170,7 +170,14 @@ export async function invitationCounts(db: Q, orgId: number): Promise<{ invited:
 
 /** The one user with this address; undefined when none or several have it. */
 export async function findUserByEmail(db: Q, email: string) {
-  const rows = await db.selectFrom('users').selectAll().where('email', '=', email).limit(2).execute();
+  const rows = await db
+    .selectFrom('users')
+    .innerJoin('organizations', 'organizations.id', 'users.org_id')
+    .selectAll('users')
+    .select('organizations.disabled_at as org_disabled_at')
+    .where('users.email', '=', email)
+    .limit(2)
+    .execute();
   return rows.length === 1 ? rows[0] : undefined;
 }
 

@@ -13,6 +13,7 @@ import { migration024 } from './migrations-adoption.ts';
 import { migration023, migration027 } from './migrations-ldap.ts';
 import { migration025, migration029, migration030, migration032, migration033 } from './migrations-upstream.ts';
 import { migration026, migration031 } from './migrations-upstream-saml.ts';
+import { migration034 } from './migrations-organizations.ts';
 
 type Dialect = 'sqlite' | 'postgres';
 
@@ -195,6 +196,7 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '031_upstream_saml_federation': migration031(),
     '032_upstream_logos': migration032(dialect),
     '033_upstream_link_requests': migration033(),
+    '034_organization_disabled': migration034(),
   };
 }
 

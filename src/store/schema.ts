@@ -13,6 +13,8 @@ export interface OrganizationsTable {
   branding: Later<string | null>;
   /** JSON object: the organization's authenticator policy (src/webauthn/policy.ts); null: defaults */
   passkey_policy: Later<string | null>;
+  /** set while the organization is disabled: none of its users signs in or uses a token (migration 034) */
+  disabled_at: Later<number | null>;
 }
 
 export interface UsersTable {

@@ -20,7 +20,8 @@ export interface ReleaseSubject {
 }
 
 /**
- * The user with its secondary ids and the client's release settings; neither when disabled. One row per secondary id
+ * The user with its secondary ids and the client's release settings; neither when the user or their
+ * organization is disabled. One row per secondary id
  * (at least one row): the client is a left join on a constant, the ids a left join on the user.
  */
 type ReleaseRow = User & {
@@ -34,6 +35,10 @@ type ReleaseRow = User & {
 const releaseSubject = prepare<{ sub: string; clientId: string }, ReleaseRow>((db, p) =>
   db
     .selectFrom('users')
+    // a user of a disabled organization is disabled alike (accountDisabled in src/directory/)
+    .innerJoin('organizations', (join) =>
+      join.onRef('organizations.id', '=', 'users.org_id').on('organizations.disabled_at', 'is', null),
+    )
     .leftJoin('clients', (join) => join.on('clients.client_id', '=', p.clientId).on('clients.disabled_at', 'is', null))
     .leftJoin('user_ids', 'user_ids.user_id', 'users.id')
     .selectAll('users')

@@ -9,7 +9,7 @@ import * as dir from '../store/directory.ts';
 import * as repo from '../store/upstream.ts';
 import { insertUserId, deleteUserId } from '../store/directory.ts';
 import { publish } from '../store/invalidation.ts';
-import { addUser, eppnProblem, normalizeEppn, normalizeEmail, realmOf } from '../directory/index.ts';
+import { accountDisabled, addUser, eppnProblem, normalizeEppn, normalizeEmail, realmOf } from '../directory/index.ts';
 import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { isUniqueViolation } from '../store/index.ts';
@@ -149,7 +149,7 @@ export async function resolveAccount(
     const user = await dir.findUserById(store.db, Number(existing.user_id));
     if (!user) return { ok: false, reason: 'no_account' };
     if (user.org_id !== provider.orgId) return { ok: false, reason: 'wrong_organization', user };
-    if (user.disabled_at !== null) return { ok: false, reason: 'disabled', user };
+    if (accountDisabled(user)) return { ok: false, reason: 'disabled', user };
     await repo.touchLink(store.db, provider.id, assertion.subject, now);
     return { ok: true, user, how: 'linked' };
   }
@@ -170,13 +170,16 @@ export async function resolveAccount(
     }
   }
   if (candidate) {
-    if (candidate.disabled_at !== null) return { ok: false, reason: 'disabled', user: candidate };
+    // the account's own state and its organization's, as for every sign-in
+    if (accountDisabled({ disabled_at: candidate.disabled_at, org_disabled_at: org.disabled_at }))
+      return { ok: false, reason: 'disabled', user: candidate };
     const linked = await createLink(store, provider, candidate, assertion.subject, { ...change, now }, 'sign-in');
     return linked === 'ok'
       ? { ok: true, user: candidate, how: 'matched' }
       : { ok: false, reason: linked, user: candidate };
   }
-  if (!provider.createUsers) return { ok: false, reason: 'no_account' };
+  // A disabled organization gets no new accounts: refused as when the provider creates none.
+  if (!provider.createUsers || org.disabled_at !== null) return { ok: false, reason: 'no_account' };
   const user = await createUser(store, provider, org, assertion, { ...change, now });
   const linked = await createLink(store, provider, user, assertion.subject, { ...change, now }, 'created');
   return linked === 'ok' ? { ok: true, user, how: 'created' } : { ok: false, reason: linked, user };

@@ -10,7 +10,7 @@
 // claims reused per token each cut the cost per request about in half.
 //
 // The claims computed for a token are kept until something they depend on changes: the token, its
-// grant, the user or the client. Each such change publishes an invalidation in its transaction
+// grant, the user, their organization or the client. Each such change publishes an invalidation in its transaction
 // (src/store/invalidation.ts) that drops the entry at once here and within a fraction of a second
 // on every other instance, so a kept answer is served without asking the database. An entry also
 // ends with the token's expiry, and after USERINFO_CACHE_TTL at the latest (a safety net).
@@ -139,6 +139,8 @@ export function oidcUserinfoHandler(deps: OidcUserinfoDeps) {
       indexKey('grant', grantId),
       indexKey('user', accountId),
       indexKey('client', clientId),
+      // disabling the user's organization ends what is kept for its users' tokens
+      indexKey('organization', String(subject.user.org_id)),
     ];
     return { body, until, dependsOn };
   }

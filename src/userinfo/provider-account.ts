@@ -8,6 +8,7 @@ import { findUserBySub, listUserIds } from '../store/directory.ts';
 import { findClient } from '../store/clients.ts';
 import { RELEASE_SCOPES, words } from '../vocabulary.ts';
 import { needsSecondaryIds, oidcClaims, providerClaims, releasedGroups } from './claims.ts';
+import { accountDisabled } from '../directory/account-state.ts';
 
 export interface UserinfoDeps {
   config: Config;
@@ -20,8 +21,9 @@ export function userinfoAccounts({
 }: UserinfoDeps): Pick<AccountSource, 'findAccount' | 'claims' | 'scopes'> {
   async function findAccount(ctx: KoaContextWithOIDC, sub: string): Promise<Account | undefined> {
     const user = await findUserBySub(store.db, sub);
-    // A disabled user has no account for the provider: no ID token, userinfo or refresh for them.
-    if (!user || user.disabled_at !== null) return undefined;
+    // A disabled user (or a user of a disabled organization) has no account for the provider: no ID
+    // token, userinfo, refresh or device code for them, and a session of theirs signs nobody in.
+    if (!user || accountDisabled(user)) return undefined;
     return {
       accountId: user.sub,
       async claims(_use, scope) {

@@ -10,6 +10,7 @@ import { parseBearer } from '../http/bearer.ts';
 import { findClient, type ClientRow } from '../store/clients.ts';
 import { findUserBySub, type User } from '../store/directory.ts';
 import { words } from '../vocabulary.ts';
+import { accountDisabled } from '../directory/account-state.ts';
 
 export interface UserToken {
   clientId: string;
@@ -89,8 +90,8 @@ export async function resolveUserToken(deps: TokenDeps, request: FastifyRequest)
     provider.Grant.find(grantId),
     findUserBySub(store.db, accountId),
   ]);
-  // A disabled user's or client's tokens stop working at once (disabling also deletes the user's).
-  if (!client || !user || client.disabled_at !== null || user.disabled_at !== null) throw invalidToken(config);
+  // A disabled user's (or organization's) or client's tokens stop working at once (disabling a user also deletes theirs).
+  if (!client || !user || client.disabled_at !== null || accountDisabled(user)) throw invalidToken(config);
   if (!grant || grant.isExpired || grant.clientId !== clientId || grant.accountId !== accountId)
     throw invalidToken(config);
 

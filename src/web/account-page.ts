@@ -27,6 +27,7 @@ import { withBrand } from '../ui/frame.ts';
 import { passkeySignIn, sendPasskeyOptions, withinCeremonyLimit } from './passkey-sign-in.ts';
 import type { SignedIn } from './session.ts';
 import { LOST_PASSKEY_PATH } from './lost-passkey.ts';
+import { accountDisabled } from '../directory/account-state.ts';
 
 /** What a section added to the account page gets to render with. */
 export interface AccountView {
@@ -85,7 +86,7 @@ async function signedIn(kit: Kit, request: FastifyRequest, reply: FastifyReply):
   if (!session) return undefined;
   const user = await findUserBySub(kit.store.db, session.accountId);
   // Disabling ends the sessions; a session read in the same moment still counts for nothing.
-  return user && user.disabled_at === null ? { session, user } : undefined;
+  return user && !accountDisabled(user) ? { session, user } : undefined;
 }
 
 /** Signed in; otherwise the browser is sent to the account page to sign in. */

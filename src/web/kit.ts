@@ -10,7 +10,7 @@ import type { Store } from '../store/index.ts';
 import type { ProviderHolder } from '../oauth/plugin.ts';
 import { clientKey, rateLimit, type RateLimit } from '../http/rate-limit.ts';
 import { AppError } from '../errors.ts';
-import { normalizeEppn, realmOf, setPassword } from '../directory/index.ts';
+import { accountDisabled, normalizeEppn, realmOf, setPassword } from '../directory/index.ts';
 import { userActor } from '../audit/index.ts';
 import { verifyPassword } from '../directory/passwords.ts';
 import { costliestImportedHash } from '../directory/password-profile.ts';
@@ -226,7 +226,7 @@ export async function passwordSignIn(
     return { ok: false, status: 401, error: 'error.credentials', username: rawUsername };
   }
   // Said only to whoever knows the password: nothing tells others which accounts are disabled.
-  if (user.disabled_at !== null) {
+  if (accountDisabled(user)) {
     await signInRefused(kit, request, attempt, 'disabled');
     return { ok: false, status: 403, error: 'error.disabled', username: rawUsername };
   }

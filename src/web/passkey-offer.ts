@@ -13,6 +13,7 @@ import { passkeyOfferPage } from './passkey-pages.ts';
 import { bodyField, sendPage, type Kit } from './kit.ts';
 import { withinCeremonyLimit } from './passkey-sign-in.ts';
 import { registrationError } from './registration-errors.ts';
+import { accountDisabled } from '../directory/account-state.ts';
 import {
   checkCsrf,
   checkCsrfHeader,
@@ -77,7 +78,7 @@ const signedInResult = (loaded: Loaded): InteractionResults => loaded.interactio
 async function signedInUser(kit: Kit, request: Req, reply: FastifyReply, loaded: Loaded): Promise<User | undefined> {
   const accountId = (loaded.interaction.result as { login?: { accountId?: string } } | undefined)?.login?.accountId;
   const user = accountId ? await findUserBySub(kit.store.db, accountId) : undefined;
-  if (user && user.disabled_at === null) return user;
+  if (user && !accountDisabled(user)) return user;
   await finish(reply, loaded, { error: 'access_denied', error_description: 'account no longer exists' });
   return undefined;
 }

@@ -7,6 +7,7 @@ import { amrForPasskey } from '../oauth/authentication-context.ts';
 import { bodyField, clientKey, overLimit, signInSucceeded, type Kit, type SignInFailure } from './kit.ts';
 import { signInAccepted, signInRefused } from './sign-in-audit.ts';
 import { asAuthentication } from '../webauthn/responses.ts';
+import { accountDisabled } from '../directory/account-state.ts';
 
 export type PasskeyResult =
   { ok: true; user: User; amr: string[]; attested: boolean; passkeyId: number } | ({ ok: false } & SignInFailure);
@@ -57,7 +58,7 @@ export async function passkeySignIn(
     return { ok: false, status: 401, error: 'error.passkey', unknownCredential };
   }
   const attempt = { method: 'passkey' as const, clientId, user: outcome.user };
-  if (outcome.user.disabled_at !== null) {
+  if (accountDisabled(outcome.user)) {
     await signInRefused(kit, request, attempt, 'disabled');
     return { ok: false, status: 403, error: 'error.disabled' };
   }

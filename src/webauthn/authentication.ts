@@ -8,7 +8,7 @@ import type {
 import { webauthnServer } from './library.ts';
 import { bytes } from '../store/index.ts';
 import { findPasskeyByCredentialId, recordPasskeyUse, type PasskeyRow } from '../store/passkeys.ts';
-import { findUserById, type User } from '../store/directory.ts';
+import { findUserById, type UserAccount } from '../store/directory.ts';
 import { recordAudit } from '../audit/index.ts';
 import { CEREMONY_TIMEOUT_MS, type Ceremony } from './challenges.ts';
 import { asAuthentication, type Outcome } from './responses.ts';
@@ -18,7 +18,7 @@ type AuthenticationInfo = VerifiedAuthenticationResponse['authenticationInfo'];
 type Transports = string[];
 
 export type AuthenticationOutcome = Outcome<{
-  user: User;
+  user: UserAccount;
   passkey: PasskeyRow;
   userVerified: boolean;
   /** the assertion's BE flag: the credential may be synced to other devices */
@@ -48,7 +48,7 @@ export async function authenticationOptions(
 async function loadCredential(
   ceremony: Ceremony,
   response: AuthenticationResponseJSON,
-): Promise<Outcome<{ passkey: PasskeyRow; user: User }>> {
+): Promise<Outcome<{ passkey: PasskeyRow; user: UserAccount }>> {
   const passkey = await findPasskeyByCredentialId(ceremony.store.db, Buffer.from(response.id, 'base64url'));
   if (!passkey) return { ok: false, reason: 'unknown_credential' };
   const user = await findUserById(ceremony.store.db, passkey.user_id);
@@ -96,7 +96,12 @@ async function verifyAssertion(
  */
 async function recordUse(
   ceremony: Ceremony,
-  { passkey, user, info, requestId }: { passkey: PasskeyRow; user: User; info: AuthenticationInfo; requestId: string },
+  {
+    passkey,
+    user,
+    info,
+    requestId,
+  }: { passkey: PasskeyRow; user: UserAccount; info: AuthenticationInfo; requestId: string },
 ): Promise<boolean> {
   const stored = Number(passkey.sign_count);
   const now = ceremony.now;

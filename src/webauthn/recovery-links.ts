@@ -20,6 +20,7 @@ import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts'
 import { badRequest, notFound } from '../errors.ts';
 import { recordingRefusals, requireWeaker } from '../directory/roles.ts';
 import { iso } from '../time.ts';
+import { accountDisabled } from '../directory/account-state.ts';
 
 export const RECOVERY_PATH = '/recover/';
 export const DEFAULT_RECOVERY_TTL_MS = 24 * 3600 * 1000;
@@ -115,7 +116,7 @@ export async function openRecoveryLink(
   const link = await findRecoveryLinkByHash(store.db, hashOf(token));
   if (!link || link.used_at !== null || link.revoked_at !== null || link.expires_at <= now) return undefined;
   const user = await findUserById(store.db, link.user_id);
-  return user && user.disabled_at === null ? { link, user } : undefined;
+  return user && !accountDisabled(user) ? { link, user } : undefined;
 }
 
 /**

@@ -6,7 +6,7 @@
 // A new link revokes the user's earlier unused self-service links: only the latest message works.
 import type { Store } from '../store/index.ts';
 import type { Keyring } from '../crypto.ts';
-import { findUserByEppn, type User } from '../store/directory.ts';
+import { findUserByEppn, type UserAccount } from '../store/directory.ts';
 import { findUserByEmail } from '../store/mail.ts';
 import { rolesOfUser } from '../store/roles.ts';
 import { recordAudit, type Actor } from '../audit/index.ts';
@@ -15,6 +15,7 @@ import { loadPolicy } from './policy.ts';
 import { createRecoveryLink } from './recovery-links.ts';
 import { queueLinkMail } from './mail-links.ts';
 import type { MailSetup } from './invitations.ts';
+import { accountDisabled } from '../directory/account-state.ts';
 
 /** Who makes self-service links (the links' created_by is `system:self-recovery`). */
 export const SELF_RECOVERY_ACTOR = 'self-recovery';
@@ -25,7 +26,7 @@ export const SELF_RECOVERY_TTL_MS = 3600_000;
 export type SelfRecoveryOutcome = 'sent' | 'unknown' | 'not_allowed';
 
 /** The user an identifier names: an eppn, else an address only one user has. */
-async function userNamed(store: Store, identifier: string): Promise<User | undefined> {
+async function userNamed(store: Store, identifier: string): Promise<UserAccount | undefined> {
   const value = identifier.trim().toLowerCase();
   if (!value || value.length > 320) return undefined;
   return (await findUserByEppn(store.db, value)) ?? (await findUserByEmail(store.db, value));
@@ -46,7 +47,7 @@ export async function requestSelfRecovery(
   if (!setup.mail) return 'not_allowed';
   const user = await userNamed(store, input.identifier);
   if (!user) return 'unknown';
-  if (user.disabled_at !== null || !user.email) return 'not_allowed';
+  if (accountDisabled(user) || !user.email) return 'not_allowed';
   if ((await loadPolicy(store.db, user.org_id)).selfRecovery !== 'email') return 'not_allowed';
   if ((await rolesOfUser(store.db, user.id)).length > 0) return 'not_allowed';
   const actor: Actor = { type: 'system', id: SELF_RECOVERY_ACTOR, ip: from.ip, requestId: from.requestId };

@@ -20,7 +20,9 @@ import { grantRole } from '../../src/directory/roles.ts';
 import { disableUser, enableUser } from '../../src/oauth/account-lifecycle.ts';
 import { createRecoveryLink, openRecoveryLink } from '../../src/webauthn/recovery-links.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
-import { addKey, csrfOf, local, signIn, type Browser } from './console-browser.ts';
+import { addKey, csrfOf, follow, local, signIn, type Browser } from './console-browser.ts';
+import { setOrganizationDisabled } from '../../src/directory/index.ts';
+import { assertion } from '../authenticator.ts';
 
 for (const dialect of dialects()) {
   describe(`console sessions end on the server (${dialect})`, () => {
@@ -123,6 +125,40 @@ for (const dialect of dialects()) {
       // A new link, made after, works.
       const fresh = await createRecoveryLink(ctx.store, ctx.config.publicUrl, { eppn: ada.eppn });
       assert.ok(await openRecoveryLink(ctx.store, fresh.url.split('/recover/')[1]!, Date.now()));
+    });
+
+    it("disabling the staff member's organization ends the session and refuses a new sign-in; enabling lets them in", async () => {
+      const staff = await seedUser(ctx, 1, 'orla@example.org');
+      await grantRole(ctx.store, { eppn: staff.eppn, role: 'helpdesk', orgId: 1 });
+      const key = (await addKey(ctx, staff)).key;
+      const { b } = await signIn(ctx, staff, key);
+      const rita = await seedUser(ctx, 1, 'rita@example.org');
+      const link = await createRecoveryLink(ctx.store, ctx.config.publicUrl, { eppn: rita.eppn });
+      const secret = link.url.split('/recover/')[1]!;
+      await setOrganizationDisabled(ctx.store, 1, true);
+      try {
+        await endedIn(b);
+        // a new sign-in with the passkey is refused as a disabled user's is
+        const fresh = cookieBrowser(ctx.app);
+        const page = await follow(fresh, '/console');
+        const uid = /\/interaction\/([^/"]+)\/passkey"/.exec(page.body)![1]!;
+        const csrf = csrfOf(page.body);
+        const options = await fresh.post(`/interaction/${uid}/passkey/options`, {}, { 'x-csrf-token': csrf });
+        const response = assertion(key, options.json().challenge, 1000, { userHandle: staff.sub, flags: 0x05 });
+        const refused = await fresh.post(`/interaction/${uid}/passkey`, {
+          _csrf: csrf,
+          response: JSON.stringify(response),
+        });
+        assert.equal(refused.statusCode, 403);
+        assert.match(refused.body, /This account is disabled/);
+        // nor does a recovery link made before open
+        assert.equal(await openRecoveryLink(ctx.store, secret, Date.now()), undefined);
+      } finally {
+        await setOrganizationDisabled(ctx.store, 1, false);
+      }
+      assert.ok(await openRecoveryLink(ctx.store, secret, Date.now()), 'usable again');
+      // (a key of its own: the refused assertion above counted up the other's signature counter)
+      assert.equal((await signIn(ctx, staff, (await addKey(ctx, staff)).key)).landed.statusCode, 200);
     });
   });
 }

@@ -4,13 +4,13 @@
 // password, an empty one (no bind reaches the directory), a username that would widen the search
 // filter (escaped: it matches no one), and attempts over the rate limit (no bind either). A
 // directory that is down, or that takes the connection and never answers, is the usual error in
-// bounded time.
+// bounded time. A user of a disabled organization is refused after the directory's check, as a disabled user is.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, createHash } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { dialects, pickFreePort, startTestApp, type TestContext } from '../helpers.ts';
-import { addOrganization } from '../../src/directory/index.ts';
+import { addOrganization, setOrganizationDisabled } from '../../src/directory/index.ts';
 import { createClient } from '../../src/clients/index.ts';
 import {
   addLdapDirectory,
@@ -133,6 +133,20 @@ for (const dialect of dialects()) {
     it('refuses a wrong password as any wrong password', async () => {
       const res = await post('user00003@example.org', 'not-the-password');
       assert.equal(res.status, 401);
+    });
+
+    it("refuses a disabled organization's user with the directory's password as a disabled user; enabling lets them in", async () => {
+      await setOrganizationDisabled(ctx.store, 1, true);
+      try {
+        const res = await post('user00010@example.org', 'pw-user00010');
+        assert.equal(res.status, 403);
+        assert.match(res.body, /This account is disabled/);
+        const wrong = await post('user00010@example.org', 'not-the-password');
+        assert.equal(wrong.status, 401, 'a wrong password learns nothing');
+      } finally {
+        await setOrganizationDisabled(ctx.store, 1, false);
+      }
+      assert.equal((await post('user00010@example.org', 'pw-user00010')).status, 303);
     });
 
     it('refuses an empty password before any bind', async () => {

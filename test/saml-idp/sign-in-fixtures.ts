@@ -15,7 +15,7 @@ export interface Page {
 
 export interface PageBrowser {
   get(path: string): Promise<Page>;
-  post(path: string, form: Record<string, string>): Promise<Page>;
+  post(path: string, form: Record<string, string>, headers?: Record<string, string>): Promise<Page>;
 }
 
 export function injectBrowser(app: FastifyInstance): PageBrowser {
@@ -25,7 +25,10 @@ export function injectBrowser(app: FastifyInstance): PageBrowser {
     location: res.headers.location === undefined ? undefined : String(res.headers.location),
     body: res.body,
   });
-  return { get: async (path) => page(await b.get(path)), post: async (path, form) => page(await b.post(path, form)) };
+  return {
+    get: async (path) => page(await b.get(path)),
+    post: async (path, form, headers) => page(await b.post(path, form, headers)),
+  };
 }
 
 /** Real HTTP to the instance `target()` names at each request, with one cookie jar, as one browser. */
@@ -51,10 +54,10 @@ export function httpBrowser(target: () => string): PageBrowser {
   };
   return {
     get: (path) => send(path, { method: 'GET' }),
-    post: (path, form) =>
+    post: (path, form, headers = {}) =>
       send(path, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
         body: new URLSearchParams(form).toString(),
       }),
   };

@@ -1,6 +1,6 @@
 // `org` commands: organizations (realm = the part after @ in their users' eppn).
 import { requireMail } from '../../webauthn/invitations.ts';
-import { addOrganization, setOrganizationBrand } from '../../directory/index.ts';
+import { addOrganization, setOrganizationBrand, setOrganizationDisabled } from '../../directory/index.ts';
 import { BrandError, brandColor, brandFooter, brandName, brandUrl, readLogoFile, type Brand } from '../../brand.ts';
 import { findOrganization, listOrganizations } from '../../store/directory.ts';
 import { iso } from '../../time.ts';
@@ -52,14 +52,18 @@ export const orgCommands: CommandDef[] = [
     summary: 'list organizations',
     options: {},
     async run(ctx) {
-      const orgs = (await listOrganizations(ctx.store.db)).map(({ branding, ...o }) => ({
+      const orgs = (await listOrganizations(ctx.store.db)).map(({ branding, disabled_at, ...o }) => ({
         ...o,
         created_at: iso(o.created_at),
         branded: branding !== null,
+        status: disabled_at === null ? 'active' : 'disabled',
+        disabled_at: disabled_at === null ? null : iso(disabled_at),
       }));
-      return ctx.json ? orgs : table(orgs, ['id', 'realm', 'name', 'created_at']);
+      return ctx.json ? orgs : table(orgs, ['id', 'realm', 'name', 'created_at', 'status']);
     },
   },
+  enableOrDisable('disable', true, 'stop every user of an organization signing in, at once (enable undoes it)'),
+  enableOrDisable('enable', false, 'let the users of a disabled organization sign in again'),
   {
     group: 'org',
     name: 'remove',
@@ -175,6 +179,29 @@ export const orgCommands: CommandDef[] = [
     },
   },
 ];
+
+/**
+ * `org disable` / `org enable`: while an organization is disabled none of its users signs in and
+ * their tokens are refused; users disabled on their own stay disabled when it is enabled.
+ */
+function enableOrDisable(name: 'disable' | 'enable', disabled: boolean, summary: string): CommandDef {
+  return {
+    group: 'org',
+    name,
+    summary,
+    args: [{ name: 'org_id', description: 'the organization' }],
+    options: {},
+    async run(ctx, _v, [id]) {
+      const orgId = intOption(id, 'org_id');
+      const r = await setOrganizationDisabled(ctx.store, orgId, disabled, by(ctx));
+      if (ctx.json) return { id: r.id, disabled: r.disabled, changed: r.changed };
+      if (!r.changed) return `organization ${r.id} was ${disabled ? 'already disabled' : 'not disabled'}`;
+      return disabled
+        ? `organization ${r.id} disabled: its users cannot sign in, their sessions and tokens are refused`
+        : `organization ${r.id} enabled: its users can sign in again (users disabled on their own stay disabled)`;
+    },
+  };
+}
 
 function onOff(value: unknown, name: string): boolean | undefined {
   if (value === undefined) return undefined;
