@@ -360,7 +360,7 @@ export async function linkOwnIdentity(
   const fresh = await dir.findUserById(store.db, user.id);
   if (!fresh) return refused('no_account');
   if (fresh.org_id !== provider.orgId) return refused('wrong_organization');
-  if (fresh.disabled_at !== null) return refused('disabled');
+  if (accountDisabled(fresh)) return refused('disabled');
   const outcome = await createLink(store, provider, fresh, subject, { ...change, now }, 'user');
   return outcome === 'ok' ? { ok: true } : refused(outcome);
 }
