@@ -7,8 +7,10 @@
 //     account, the session and the browser (its cookie) -> the browser goes upstream
 //   the OIDC callback or the SAML ACS: the protocol's checks, the browser's binding cookie
 //   GET /account/links/return/<request id>: the session must still be the one that started it (same
-//     session, same account) -> the identity is linked to that account (linkOwnIdentity: the same
-//     link, refusals and audit records as the other surfaces) -> back to the account page.
+//     session, same account) -> the provider still enabled -> the upstream authenticated the person
+//     since the request started (auth_time / AuthnInstant) -> the identity is linked to that account
+//     (linkOwnIdentity: the same link, refusals and audit records as the other surfaces) -> back to
+//     the account page, which says which identity was linked.
 // Nobody is ever signed in by a link, and the session's user never changes. Someone else's link
 // request cannot complete in this browser: its binding cookie is missing, and it belongs to
 // another account and session.

@@ -3,7 +3,9 @@
 // SAML Responses made to order: the link and its audit record, then a sign-in through the linked
 // provider landing on that account; the refusals (identity linked elsewhere, account linked
 // elsewhere, disabled, another organization's provider), a form without its CSRF token, a sign-in
-// too old, and a link request finished in another browser or session than the one that started it.
+// too old, a link request finished in another browser or session than the one that started it, an
+// identity the upstream did not authenticate anew (an upstream ignoring prompt=login and max_age, an
+// old AuthnInstant), and a provider turned off while the link was under way.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { inflateRawSync } from 'node:zlib';
