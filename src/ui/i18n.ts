@@ -181,6 +181,8 @@ const en = {
     'Sign in at one of these with your own account there, and you can sign in here through it from then on.',
   'account.link': 'Link {name}',
   'account.linked': 'The sign-in provider is linked to your account.',
+  'account.linked_as': 'Linked {name} as {as}.',
+  'account.linked_provider': 'Linked {name}.',
   'account.reauth_link': 'To link a sign-in provider, sign in again (your last sign-in was more than 10 minutes ago).',
   'account.link_exists': '{name} is already linked to your account.',
   'account.link_failed_title': 'Linking {name} did not work',
@@ -192,6 +194,8 @@ const en = {
   'account.link_session':
     'The link was not made: this browser is no longer signed in to the account that asked for it. Sign in and try again.',
   'account.link_expired': 'This link to {name} has expired or was already used.',
+  'account.link_not_fresh':
+    '{name} did not ask you to sign in again, so the account you are signed in with there was not linked. Sign out at {name}, then try again.',
   'account.link_advice':
     'Nothing was changed. Go back to your account, or contact your helpdesk with the reference below.',
   'lost.link': 'Lost your passkey?',
@@ -450,6 +454,8 @@ const nb: Record<MessageKey, string> = {
   'account.link_intro': 'Logg inn hos en av disse med din egen konto der, så kan du logge inn her via den fra nå av.',
   'account.link': 'Koble til {name}',
   'account.linked': 'Innloggingstjenesten er koblet til kontoen din.',
+  'account.linked_as': 'Koblet til {name} som {as}.',
+  'account.linked_provider': 'Koblet til {name}.',
   'account.reauth_link':
     'Logg inn på nytt for å koble til en innloggingstjeneste (forrige innlogging var for mer enn 10 minutter siden).',
   'account.link_exists': '{name} er allerede koblet til kontoen din.',
@@ -462,6 +468,8 @@ const nb: Record<MessageKey, string> = {
   'account.link_session':
     'Koblingen ble ikke laget: denne nettleseren er ikke lenger logget inn på kontoen som ba om den. Logg inn og prøv igjen.',
   'account.link_expired': 'Denne tilkoblingen av {name} er utløpt eller allerede brukt.',
+  'account.link_not_fresh':
+    '{name} ba deg ikke logge inn på nytt, så kontoen du er logget inn med der, ble ikke koblet til. Logg ut hos {name} og prøv igjen.',
   'account.link_advice':
     'Ingenting ble endret. Gå tilbake til kontoen din, eller kontakt brukerstøtten og oppgi referansen nedenfor.',
   'lost.link': 'Mistet passnøkkelen?',

@@ -68,8 +68,9 @@ export interface FederatedRefreshOptions extends Change {
  * Brings the providers bound to a federation in step with a newly verified aggregate, inside the
  * refresh's transaction: new metadata is stored (audited `upstream.federation_refresh`, logged);
  * an entity without a usable entry keeps its last good metadata and is marked missing, once
- * (audited and logged at warning level); an entity back in the aggregate is no longer missing.
- * Returns the number of providers changed.
+ * (audited and logged at warning level); an entity back in the aggregate is no longer missing. A
+ * provider whose entity is not among those found (`found` has an entry for each entity looked for)
+ * was bound during the fetch and is left alone. Returns the number of providers changed.
  */
 export async function refreshFederatedProviders(
   trx: Q,
@@ -81,7 +82,10 @@ export async function refreshFederatedProviders(
   let changed = 0;
   for (const row of await listFederationUpstreamRows(trx, federationId)) {
     const entityId = row.saml_entity_id ?? '';
-    const entry = byEntity.get(entityId) ?? { entityId, refused: `${entityId} was not looked for` };
+    const entry = byEntity.get(entityId);
+    // Bound after this refresh read which entities to look for (while it fetched): not looked for,
+    // so nothing is known of it; the next refresh brings it in step.
+    if (!entry) continue;
     const subject = `upstream:${row.id}`;
     const orgId = Number(row.org_id);
     if ('refused' in entry) {

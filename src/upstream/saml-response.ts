@@ -27,7 +27,7 @@ import {
   SUBJECT_ID,
   type SamlAttribute,
 } from './saml-attributes.ts';
-import type { UpstreamAssertion } from './types.ts';
+import { UPSTREAM_CLOCK_SKEW_MS, type UpstreamAssertion } from './types.ts';
 
 /** A Response refused: `reason` for the log and metrics, the message for the error page. */
 export class UpstreamSamlError extends AppError {
@@ -53,7 +53,7 @@ export function samlRefusalReason(err: unknown): string | undefined {
 }
 
 /** How far the IdP's clock may be from ours, either way. */
-export const SAML_CLOCK_SKEW_MS = 3 * 60_000;
+export const SAML_CLOCK_SKEW_MS = UPSTREAM_CLOCK_SKEW_MS;
 
 /** A SAML provider, as the Response checks see it. */
 export interface SamlUpstream {

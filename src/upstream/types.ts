@@ -17,6 +17,20 @@ export interface UpstreamAssertion {
   authTime?: number;
 }
 
+/** How far an upstream's clock may be from ours, either way (the SAML time checks, a sign-in's freshness). */
+export const UPSTREAM_CLOCK_SKEW_MS = 3 * 60_000;
+
+/**
+ * Whether the upstream sign-in an assertion reports happened after `since` (ms since the epoch), as
+ * a request for a fresh sign-in (OIDC prompt=login with max_age=0, SAML ForceAuthn) wants: its auth
+ * time (OIDC auth_time, SAML AuthnInstant) is stated and not earlier than `since` less the clock
+ * skew. An upstream that answers from a session of its own, ignoring the request, fails it.
+ */
+export function signedInSince(assertion: Pick<UpstreamAssertion, 'authTime'>, since: number): boolean {
+  const at = assertion.authTime;
+  return at !== undefined && Number.isFinite(at) && at >= since - UPSTREAM_CLOCK_SKEW_MS;
+}
+
 export const UPSTREAM_TYPES = ['oidc', 'saml'] as const;
 export type UpstreamType = (typeof UPSTREAM_TYPES)[number];
 

@@ -7,21 +7,32 @@
 //     account, the session and the browser (its cookie) -> the browser goes upstream
 //   the OIDC callback or the SAML ACS: the protocol's checks, the browser's binding cookie
 //   GET /account/links/return/<request id>: the session must still be the one that started it (same
-//     session, same account) -> the identity is linked to that account (linkOwnIdentity: the same
-//     link, refusals and audit records as the other surfaces) -> back to the account page.
+//     session, same account) -> the provider still enabled -> the upstream authenticated the person
+//     since the request started (auth_time / AuthnInstant) -> the identity is linked to that account
+//     (linkOwnIdentity: the same link, refusals and audit records as the other surfaces) -> back to
+//     the account page, which says which identity was linked.
 // Nobody is ever signed in by a link, and the session's user never changes. Someone else's link
 // request cannot complete in this browser: its binding cookie is missing, and it belongs to
 // another account and session.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { linksOfUser, linkOwnIdentity, recordRefusal, unlinkAccount, type LinkRefusal } from '../upstream/linking.ts';
+import {
+  linksOfUser,
+  linkOwnIdentity,
+  recordRefusal,
+  single,
+  unlinkAccount,
+  type LinkRefusal,
+  type LinkView,
+} from '../upstream/linking.ts';
 import { enabledProvidersOf, findUpstreamProvider } from '../upstream/providers.ts';
 import { peekUpstreamRequest, REQUEST_ID } from '../upstream/requests.ts';
-import type { UpstreamAssertion, UpstreamProvider } from '../upstream/types.ts';
+import { signedInSince, type UpstreamAssertion, type UpstreamProvider } from '../upstream/types.ts';
 import { abandonLinkRequest, takeLinkAssertion } from '../store/upstream.ts';
 import { findUserById, findUserBySub } from '../store/directory.ts';
 import { userActor } from '../audit/index.ts';
 import { AppError } from '../errors.ts';
 import { html, type Html } from '../ui/html.ts';
+import { notice } from '../ui/layout.ts';
 import type { MessageKey } from '../ui/i18n.ts';
 import type { Frame } from './pages.ts';
 import { bodyField, frameFor, sendMessage, type Kit } from './kit.ts';
@@ -40,9 +51,34 @@ import { LINK_RETURN_PATH, providerFrame, sendUpstream, sendUpstreamPage } from 
 const UNLINK_PATH = '/account/links/unlink';
 const LINK_PATH = '/account/links/link';
 
+/** How long after a link the account page says which upstream identity it was. */
+const LINKED_NOTICE_MS = 10 * 60 * 1000;
+
+/**
+ * Which upstream identity a link of this account just linked, from the finished link request the
+ * page was sent back with (never from the address): "Linked {provider} as {e-mail}".
+ */
+async function linkedNotice(kit: Kit, view: AccountView, links: LinkView[]): Promise<string | undefined> {
+  if (view.done?.what !== 'linked' || view.done.ref === undefined) return undefined;
+  const row = await peekUpstreamRequest(kit.store, view.done.ref);
+  if (row?.purpose !== 'link' || row.user_id === null || Number(row.user_id) !== view.user.id) return undefined;
+  if (row.finished_at === null || !row.assertion || kit.now() - Number(row.finished_at) > LINKED_NOTICE_MS)
+    return undefined;
+  const assertion = JSON.parse(row.assertion) as UpstreamAssertion;
+  const link = links.find((l) => l.upstream === row.provider_id && l.subject === assertion.subject);
+  if (!link) return undefined;
+  const as = single(assertion.attributes, 'email') ?? single(assertion.attributes, 'eppn');
+  const name = single(assertion.attributes, 'name');
+  const shown = as ?? name;
+  return shown === undefined
+    ? view.t('account.linked_provider', { name: link.name })
+    : view.t('account.linked_as', { name: link.name, as: shown });
+}
+
 async function linksSection(kit: Kit, view: AccountView): Promise<Html> {
   const { t } = view;
   const links = await linksOfUser(kit.store, view.user.id);
+  const linkedNow = await linkedNotice(kit, view, links);
   const linked = new Set(links.map((l) => l.upstream));
   const available = (await enabledProvidersOf(kit.store, view.user.org_id)).filter((p) => !linked.has(p.id));
   // prettier-ignore
@@ -62,6 +98,7 @@ async function linksSection(kit: Kit, view: AccountView): Promise<Html> {
   // prettier-ignore
   return html`<section aria-labelledby="links-heading" id="links">
 <h2 id="links-heading">${t('account.links_title')}</h2>
+${notice(linkedNow)}
 ${rows.length ? html`<ul class="consents">${rows}</ul>` : html`<p>${t('account.links_none')}</p>`}
 ${offers.length ? html`<h3>${t('account.link_title')}</h3>
 <p>${t('account.link_intro')}</p>
@@ -114,17 +151,19 @@ async function startLink(kit: Kit, request: FastifyRequest, reply: FastifyReply)
   return sendUpstream(kit, request, reply, provider, {
     purpose: { kind: 'link', userId: who.user.id, sessionUid: who.session.uid },
     frame: branded,
-    reauthenticate: { prompt: true },
+    // prompt=login and max_age=0 (OIDC), ForceAuthn (SAML); whether the upstream did is checked on return.
+    reauthenticate: { prompt: true, maxAge: 0 },
   });
 }
 
 const LINK_REFUSALS: Record<
-  LinkRefusal | 'session' | 'expired' | 'provider_disabled',
+  LinkRefusal | 'session' | 'expired' | 'provider_disabled' | 'not_fresh',
   { status: number; message: MessageKey }
 > = {
   session: { status: 403, message: 'account.link_session' },
   expired: { status: 400, message: 'account.link_expired' },
   provider_disabled: { status: 403, message: 'upstream.provider_disabled' },
+  not_fresh: { status: 403, message: 'account.link_not_fresh' },
   identity_linked_elsewhere: { status: 409, message: 'account.link_identity_elsewhere' },
   account_linked_elsewhere: { status: 409, message: 'account.link_account_elsewhere' },
   disabled: { status: 403, message: 'upstream.disabled' },
@@ -208,15 +247,21 @@ async function linkReturn(kit: Kit, request: FastifyRequest<ReturnParams>, reply
     return linkRefused(request, reply, await providerFrame(kit, frame, of), of, 'expired');
   }
   const branded = await providerFrame(kit, frame, provider);
-  if (!provider.enabled) return linkRefused(request, reply, branded, provider, 'provider_disabled');
   const assertion = JSON.parse(row.assertion) as UpstreamAssertion;
-  const outcome = await linkOwnIdentity(kit.store, provider, who.user, assertion.subject, {
-    actor: userActor(who.user, request),
-    now,
-  });
+  const change = { actor: userActor(who.user, request), now };
+  // Refused here, audited like the linking rules' refusals.
+  const refuse = async (reason: 'provider_disabled' | 'not_fresh') => {
+    await recordRefusal(kit.store, provider, assertion.subject, reason, { ...change, user: who.user });
+    return linkRefused(request, reply, branded, provider, reason);
+  };
+  if (!provider.enabled) return refuse('provider_disabled');
+  // The identity the person signed in as just now, not one an upstream session (maybe someone
+  // else's, left in this browser) stood in for: the upstream must say it authenticated them anew.
+  if (!signedInSince(assertion, Number(row.created_at))) return refuse('not_fresh');
+  const outcome = await linkOwnIdentity(kit.store, provider, who.user, assertion.subject, change);
   if (!outcome.ok) return linkRefused(request, reply, branded, provider, outcome.reason);
   request.log.info({ event: 'upstream.linked', upstream: provider.id }, 'upstream identity linked by the user');
-  return redirect(reply, '/account?done=linked#links');
+  return redirect(reply, `/account?done=linked&request=${row.id}#links`);
 }
 
 /** The section, and its routes (registered with the account page's, which parse its forms). */

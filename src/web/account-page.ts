@@ -37,6 +37,8 @@ export interface AccountView {
   t: Translate;
   /** form field name and value that protect a form posted by the section */
   csrf: { field: string; token: string };
+  /** what was just done (`?done=`), and what it was done to (`&request=`, untrusted: only to look up) */
+  done?: { what: string; ref?: string };
 }
 
 export interface AccountSection {
@@ -175,7 +177,12 @@ async function renderAccount(
   reply: FastifyReply,
   frame: Frame,
   who: Who,
-  { status = 200, flash, error }: { status?: number; flash?: MessageKey; error?: MessageKey } = {},
+  {
+    status = 200,
+    flash,
+    error,
+    done,
+  }: { status?: number; flash?: MessageKey; error?: MessageKey; done?: AccountView['done'] } = {},
 ) {
   const { csrf } = kit;
   const token = csrf.token(request, reply, sessionScope(who.session));
@@ -187,6 +194,7 @@ async function renderAccount(
     passkeyCount: rows.length,
     t: frame.t,
     csrf: { field: csrf.field, token },
+    ...(done ? { done } : {}),
   };
   const page = accountPage(frame, {
     user: {
@@ -242,15 +250,17 @@ function confirmLastPasskey(
 
 async function showAccount(
   kit: AccountKit,
-  request: FastifyRequest<{ Querystring: { done?: string } }>,
+  request: FastifyRequest<{ Querystring: { done?: string; request?: string } }>,
   reply: FastifyReply,
 ) {
   const frame = frameFor(request);
   const who = await signedIn(kit, request, reply);
   if (!who) return renderSignIn(kit, request, reply, frame);
-  const { done } = request.query;
+  const { done, request: ref } = request.query;
   const flash = typeof done === 'string' && Object.hasOwn(DONE, done) ? DONE[done] : undefined;
-  return renderAccount(kit, request, reply, frame, who, { flash });
+  return renderAccount(kit, request, reply, frame, who, {
+    ...(flash ? { flash, done: { what: done!, ...(typeof ref === 'string' ? { ref } : {}) } } : {}),
+  });
 }
 
 async function signInWithPassword(kit: Kit, request: FastifyRequest, reply: FastifyReply) {
@@ -342,7 +352,9 @@ async function deletePasskey(kit: AccountKit, request: FastifyRequest<IdParams>,
 export function accountPlugin(base: Kit, sections: readonly AccountSection[] = []) {
   const kit: AccountKit = { ...base, sections };
   return async function accountRoutes(app: FastifyInstance) {
-    app.get<{ Querystring: { done?: string } }>('/account', (request, reply) => showAccount(kit, request, reply));
+    app.get<{ Querystring: { done?: string; request?: string } }>('/account', (request, reply) =>
+      showAccount(kit, request, reply),
+    );
     app.post('/account/login', (request, reply) => signInWithPassword(kit, request, reply));
     app.post('/account/passkey/options', (request, reply) => signInPasskeyOptions(kit, request, reply));
     app.post('/account/passkey', (request, reply) => signInWithPasskey(kit, request, reply));

@@ -12,6 +12,8 @@ export interface UpstreamAccount {
   /** what the upstream's ID token says of the sign-in */
   amr?: string[];
   acr?: string;
+  /** when the user authenticated (seconds since the epoch; default now): the ID token's auth_time */
+  authTime?: number;
 }
 
 export interface TestUpstream {
@@ -22,6 +24,8 @@ export interface TestUpstream {
   hang: boolean;
   /** sign ID tokens for another nonce than the one asked for */
   wrongNonce: boolean;
+  /** ignore prompt=login and max_age: a session of the upstream's own answers, however old */
+  ignoreReauthentication: boolean;
   /** publish keys whose modulus is not the signing key's (same kid): every signature fails */
   badKeys: boolean;
   close(): Promise<void>;
@@ -37,6 +41,7 @@ export async function startTestUpstream(
     next: undefined,
     hang: false,
     wrongNonce: false,
+    ignoreReauthentication: false,
     badKeys: false,
     close: async () => {},
   };
@@ -49,6 +54,8 @@ export async function startTestUpstream(
         redirect_uris: [client.redirectUri],
         grant_types: ['authorization_code'],
         response_types: ['code'],
+        // every ID token says when the user authenticated
+        require_auth_time: true,
       },
     ],
     claims: {
@@ -86,6 +93,12 @@ export async function startTestUpstream(
       url.searchParams.set('nonce', 'not-the-nonce-asked-for');
       req.url = `${url.pathname}${url.search}`;
     }
+    if (state.ignoreReauthentication && req.url?.startsWith('/auth?')) {
+      const url = new URL(req.url, issuer);
+      url.searchParams.delete('prompt');
+      url.searchParams.delete('max_age');
+      req.url = `${url.pathname}${url.search}`;
+    }
     if (state.badKeys && req.url === '/jwks' && !req.headers['x-real-keys']) {
       void fetch(`${issuer}/jwks`, { headers: { 'x-real-keys': '1' } })
         .then((r) => r.json() as Promise<{ keys: Record<string, unknown>[] }>)
@@ -106,6 +119,7 @@ export async function startTestUpstream(
               accountId: next.sub,
               ...(next.amr ? { amr: next.amr } : {}),
               ...(next.acr ? { acr: next.acr } : {}),
+              ...(next.authTime !== undefined ? { ts: next.authTime } : {}),
             },
           })
         : { error: 'access_denied', error_description: 'the user refused' };

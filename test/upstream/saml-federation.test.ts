@@ -12,6 +12,7 @@ import { addFederation } from '../../src/service-providers/federations.ts';
 import { refreshDueFederations } from '../../src/service-providers/federation-refresh.ts';
 import { addUpstreamProvider, loadUpstreamProvider, updateUpstreamProvider } from '../../src/upstream/providers.ts';
 import { samlDescriptorOf, samlUpstreamOf } from '../../src/upstream/saml-provider.ts';
+import { refreshFederatedProviders } from '../../src/upstream/saml-federation.ts';
 import { buildAuthnRequest } from '../../src/upstream/saml-request.ts';
 import { receiveSamlResponse, validateSamlResponse } from '../../src/upstream/saml-response.ts';
 import { buildSpMetadata, parseIdpMetadata } from '../../src/saml/metadata/index.ts';
@@ -284,6 +285,29 @@ for (const dialect of dialects()) {
         .where('kind', '=', 'upstream.federation_refresh')
         .execute();
       assert.equal(records.length, 1);
+    });
+
+    it('a provider bound while a refresh fetched (its entity not looked for) is left alone, not marked missing', async () => {
+      const records = async () =>
+        (
+          await server.store.db
+            .selectFrom('audit_events')
+            .select('kind')
+            .where('kind', '=', 'upstream.federation_refresh')
+            .execute()
+        ).length;
+      const before = await records();
+      // what a refresh that read the bound entityIDs before this provider was added brings: nothing for it
+      const log = captureLog();
+      const changed = await server.store.db
+        .transaction()
+        .execute((trx) => refreshFederatedProviders(trx, fedId, [], { now: Date.now(), log }));
+      assert.equal(changed, 0);
+      assert.deepEqual(log.lines, []);
+      assert.equal(await records(), before);
+      const shown = JSON.parse((await run('upstream', 'show', providerId, '--json')).out) as Record<string, unknown>;
+      assert.equal(shown.federation_missing_since, undefined);
+      assert.equal((await signIn(rolled)).status, 303);
     });
 
     it('an entity that left the aggregate keeps its last metadata until its validUntil (the scheduled refresh)', async () => {

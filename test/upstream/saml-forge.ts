@@ -49,6 +49,8 @@ export interface ForgeOptions {
   nameId?: string;
   eppn?: string;
   now?: number;
+  /** the AuthnStatement's AuthnInstant (default now) */
+  authnInstant?: number;
   /** a status other than Success (no assertion then) */
   status?: string;
   /** changes the document before signing */
@@ -79,7 +81,7 @@ export function forgeResponseXml(idp: ForgedIdp, options: ForgeOptions): string 
       value: options.nameId ?? 'opaque-subject-1',
       format: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
     },
-    authnInstant: now,
+    authnInstant: options.authnInstant ?? now,
     sessionIndex: '_session1',
     classRef: 'urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport',
     attributes: [{ name: EPPN, friendlyName: 'eduPersonPrincipalName', values: [options.eppn ?? 'ada@uni.example'] }],

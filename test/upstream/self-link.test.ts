@@ -3,7 +3,9 @@
 // SAML Responses made to order: the link and its audit record, then a sign-in through the linked
 // provider landing on that account; the refusals (identity linked elsewhere, account linked
 // elsewhere, disabled, another organization's provider), a form without its CSRF token, a sign-in
-// too old, and a link request finished in another browser or session than the one that started it.
+// too old, a link request finished in another browser or session than the one that started it, an
+// identity the upstream did not authenticate anew (an upstream ignoring prompt=login and max_age, an
+// old AuthnInstant), and a provider turned off while the link was under way.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { inflateRawSync } from 'node:zlib';
@@ -158,18 +160,31 @@ for (const dialect of dialects()) {
       browser.post(`${server.url}/account/links/link`, { _csrf: csrf, upstream: provider });
 
     /** Link through the OIDC upstream as `sub`, walking until stop (default: to the end). */
-    async function linkOidc(browser: Browser, csrf: string, sub: string, stop?: (u: URL) => boolean) {
-      upstream.next = { sub, claims: {} };
+    async function linkOidc(
+      browser: Browser,
+      csrf: string,
+      sub: string,
+      stop?: (u: URL) => boolean,
+      claims: Record<string, unknown> = {},
+    ) {
+      upstream.next = { sub, claims };
       const started = await startLink(browser, csrf, oidcId);
       assert.equal(started.status, 303, 'sent upstream');
       const location = started.headers.get('location')!;
       assert.ok(location.startsWith(upstream.issuer), location);
       assert.equal(new URL(location).searchParams.get('prompt'), 'login', 'a fresh sign-in at the upstream');
+      assert.equal(new URL(location).searchParams.get('max_age'), '0', 'a sign-in no older than the request');
       return browser.walk(location, stop);
     }
 
     /** Link through the SAML IdP as nameId: the AuthnRequest goes out, a Response made to order comes back. */
-    async function linkSaml(browser: Browser, csrf: string, eppn: string, nameId: string) {
+    async function linkSaml(
+      browser: Browser,
+      csrf: string,
+      eppn: string,
+      nameId: string,
+      forged: { authnInstant?: number; eppn?: string } = {},
+    ) {
       const started = await startLink(browser, csrf, samlId);
       assert.equal(started.status, 303, 'sent to the IdP');
       const location = new URL(started.headers.get('location')!);
@@ -184,6 +199,7 @@ for (const dialect of dialects()) {
           audience: audience(),
           inResponseTo: pending.id,
           nameId,
+          ...forged,
         }),
       });
       assert.equal(posted.status, 303, 'the ACS accepts the Response');
@@ -360,6 +376,92 @@ for (const dialect of dialects()) {
       } finally {
         await setUpstreamEnabled(server.store, oidcId, true);
       }
+    });
+
+    it("refuses an identity the upstream did not authenticate anew (an upstream that ignores prompt=login and max_age): someone else's session left in the browser", async () => {
+      const { browser, csrf } = await signedIn('quin@example.org');
+      // Someone signed in at the upstream in this browser an hour ago; the upstream then answers from that session.
+      upstream.ignoreReauthentication = true;
+      try {
+        upstream.next = { sub: 'mallory-upstream', claims: {}, authTime: Math.floor(Date.now() / 1000) - 3600 };
+        // (through an abandoned start here: the upstream's session is what matters)
+        const first = await startLink(browser, csrf, oidcId);
+        const planted = await browser.walk(
+          first.headers.get('location')!,
+          (u) => u.pathname === `/upstream/${oidcId}/callback`,
+        );
+        assert.equal(planted.status, 0, 'signed in at the upstream');
+        const end = await linkOidc(browser, csrf, 'quin-upstream');
+        assert.equal(end.status, 403);
+        assert.match(end.body, /Old IdP did not ask you to sign in again/);
+        const refusal = await lastRefusal();
+        assert.equal(refusal.reason, 'not_fresh');
+        assert.equal(refusal.upstream_subject, 'mallory-upstream');
+        assert.equal((await audit('upstream.refused')).at(-1)!.eppn, 'quin@example.org');
+        assert.deepEqual(await links('quin@example.org'), []);
+        const [request] = (await linkRequests('quin@example.org')).slice(-1);
+        assert.notEqual(request!.finished_at, null, 'the request is used up');
+      } finally {
+        upstream.ignoreReauthentication = false;
+      }
+      // An upstream that does ask: the person signs in anew there, and that identity is linked.
+      let end = await linkOidc(browser, csrf, 'quin-upstream', undefined, { email: 'quin@uni.example' });
+      // the upstream ends the other account's session there first (its auto-submitted form)
+      const endSession = /action="([^"]*\/session\/end\/confirm)"/.exec(end.body)?.[1];
+      if (endSession) {
+        const xsrf = /name="xsrf" value="([^"]+)"/.exec(end.body)![1]!;
+        const ended = await browser.post(endSession, { xsrf, logout: 'yes' });
+        end = await browser.walk(new URL(ended.headers.get('location')!, endSession).href);
+      }
+      assert.equal(new URL(end.url).pathname, '/account', `${end.status} ${end.body.slice(0, 3000)}`);
+      assert.match(end.body, /Linked Old IdP as quin@uni\.example/);
+      assert.deepEqual(await links('quin@example.org'), [[oidcId, 'quin-upstream']]);
+    });
+
+    it('refuses a SAML assertion whose AuthnInstant is before the link request; one after it (within the clock skew) is linked', async () => {
+      const { browser, csrf } = await signedIn('rae@example.org');
+      const stale = await linkSaml(browser, csrf, 'rae@example.org', 'rae-old-session', {
+        authnInstant: Date.now() - 3600_000,
+      });
+      assert.equal(stale.status, 403);
+      assert.match(stale.body, /Uni SAML did not ask you to sign in again/);
+      const refusal = await lastRefusal();
+      assert.equal(refusal.reason, 'not_fresh');
+      assert.equal(refusal.upstream_subject, 'rae-old-session');
+      assert.deepEqual(await links('rae@example.org'), []);
+
+      const end = await linkSaml(browser, csrf, 'rae@example.org', 'rae-persistent', {
+        authnInstant: Date.now() - 2 * 60_000,
+        eppn: 'rae.upstream@example.org',
+      });
+      assert.equal(new URL(end.url).pathname, '/account');
+      assert.match(end.body, /Linked Uni SAML as rae\.upstream@example\.org/);
+      assert.deepEqual(await links('rae@example.org'), [[samlId, 'rae-persistent']]);
+      // the notice is the account's own link's, never what the address says
+      const other = await signedIn('tom@example.org');
+      const rid = new URL(end.url).searchParams.get('request')!;
+      const shown = await other.browser.walk(`${server.url}/account?done=linked&request=${rid}`);
+      assert.doesNotMatch(shown.body, /Linked Uni SAML as/);
+    });
+
+    it('refuses, and audits, a link whose provider was turned off while it was under way', async () => {
+      const { browser, csrf } = await signedIn('sam@example.org');
+      const stopped = await linkOidc(browser, csrf, 'sam-upstream', atReturn);
+      await setUpstreamEnabled(server.store, oidcId, false);
+      try {
+        const end = await browser.walk(stopped.url);
+        assert.equal(end.status, 403);
+        assert.match(end.body, /Signing in through Old IdP is turned off/);
+        const record = (await audit('upstream.refused')).at(-1)!;
+        const details = JSON.parse(record.details as string);
+        assert.equal(details.reason, 'provider_disabled');
+        assert.equal(details.upstream_subject, 'sam-upstream');
+        assert.equal(record.eppn, 'sam@example.org');
+        assert.equal(record.actor, 'sam@example.org');
+      } finally {
+        await setUpstreamEnabled(server.store, oidcId, true);
+      }
+      assert.deepEqual(await links('sam@example.org'), []);
     });
 
     it("refuses the form without this session's CSRF token", async () => {
