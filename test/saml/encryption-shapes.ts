@@ -13,7 +13,7 @@ export type EncryptionShape =
   | 'sound'
   /** the only EncryptedKey uses rsa-1_5 */
   | 'rsa-1_5'
-  /** an rsa-oaep EncryptedKey in EncryptedData's KeyInfo whose own KeyInfo holds the real key, wrapped with rsa-1_5 */
+  /** an rsa-oaep EncryptedKey (a decoy) in EncryptedData's KeyInfo whose own KeyInfo holds the real key, wrapped with rsa-1_5 */
   | 'nested-rsa-1_5'
   /** no KeyInfo in EncryptedData; an rsa-oaep EncryptedKey beside it, with the rsa-1_5 one in its KeyInfo */
   | 'nested-rsa-1_5-beside'
