@@ -152,6 +152,31 @@ describe('decryption refusals', () => {
     await refused('decryption-failed', () => decryptElement(container, { privateKey: sp.privateKey }));
   });
 
+  it('AES-CBC, when allowed: decrypts, and says the same for a wrong key, bad padding or a cut ciphertext', async () => {
+    const cbc = async () =>
+      first(
+        (await encryptedResponse({ encryptionAlgorithm: ENCRYPTION.aes256Cbc })).root,
+        ASSERTION,
+        'EncryptedAssertion',
+      );
+    const container = await cbc();
+    const decrypted = await decryptElement(container, { privateKey: sp.privateKey, allowCbc: true });
+    assert.equal(textOf(first(decrypted.root, ASSERTION, 'NameID')), 'admin@evil.com');
+    await refused('decryption-failed', () =>
+      decryptElement(container, { privateKey: other.privateKey, allowCbc: true }),
+    );
+    for (const alter of [
+      (bytes: Buffer) => Buffer.concat([bytes.subarray(0, -16), Buffer.alloc(16, 0xff)]),
+      (bytes: Buffer) => bytes.subarray(0, -5),
+    ]) {
+      const altered = await cbc();
+      const values = altered.getElementsByTagNameNS(NS.xenc, 'CipherValue');
+      const content = values[values.length - 1]!;
+      content.textContent = alter(Buffer.from(content.textContent!, 'base64')).toString('base64');
+      await refused('decryption-failed', () => decryptElement(altered, { privateKey: sp.privateKey, allowCbc: true }));
+    }
+  });
+
   it('refuses two EncryptedData elements in one container', async () => {
     const parsed = await encryptedResponse();
     const container = first(parsed.root, ASSERTION, 'EncryptedAssertion');
