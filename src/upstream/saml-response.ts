@@ -342,12 +342,16 @@ function attributesOf(assertion: Element): SamlAttribute[] {
   return found;
 }
 
+/** theAssertion returns only an assertion whose own signature, or the Response's, was verified. */
+const SIGNATURE_COVERS_ASSERTION = true;
+
 /**
  * The Subject's NameID: as it is, or decrypted from an EncryptedID with the service's encryption
  * keys through the XML layer's allow-list (decryptElement). The assertion's signature (or the
  * Response's) verified before this covers the EncryptedID's ciphertext, so no one can alter it to
  * probe for a padding oracle: AES-CBC is accepted here as for an EncryptedAssertion in a signed
- * Response. The content must be one saml:NameID.
+ * Response (RSA PKCS#1 v1.5 key transport never is). The content must be one saml:NameID, valid
+ * against the schema like a decrypted assertion.
  */
 async function nameIdOf(assertion: Element, sp: SpContext): Promise<Element | undefined> {
   const subject = childElements(assertion, NS.assertion, 'Subject')[0]!;
@@ -356,9 +360,11 @@ async function nameIdOf(assertion: Element, sp: SpContext): Promise<Element | un
   if (plain.length + encrypted.length > 1)
     throw refuse('subject', 'The assertion’s subject has more than one identifier.');
   if (encrypted.length === 0) return plain[0];
-  const parsed = await decrypt(encrypted[0]!, sp.decryptionKeys, true);
+  // the rule of an EncryptedAssertion: CBC where a verified signature covers the ciphertext
+  const parsed = await decrypt(encrypted[0]!, sp.decryptionKeys, SIGNATURE_COVERS_ASSERTION);
   if (parsed.root.localName !== 'NameID' || childElements(parsed.root).length > 0)
     throw refuse('subject', 'The encrypted identifier is not a NameID.');
+  await validateSchema(parsed, 'protocol');
   return parsed.root;
 }
 

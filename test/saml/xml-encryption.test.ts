@@ -15,6 +15,7 @@ import {
   type Element,
   type XmlRefusal,
 } from '../../src/saml/xml/index.ts';
+import { encryptedInShape, REFUSED_SHAPES } from './encryption-shapes.ts';
 import { ASSERTION, assertion, party, readIn, response, withFiles, xmlsec1, type Party } from './saml-fixtures.ts';
 
 let sp: Party;
@@ -151,10 +152,72 @@ describe('decryption refusals', () => {
     await refused('decryption-failed', () => decryptElement(container, { privateKey: sp.privateKey }));
   });
 
+  it('AES-CBC, when allowed: decrypts, and says the same for a wrong key, bad padding or a cut ciphertext', async () => {
+    const cbc = async () =>
+      first(
+        (await encryptedResponse({ encryptionAlgorithm: ENCRYPTION.aes256Cbc })).root,
+        ASSERTION,
+        'EncryptedAssertion',
+      );
+    const container = await cbc();
+    const decrypted = await decryptElement(container, { privateKey: sp.privateKey, allowCbc: true });
+    assert.equal(textOf(first(decrypted.root, ASSERTION, 'NameID')), 'admin@evil.com');
+    await refused('decryption-failed', () =>
+      decryptElement(container, { privateKey: other.privateKey, allowCbc: true }),
+    );
+    for (const alter of [
+      (bytes: Buffer) => Buffer.concat([bytes.subarray(0, -16), Buffer.alloc(16, 0xff)]),
+      (bytes: Buffer) => bytes.subarray(0, -5),
+    ]) {
+      const altered = await cbc();
+      const values = altered.getElementsByTagNameNS(NS.xenc, 'CipherValue');
+      const content = values[values.length - 1]!;
+      content.textContent = alter(Buffer.from(content.textContent!, 'base64')).toString('base64');
+      await refused('decryption-failed', () => decryptElement(altered, { privateKey: sp.privateKey, allowCbc: true }));
+    }
+  });
+
   it('refuses two EncryptedData elements in one container', async () => {
     const parsed = await encryptedResponse();
     const container = first(parsed.root, ASSERTION, 'EncryptedAssertion');
     container.appendChild(first(container, NS.xenc, 'EncryptedData').cloneNode(true));
+    await refused('encryption-algorithm', () => decryptElement(container, { privateKey: sp.privateKey }));
+  });
+});
+
+describe('decryption refuses shapes the library could read differently from the check', () => {
+  const contents = {
+    EncryptedAssertion: assertion('_as1'),
+    EncryptedID: `<saml:NameID xmlns:saml="${ASSERTION}" Format="urn:oasis:names:tc:SAML:2.0:nameid-format:persistent">victim</saml:NameID>`,
+  } as const;
+
+  for (const container of ['EncryptedAssertion', 'EncryptedID'] as const) {
+    it(`${container}: the sound shape built the same way decrypts`, async () => {
+      for (const allowCbc of [false, true]) {
+        const xml = encryptedInShape(container, contents[container], sp.certificate, 'sound');
+        const decrypted = await decryptElement(parseXml(xml).root, { privateKey: sp.privateKey, allowCbc });
+        assert.equal(decrypted.root.localName, container === 'EncryptedID' ? 'NameID' : 'Assertion');
+      }
+    });
+
+    for (const shape of REFUSED_SHAPES) {
+      it(`${container}: refuses ${shape}, with AES-CBC allowed or not`, async () => {
+        for (const allowCbc of [true, false]) {
+          const xml = encryptedInShape(container, contents[container], sp.certificate, shape);
+          await refused('encryption-algorithm', () =>
+            decryptElement(parseXml(xml).root, { privateKey: sp.privateKey, allowCbc }),
+          );
+        }
+      });
+    }
+  }
+
+  it('refuses an EncryptionMethod out of place, even with an accepted algorithm', async () => {
+    const parsed = await encryptedResponse();
+    const container = first(parsed.root, ASSERTION, 'EncryptedAssertion');
+    const extra = parsed.document.createElementNS(NS.xenc, 'xenc:EncryptionMethod');
+    extra.setAttribute('Algorithm', ENCRYPTION.aes256Gcm);
+    first(container, NS.xenc, 'CipherData').appendChild(extra);
     await refused('encryption-algorithm', () => decryptElement(container, { privateKey: sp.privateKey }));
   });
 });

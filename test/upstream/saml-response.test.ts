@@ -7,6 +7,7 @@ import {
   encryptElement,
   NS,
   parseXml,
+  serialize,
   XmlSecurityError,
   type Document,
   type Element,
@@ -18,6 +19,7 @@ import {
   validateSamlResponse,
   type SamlUpstream,
 } from '../../src/upstream/saml-response.ts';
+import { encryptedInShape, REFUSED_SHAPES, type EncryptionShape } from '../saml/encryption-shapes.ts';
 import { party, type Party } from '../saml/saml-fixtures.ts';
 import {
   b64,
@@ -261,4 +263,32 @@ test('an EncryptedID for another key, with an algorithm not allowed, not a NameI
   // a NameID and an EncryptedID both: the schema gate already refuses it (the Subject has one or the other)
   const beside = withEncryptedId(await encryptedId(decryption.certificate), true);
   await refused(forgeResponse(idp, base({ edit: beside })), 'schema-invalid');
+});
+
+/** The Response's assertion (or its NameID) replaced by its encryption to the service in `shape`. */
+const encryptedAs = (name: 'Assertion' | 'NameID', shape: EncryptionShape) => (document: Document) => {
+  const element = document.getElementsByTagNameNS(NS.assertion, name)[0]!;
+  const container = name === 'Assertion' ? 'EncryptedAssertion' : 'EncryptedID';
+  const xml = encryptedInShape(container, serialize(element), decryption.certificate, shape);
+  element.parentNode!.replaceChild(document.importNode(parseXml(xml).root, true), element);
+};
+
+// The Response is signed, so AES-CBC is allowed for both: the worst case for the key transport.
+for (const name of ['Assertion', 'NameID'] as const) {
+  test(`the ${name} encrypted in the accepted shape, built by hand: accepted`, async () => {
+    const result = await run(forgeResponse(idp, base({ edit: encryptedAs(name, 'sound') })));
+    assert.equal(result.assertion.subject, 'opaque-subject-1');
+  });
+  for (const shape of REFUSED_SHAPES) {
+    test(`the ${name} encrypted in a shape the decryption library could read differently (${shape}): refused`, async () => {
+      await refused(forgeResponse(idp, base({ edit: encryptedAs(name, shape) })), 'encryption-algorithm');
+    });
+  }
+}
+
+test('a decrypted EncryptedID is validated against the schema', async () => {
+  const invalid = await encryptedId(decryption.certificate, {
+    content: `<saml:NameID xmlns:saml="${NS.assertion}" Format="urn:oasis:names:tc:SAML:2.0:nameid-format:persistent" Bogus="1">encrypted-subject-7</saml:NameID>`,
+  });
+  await refused(forgeResponse(idp, base({ edit: withEncryptedId(invalid) })), 'schema-invalid');
 });

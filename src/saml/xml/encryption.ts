@@ -2,10 +2,11 @@
 //
 // Encrypting: AES-256-GCM content, the key transported with rsa-oaep-mgf1p (what xmlsec1 1.2, and
 // so mod_auth_mellon and pysaml2, can unwrap); AES-CBC only when the caller asks for it, for a peer
-// that offers nothing better. Decrypting: the algorithms are checked against an allow-list before
+// that offers nothing better. Decrypting: the structure (one EncryptedData, one EncryptedKey in its
+// KeyInfo, no RetrievalMethod) and every EncryptionMethod are checked against an allow-list before
 // the library sees the element, RSA PKCS#1 v1.5 key transport is never accepted (Bleichenbacher),
 // and every failure reads the same, so the answer is no padding oracle.
-import { X509Certificate } from 'node:crypto';
+import { createDecipheriv, X509Certificate, type CipherGCMTypes } from 'node:crypto';
 import { promisify } from 'node:util';
 import xmlenc from 'xml-encryption';
 import { ENCRYPTION, KEY_TRANSPORT, NS } from './algorithms.ts';
@@ -14,7 +15,6 @@ import { rsaPrivateKey, rsaPublicKey, type PrivateKeyInput } from './keys.ts';
 import { childElements, parseXml, serialize, type Document, type Element, type ParsedXml } from './parse.ts';
 
 const encrypt = promisify(xmlenc.encrypt) as (content: string, options: object) => Promise<string>;
-const decrypt = promisify(xmlenc.decrypt) as (xml: string, options: object) => Promise<string>;
 
 export type ContentEncryption = (typeof ENCRYPTION)[keyof typeof ENCRYPTION];
 export type KeyTransport = (typeof KEY_TRANSPORT)[keyof typeof KEY_TRANSPORT];
@@ -73,53 +73,127 @@ export interface DecryptOptions {
   allowCbc?: boolean;
 }
 
-function algorithm(parent: Element, namespace: string): string {
-  const methods = childElements(parent, namespace, 'EncryptionMethod');
-  if (methods.length !== 1) throw refuse('encryption-algorithm', 'exactly one EncryptionMethod is required');
-  return methods[0]!.getAttribute('Algorithm') ?? '';
+/** Every element below `root`, in document order. */
+function descendants(root: Element): Element[] {
+  const out: Element[] = [];
+  const stack = childElements(root).reverse();
+  while (stack.length > 0) {
+    const element = stack.pop()!;
+    out.push(element);
+    stack.push(...childElements(element).reverse());
+  }
+  return out;
 }
 
-/** The EncryptedKeys a container may use: inside EncryptedData's KeyInfo, or beside EncryptedData. */
-function encryptedKeys(container: Element, encryptedData: Element): Element[] {
-  const keyInfo = childElements(encryptedData, NS.dsig, 'KeyInfo');
-  return [
-    ...keyInfo.flatMap((k) => childElements(k, NS.xenc, 'EncryptedKey')),
-    ...childElements(container, NS.xenc, 'EncryptedKey'),
-  ];
+const notAccepted = (message: string) => refuse('encryption-algorithm', message);
+
+/** The one child of `parent` in the XML Encryption namespace named `localName` (any namespace counts). */
+function onlyChild(parent: Element, localName: string): Element {
+  const found = childElements(parent).filter((c) => c.localName === localName);
+  if (found.length !== 1 || found[0]!.namespaceURI !== NS.xenc) {
+    throw notAccepted(`exactly one xenc:${localName} is required in xenc:${parent.localName}`);
+  }
+  return found[0]!;
 }
 
-/** Only the algorithms on the allow-list reach the library. */
-function checkAlgorithms(container: Element, allowCbc: boolean): void {
-  const data = childElements(container, NS.xenc, 'EncryptedData');
-  if (data.length !== 1) throw refuse('encryption-algorithm', 'exactly one EncryptedData is required');
-  const content = algorithm(data[0]!, NS.xenc);
-  if (!GCM.includes(content) && !(allowCbc && CBC.includes(content))) {
-    throw refuse('encryption-algorithm', 'the content encryption algorithm is not accepted');
+/**
+ * Only one shape reaches the library: the container holds one xenc:EncryptedData, whose ds:KeyInfo
+ * holds the one xenc:EncryptedKey of the whole container, and every xenc:EncryptionMethod in it is
+ * on the allow-list. The library looks elements up by local name alone, anywhere in the container
+ * and in document order (the first KeyInfo/EncryptedKey is the key it unwraps, nesting included),
+ * so anything that would let it pick another element than the one checked here is refused: a
+ * second EncryptedKey (beside EncryptedData, or nested in an EncryptedKey's KeyInfo), a nested
+ * EncryptedData, a ds:RetrievalMethod, an EncryptionMethod anywhere else, in any namespace.
+ */
+function checkStructure(container: Element, allowCbc: boolean): { data: Element; key: Element } {
+  const all = descendants(container);
+  const named = (localName: string) => all.filter((e) => e.localName === localName);
+  if (named('RetrievalMethod').length > 0) throw notAccepted('a RetrievalMethod is not accepted');
+  const data = named('EncryptedData');
+  if (data.length !== 1 || data[0]!.parentNode !== container || data[0]!.namespaceURI !== NS.xenc) {
+    throw notAccepted('exactly one EncryptedData is required, directly in the container');
   }
-  const keys = encryptedKeys(container, data[0]!);
-  if (keys.length === 0) throw refuse('encryption-algorithm', 'no EncryptedKey');
-  for (const key of keys) {
-    if (!KEY_TRANSPORTS.includes(algorithm(key, NS.xenc))) {
-      throw refuse('encryption-algorithm', 'the key transport algorithm is not accepted');
-    }
+  const keys = named('EncryptedKey');
+  if (keys.length !== 1) throw notAccepted('exactly one EncryptedKey is required');
+  const key = keys[0]!;
+  const keyInfo = key.parentNode as Element | null;
+  if (
+    key.namespaceURI !== NS.xenc ||
+    keyInfo?.localName !== 'KeyInfo' ||
+    keyInfo.namespaceURI !== NS.dsig ||
+    keyInfo.parentNode !== data[0]
+  ) {
+    throw notAccepted('the EncryptedKey must be in the KeyInfo of the EncryptedData');
   }
+  const content = onlyChild(data[0], 'EncryptionMethod');
+  const transport = onlyChild(key, 'EncryptionMethod');
+  for (const method of named('EncryptionMethod')) {
+    if (method !== content && method !== transport) throw notAccepted('an EncryptionMethod out of place');
+  }
+  const contentAlgorithm = content.getAttribute('Algorithm') ?? '';
+  if (!GCM.includes(contentAlgorithm) && !(allowCbc && CBC.includes(contentAlgorithm))) {
+    throw notAccepted('the content encryption algorithm is not accepted');
+  }
+  if (!KEY_TRANSPORTS.includes(transport.getAttribute('Algorithm') ?? '')) {
+    throw notAccepted('the key transport algorithm is not accepted');
+  }
+  for (const parent of [data[0], key]) onlyChild(onlyChild(parent, 'CipherData'), 'CipherValue');
+  return { data: data[0], key };
+}
+
+/** node:crypto's name, key and IV length of each content algorithm accepted. */
+const CONTENT: Record<string, { cipher: string; keyLength: number; ivLength: number; gcm: boolean }> = {
+  [ENCRYPTION.aes128Gcm]: { cipher: 'aes-128-gcm', keyLength: 16, ivLength: 12, gcm: true },
+  [ENCRYPTION.aes256Gcm]: { cipher: 'aes-256-gcm', keyLength: 32, ivLength: 12, gcm: true },
+  [ENCRYPTION.aes128Cbc]: { cipher: 'aes-128-cbc', keyLength: 16, ivLength: 16, gcm: false },
+  [ENCRYPTION.aes256Cbc]: { cipher: 'aes-256-cbc', keyLength: 32, ivLength: 16, gcm: false },
+};
+
+/** The content (IV, ciphertext, GCM tag) decrypted with the unwrapped key; throws on any mismatch. */
+function decryptContent(algorithm: string, key: Buffer, bytes: Buffer): Buffer {
+  const spec = CONTENT[algorithm];
+  if (!spec || key.length !== spec.keyLength) throw new Error('key or algorithm mismatch');
+  const iv = bytes.subarray(0, spec.ivLength);
+  if (spec.gcm) {
+    if (bytes.length < spec.ivLength + 16) throw new Error('too short');
+    const decipher = createDecipheriv(spec.cipher as CipherGCMTypes, key, iv, { authTagLength: 16 });
+    decipher.setAuthTag(bytes.subarray(bytes.length - 16));
+    return Buffer.concat([decipher.update(bytes.subarray(spec.ivLength, bytes.length - 16)), decipher.final()]);
+  }
+  const body = bytes.subarray(spec.ivLength);
+  if (body.length === 0 || body.length % 16 !== 0) throw new Error('not whole blocks');
+  const decipher = createDecipheriv(spec.cipher, key, iv).setAutoPadding(false);
+  const padded = Buffer.concat([decipher.update(body), decipher.final()]);
+  // XML Encryption padding: the last byte says how many to drop (the others are arbitrary)
+  const padding = padded[padded.length - 1]!;
+  if (padding < 1 || padding > 16) throw new Error('bad padding');
+  return padded.subarray(0, padded.length - padding);
 }
 
 /**
  * Decrypt a saml:EncryptedAssertion (or EncryptedID, EncryptedAttribute) and return its content,
  * parsed strictly like any inbound XML. It must be one element in the SAML assertion namespace.
+ *
+ * The content key is unwrapped by the library with its own guard always on
+ * (disallowDecryptionWithInsecureAlgorithm refuses rsa-1_5, whatever the CBC policy), from the one
+ * EncryptedKey checkStructure left; the content is then decrypted here with only the algorithms
+ * of the allow-list. The library's own decrypt is not used: its one option covers both rsa-1_5
+ * and AES-CBC, so it could not keep rsa-1_5 out while letting CBC in.
  */
 export async function decryptElement(container: Element, options: DecryptOptions): Promise<ParsedXml> {
   const allowCbc = options.allowCbc === true;
-  checkAlgorithms(container, allowCbc);
+  const { data } = checkStructure(container, allowCbc);
+  const algorithm = onlyChild(data, 'EncryptionMethod').getAttribute('Algorithm') ?? '';
+  const cipherValue = onlyChild(onlyChild(data, 'CipherData'), 'CipherValue');
   const key = rsaPrivateKey(options.privateKey).export({ type: 'pkcs8', format: 'pem' });
-  let plaintext: string;
+  let plaintext: Buffer;
   try {
-    plaintext = await decrypt(serialize(container), {
+    const contentKey = xmlenc.decryptKeyInfo(serialize(container), {
       key,
-      disallowDecryptionWithInsecureAlgorithm: !allowCbc,
+      disallowDecryptionWithInsecureAlgorithm: true,
       warnInsecureAlgorithm: false,
     });
+    plaintext = decryptContent(algorithm, contentKey, Buffer.from(cipherValue.textContent ?? '', 'base64'));
   } catch {
     throw refuse('decryption-failed', 'the message could not be decrypted');
   }
