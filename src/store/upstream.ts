@@ -223,65 +223,58 @@ export async function storeUpstreamAssertion(db: Q, id: string, assertion: strin
     .execute();
 }
 
-/** Takes the request's assertion once, for the interaction it was started from. */
-export async function takeUpstreamAssertion(
-  db: Q,
-  id: string,
-  interactionUid: string,
-  now: number,
-): Promise<UpstreamRequestRow | undefined> {
+/** Which answered request a take may finish: its purpose, and for whom it was started. */
+interface TakeOnly {
+  purpose: 'sign-in' | 'link';
+  interactionUid?: string;
+  userId?: number;
+  sessionUid?: string;
+}
+
+/** Finishes an answered, unexpired request once, when it matches `only`; returns it when this call finished it. */
+async function takeAnswered(db: Q, id: string, only: TakeOnly, now: number): Promise<UpstreamRequestRow | undefined> {
   const result = await db
     .updateTable('upstream_requests')
     .set({ finished_at: now })
     .where('id', '=', id)
-    .where('interaction_uid', '=', interactionUid)
-    .where('purpose', '=', 'sign-in')
+    .where('purpose', '=', only.purpose)
+    .$if(only.interactionUid !== undefined, (q) => q.where('interaction_uid', '=', only.interactionUid!))
+    .$if(only.userId !== undefined, (q) => q.where('user_id', '=', only.userId!))
+    .$if(only.sessionUid !== undefined, (q) => q.where('session_uid', '=', only.sessionUid!))
     .where('assertion', 'is not', null)
     .where('finished_at', 'is', null)
     .where('expires_at', '>', now)
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) !== 1) return undefined;
   return db.selectFrom('upstream_requests').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Takes the request's assertion once, for the interaction it was started from. */
+export function takeUpstreamAssertion(
+  db: Q,
+  id: string,
+  interactionUid: string,
+  now: number,
+): Promise<UpstreamRequestRow | undefined> {
+  return takeAnswered(db, id, { purpose: 'sign-in', interactionUid }, now);
 }
 
 /**
  * Takes a link request's assertion once, for the account and the session that started it: nothing
  * when the request is not a link, was started by another account or session, expired or was taken.
  */
-export async function takeLinkAssertion(
+export function takeLinkAssertion(
   db: Q,
   id: string,
   owner: { userId: number; sessionUid: string },
   now: number,
 ): Promise<UpstreamRequestRow | undefined> {
-  const result = await db
-    .updateTable('upstream_requests')
-    .set({ finished_at: now })
-    .where('id', '=', id)
-    .where('purpose', '=', 'link')
-    .where('user_id', '=', owner.userId)
-    .where('session_uid', '=', owner.sessionUid)
-    .where('assertion', 'is not', null)
-    .where('finished_at', 'is', null)
-    .where('expires_at', '>', now)
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) !== 1) return undefined;
-  return db.selectFrom('upstream_requests').selectAll().where('id', '=', id).executeTakeFirst();
+  return takeAnswered(db, id, { purpose: 'link', userId: owner.userId, sessionUid: owner.sessionUid }, now);
 }
 
 /** Ends a link request that came back to a browser no longer in the session that started it; returns it when it did. */
-export async function abandonLinkRequest(db: Q, id: string, now: number): Promise<UpstreamRequestRow | undefined> {
-  const result = await db
-    .updateTable('upstream_requests')
-    .set({ finished_at: now })
-    .where('id', '=', id)
-    .where('purpose', '=', 'link')
-    .where('assertion', 'is not', null)
-    .where('finished_at', 'is', null)
-    .where('expires_at', '>', now)
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) !== 1) return undefined;
-  return db.selectFrom('upstream_requests').selectAll().where('id', '=', id).executeTakeFirst();
+export function abandonLinkRequest(db: Q, id: string, now: number): Promise<UpstreamRequestRow | undefined> {
+  return takeAnswered(db, id, { purpose: 'link' }, now);
 }
 
 export async function deleteExpiredUpstreamRequests(db: Q, now: number): Promise<number> {
