@@ -15,7 +15,7 @@
 // alike, so that ratio shows what a token costs each of them; it too is shown, not judged. Each
 // load run also records the CPU the server's processes and the load generator (autocannon, in
 // this process) used.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../src/store/index.ts';
@@ -23,6 +23,7 @@ import {
   cpuSeconds,
   load,
   machine,
+  mergeResults,
   npmStartReadyMs,
   row,
   SECRET,
@@ -474,13 +475,16 @@ export async function main(args: string[]): Promise<void> {
     )}. autocannon (in the benchmark's own process), ${CONNECTIONS} connections, ${duration} s per run after a warm-up of ${refs.timing.warmUp} s with the same requests (V8 is still compiling a fresh process's hot code for several seconds of load; ${refs.timing.warmUp * 2} s for WORKERS=2, whose two processes share the load); each server in its own process, the service with the flags of \`npm start\` (${startFlags().join(' ')}). Each ratio is to the mean of the reference runs right before and after it (the peer for tokens, the floor for userinfo and passkeys; WORKERS=2 to a one-process run right after it). The peer also runs a second time with the Node flags of \`npm start\`, to show what the service's memory limits cost the library itself; that ratio has no goal. Then the service and the peer (Node's defaults) are loaded both at once, ${CONNECTIONS} connections each, after a warm-up together: both share the two cores and whatever drift the machine's speed has, so their ratio shows what a token costs each (CPU cores then are each server's own, the load generator's for both); it has no goal either. CPU cores: CPU seconds per second of the server's processes (all threads, workers included) and of the load generator during the run, on ${machine().split(' ')[0]} cores.${quick ? ' QUICK RUN: not reference figures.' : ''}`;
   console.log(`\n${head}\n\n${out}`);
   if (args.includes('--no-write')) return;
-  // Other benchmarks keep their figures in the same file under keys of their own (`signin`).
-  const path = new URL('./results.json', import.meta.url);
-  const { signin } = (existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : {}) as { signin?: unknown };
-  writeFileSync(
-    path,
-    `${JSON.stringify({ started: started.toISOString(), machine: machine(), connections: CONNECTIONS, duration, warmUp: refs.timing.warmUp, quick, figures, signin }, null, 2)}\n`,
-  );
+  // Other benchmarks keep their figures in the same file under keys of their own (signin, saml, invite).
+  await mergeResults({
+    started: started.toISOString(),
+    machine: machine(),
+    connections: CONNECTIONS,
+    duration,
+    warmUp: refs.timing.warmUp,
+    quick,
+    figures,
+  });
   console.log('written to bench/results.json');
   if (quick) return;
   const readme = new URL('../README.md', import.meta.url);

@@ -6,7 +6,7 @@
 // receives). Goal: 500 messages delivered per second or more, on SQLite and PostgreSQL; /readyz is
 // asked every 100 ms meanwhile, to show the service answering throughout. --write puts the figures
 // in bench/RESULTS.md and bench/results.json (under "invite").
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -15,6 +15,7 @@ import { openStore } from '../src/store/index.ts';
 import {
   cli,
   machine,
+  mergeResults,
   row,
   runLine,
   SECRET,
@@ -208,11 +209,7 @@ function table(figures: Figures[]): string {
 }
 
 async function writeJson(figures: object): Promise<void> {
-  const path = new URL('./results.json', import.meta.url);
-  const current = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {};
-  const { format, resolveConfig } = await import('prettier');
-  const options = { ...(await resolveConfig(path)), filepath: path.pathname };
-  writeFileSync(path, await format(JSON.stringify({ ...current, invite: figures }), options));
+  await mergeResults({ invite: figures });
 }
 
 export async function main(args: string[]): Promise<void> {

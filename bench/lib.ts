@@ -378,3 +378,15 @@ export function loadTable(results: LoadResult[], floor?: LoadResult): string {
 export function printLoad(results: LoadResult[], floor?: LoadResult): void {
   console.log(loadTable(results, floor));
 }
+
+/**
+ * Merges figures into bench/results.json under their own keys, keeping what the other benchmarks wrote
+ * there, and writes the file as the project's formatter writes it (so `npm run check` passes as it is).
+ */
+export async function mergeResults(figures: Record<string, unknown>): Promise<void> {
+  const path = new URL('./results.json', import.meta.url);
+  const current = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {};
+  const { format, resolveConfig } = await import('prettier');
+  const options = { ...(await resolveConfig(path)), filepath: path.pathname };
+  writeFileSync(path, await format(JSON.stringify({ ...current, ...figures }), options));
+}

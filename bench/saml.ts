@@ -10,7 +10,7 @@
 //    authorization request, the sign-in page, the passkey, the code, the token, userinfo). Reports
 //    each one's sign-ins per second and service CPU per sign-in, and the ratio of SAML's to OIDC's.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { keyring } from '../src/crypto.ts';
@@ -18,7 +18,17 @@ import { buildRedirectQuery, createSelfSignedCertificate, readCertificate } from
 import { addServiceProvider } from '../src/service-providers/index.ts';
 import { openStore } from '../src/store/index.ts';
 import { shibbolethSp } from '../test/saml/sp-metadata-fixtures.ts';
-import { cpuSeconds, machine, row, runLine, SECRET, startFlags, startService, withFreshPostgres } from './lib.ts';
+import {
+  cpuSeconds,
+  machine,
+  mergeResults,
+  row,
+  runLine,
+  SECRET,
+  startFlags,
+  startService,
+  withFreshPostgres,
+} from './lib.ts';
 import {
   authenticate,
   follow,
@@ -288,11 +298,7 @@ function table(cells: Cell[]): string {
 }
 
 async function writeJson(figures: object): Promise<void> {
-  const path = new URL('./results.json', import.meta.url);
-  const current = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {};
-  const { format, resolveConfig } = await import('prettier');
-  const options = { ...(await resolveConfig(path)), filepath: path.pathname };
-  writeFileSync(path, await format(JSON.stringify({ ...current, saml: figures }), options));
+  await mergeResults({ saml: figures });
 }
 
 export async function main(args: string[]): Promise<void> {

@@ -9,7 +9,7 @@
 // processes (on PostgreSQL also the backends serving its connections, read from /proc), beside
 // Keycloak's published figure. Prints the tables, merges its figures into bench/results.json
 // under "signin", and (full runs) writes its section of bench/RESULTS.md.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -19,6 +19,7 @@ import {
   ADMIN_PG,
   cpuSeconds,
   machine,
+  mergeResults,
   row,
   runLine,
   SECRET,
@@ -398,14 +399,8 @@ function tokenLines(cells: Cell[]): string[] {
   return lines;
 }
 
-/** Merges this benchmark's figures into bench/results.json under "signin", keeping what other benchmarks wrote. */
 async function writeJson(figures: object): Promise<void> {
-  const path = new URL('./results.json', import.meta.url);
-  const current = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {};
-  // written as the project's formatter writes it, so `npm run check` passes with the file as it is
-  const { format, resolveConfig } = await import('prettier');
-  const options = { ...(await resolveConfig(path)), filepath: path.pathname };
-  writeFileSync(path, await format(JSON.stringify({ ...current, signin: figures }), options));
+  await mergeResults({ signin: figures });
 }
 
 async function onFreshPostgres(o: Options): Promise<Cell[]> {
