@@ -94,27 +94,7 @@ async function candidateOf(
   }
 }
 
-/** Audits why a link was refused, in more detail than the refusal page says. */
-async function recordLinkRefused(
-  store: Store,
-  provider: UpstreamProvider,
-  subject: string,
-  detail: string,
-  { actor = SYSTEM, now = Date.now() }: Change,
-  user?: Pick<dir.User, 'eppn'>,
-): Promise<void> {
-  await recordAudit(store.db, {
-    action: 'upstream.refused',
-    actor,
-    at: now,
-    subject: `upstream:${provider.id}`,
-    orgId: provider.orgId,
-    eppn: user?.eppn ?? null,
-    details: { upstream: provider.id, upstream_subject: subject.slice(0, 256), reason: detail },
-  });
-}
-
-/** Audits a refused upstream sign-in or link. */
+/** Audits a refused upstream sign-in or link (the reason may say more than the refusal page does). */
 export async function recordRefusal(
   store: Store,
   provider: UpstreamProvider,
@@ -157,7 +137,7 @@ export async function resolveAccount(
   if (!org) return { ok: false, reason: 'no_account' };
   const found = await candidateOf(store, provider, org, assertion.attributes);
   if (found && 'refusal' in found) {
-    await recordLinkRefused(store, provider, assertion.subject, found.detail, { ...change, now }, found.user);
+    await recordRefusal(store, provider, assertion.subject, found.detail, { ...change, now, user: found.user });
     return { ok: false, reason: found.refusal, ...(found.user ? { user: found.user } : {}) };
   }
   const candidate = found;
@@ -165,7 +145,11 @@ export async function resolveAccount(
   if (provider.namespace) {
     const owner = await repo.secondaryIdOwner(store.db, provider.namespace, assertion.subject);
     if (owner !== undefined && owner !== candidate?.id) {
-      await recordLinkRefused(store, provider, assertion.subject, 'secondary_id_taken', { ...change, now }, candidate);
+      await recordRefusal(store, provider, assertion.subject, 'secondary_id_taken', {
+        ...change,
+        now,
+        user: candidate,
+      });
       return { ok: false, reason: 'identity_linked_elsewhere', ...(candidate ? { user: candidate } : {}) };
     }
   }
