@@ -47,9 +47,13 @@ interface Answer {
 
 const indexKey = (topic: Topic, key: string) => `${topic}\u0000${key}`;
 
-/** Answers kept per token value, found again by what they depend on when that changes. */
-function answerCache() {
+/** Answers kept per token value, found again by what they depend on when that changes. Each
+ * entry also carries its end as the cache's time to live, and the ended ones are dropped at most a
+ * cache time after they end: what is kept follows the rate of new tokens over USERINFO_CACHE_TTL,
+ * instead of filling up to the bound over hours with answers no one may read any more. */
+export function answerCache(purgeEveryMs: number) {
   const byDependency = new Map<string, Set<string>>();
+  let purgedAt = Date.now();
   const cache = new LRUCache<string, Answer>({
     max: CACHE_ENTRIES,
     // on eviction, replacement and deletion alike
@@ -63,9 +67,16 @@ function answerCache() {
   });
   return {
     get: (token: string) => cache.get(token),
+    /** how many answers, and how many things they depend on, are kept */
+    size: () => ({ answers: cache.size, dependencies: byDependency.size }),
     delete: (token: string) => void cache.delete(token),
-    set(token: string, answer: Answer) {
-      cache.set(token, answer);
+    set(token: string, answer: Answer, now: number) {
+      // no timer: the next answer kept after a cache time sweeps the ended ones
+      if (now - purgedAt >= purgeEveryMs) {
+        purgedAt = now;
+        cache.purgeStale();
+      }
+      cache.set(token, answer, { ttl: Math.max(1, answer.until - now) });
       for (const dependency of answer.dependsOn) {
         let tokens = byDependency.get(dependency);
         if (!tokens) byDependency.set(dependency, (tokens = new Set()));
@@ -109,7 +120,7 @@ export function oidcUserinfoHandler(deps: OidcUserinfoDeps) {
   const invalidations = store.invalidations;
   // Without invalidations nothing is kept: a change could not reach the cache.
   const ttlMs = invalidations ? config.userinfoCacheTtl * 1000 : 0;
-  const cache = answerCache();
+  const cache = answerCache(ttlMs);
   if (ttlMs > 0) invalidations?.subscribe((invalidation) => cache.invalidate(invalidation));
 
   /** The claims to answer with, or undefined when the provider must answer instead. */
@@ -154,7 +165,7 @@ export function oidcUserinfoHandler(deps: OidcUserinfoDeps) {
     const sequence = invalidations?.sequence;
     const fresh = await compute(value, now);
     // An invalidation that arrived meanwhile may concern what compute() read: answer, but do not keep it.
-    if (fresh && invalidations?.sequence === sequence) cache.set(value, fresh);
+    if (fresh && invalidations?.sequence === sequence) cache.set(value, fresh, now);
     return fresh;
   }
 
