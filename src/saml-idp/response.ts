@@ -9,9 +9,8 @@ import {
   ENCRYPTION,
   KEY_TRANSPORT,
   NS,
-  parseXml,
   serialize,
-  signEnveloped,
+  signElement,
   type ContentEncryption,
   type Document,
   type Element,
@@ -245,16 +244,14 @@ export async function finishResponse(
 ): Promise<string> {
   const signing = { privateKey: key.privateKey, certificate: key.certificate };
   const signatures = signaturesFor(sp);
-  let document = built.document;
-  if (built.assertionId && signatures.assertion) {
-    document = parseXml(signEnveloped(document, built.assertionId, signing), { maxXmlBytes: 4 * 1024 * 1024 }).document;
-  }
+  const document = built.document;
+  if (built.assertionId && signatures.assertion) signElement(document, built.assertionId, signing);
   const encryption = built.assertionId ? encryptionFor(sp) : undefined;
   if (encryption) {
     const assertion = childElements(document.documentElement!, NS.assertion, 'Assertion')[0]!;
     await encryptAssertion(document, assertion, encryption);
   }
   // A Response without an assertion (a status) is always signed: nothing else in it is.
-  if (signatures.response || !built.assertionId) return signEnveloped(document, built.responseId, signing);
+  if (signatures.response || !built.assertionId) signElement(document, built.responseId, signing);
   return serialize(document);
 }

@@ -136,6 +136,43 @@ describe('signing and verifying', () => {
   });
 });
 
+describe('the signer against xml-crypto', () => {
+  it('makes the digest and signature value xml-crypto makes for the same element, awkward content and all', () => {
+    // attribute values and text that canonicalization escapes, a prefixed attribute (xsi:type), an
+    // element in a default namespace, a QName in content whose prefix only the root declares
+    const xml =
+      `<samlp:Response xmlns:samlp="${PROTOCOL}" xmlns:saml="${ASSERTION}" xmlns:xs="http://www.w3.org/2001/XMLSchema" ID="_r1" Version="2.0" IssueInstant="2026-01-01T00:00:00Z" Destination="https://sp.example.org/acs?a=1&amp;b=&quot;2&quot;">` +
+      `<saml:Issuer>https://idp.example.org/</saml:Issuer>` +
+      `<saml:Assertion ID="_a1" Version="2.0" IssueInstant="2026-01-01T00:00:00Z"><saml:Issuer>https://idp.example.org/</saml:Issuer>` +
+      `<saml:AttributeStatement><saml:Attribute Name="urn:oid:2.16.840.1.113730.3.1.241" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:uri">` +
+      `<saml:AttributeValue xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="xs:string">Ada &amp; &lt;Lovelace&gt; "tab\there" &#xD;</saml:AttributeValue>` +
+      `</saml:Attribute></saml:AttributeStatement><Extra xmlns="urn:example:other" b="2" a="1">x</Extra></saml:Assertion></samlp:Response>`;
+    const ours = parseXml(sign(xml, '_a1')).document;
+    const theirs = parseXml(
+      rawSignature(xml, [{ xpath: "//*[@ID='_a1']" }], { location: "//*[@ID='_a1']/*[local-name()='Issuer']" }),
+    ).document;
+    for (const name of ['DigestValue', 'SignatureValue']) {
+      const value = (d: typeof ours) => textOf(d.getElementsByTagNameNS(NS.dsig, name)[0]!);
+      assert.equal(value(ours), value(theirs), name);
+    }
+    // and it verifies, with the escaped content intact
+    const verified = verifyEnvelopedSignature(
+      { xml: serialize(ours), document: ours, root: ours.documentElement! },
+      first(ours.documentElement!, ASSERTION, 'Assertion'),
+      { keys: [sp.certificate] },
+    );
+    assert.match(serialize(verified.element), /Ada &amp; &lt;Lovelace&gt;/);
+  });
+
+  it('refuses to sign an element that carries a signature already', () => {
+    const once = parseXml(sign(authnRequest(), '_req1')).document;
+    assert.throws(
+      () => signEnveloped(once, '_req1', { privateKey: sp.privateKey, certificate: sp.certificate }),
+      /signed already/,
+    );
+  });
+});
+
 describe('interoperability with xmlsec1', () => {
   it('xmlsec1 --verify accepts what signEnveloped signs (request, and an assertion in a response)', () => {
     const signedRequest = sign(authnRequest(), '_req1');

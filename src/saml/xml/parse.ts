@@ -220,5 +220,7 @@ export function descendantElements(node: Node): Element[] {
 }
 
 export function serialize(node: Node): string {
-  return new XMLSerializer().serializeToString(node);
+  // A carriage return in text (from a character reference, or a value the service put there) is
+  // written as a reference: raw, it would parse back as a line feed and change what was signed.
+  return new XMLSerializer().serializeToString(node).replace(/\r/g, '&#xD;');
 }

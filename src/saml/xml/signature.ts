@@ -1,4 +1,5 @@
-// Enveloped XML signatures of SAML messages, made and checked with xml-crypto 6.
+// Enveloped XML signatures of SAML messages, checked with xml-crypto 6, and made over
+// xml-crypto's exclusive canonicalization on the document the service built (signElement).
 //
 // Checking is strict about shape before any cryptography, then goes through xml-crypto's checked
 // references only (getSignedReferences, the canonical XML that the verified digest covered), and the
@@ -7,7 +8,7 @@
 // element's ID; IDs unique in the whole document; transforms enveloped-signature and exclusive
 // canonicalization only; algorithms from an allow-list; the key only from the caller.
 import { createHash, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
-import { SignedXml, type HashAlgorithm, type SignatureAlgorithm } from 'xml-crypto';
+import { ExclusiveCanonicalization, SignedXml, type HashAlgorithm, type SignatureAlgorithm } from 'xml-crypto';
 import {
   acceptedDigestAlgorithms,
   acceptedSignatureAlgorithms,
@@ -252,26 +253,70 @@ export interface SignOptions {
  * first child when it has none. Returns the whole document, serialized, with the signature in it.
  */
 export function signEnveloped(document: Document, id: string, options: SignOptions): string {
+  signElement(document, id, options);
+  return serialize(document);
+}
+
+const EXC_C14N = new ExclusiveCanonicalization();
+const XMLNS = 'http://www.w3.org/2000/xmlns/';
+
+/** The element's exclusive canonical form (no comments, no inclusive prefixes), as xml-crypto makes it. */
+function canonical(element: Element): string {
+  return EXC_C14N.process(element as never, { defaultNsForPrefix: { ds: NS.dsig } });
+}
+
+/**
+ * signEnveloped on the document itself, which it changes: a signature made on the document the
+ * service built, without serializing and parsing it again. Only a document the service made comes
+ * here, never one it received (those are only verified), so the signer is a few steps over
+ * xml-crypto's exclusive canonicalization: the signed element has no signature yet, so the
+ * enveloped-signature transform leaves it as it is and the digest is over its canonical form; then
+ * the SignedInfo, canonicalized the same way, is signed with node:crypto.
+ */
+export function signElement(document: Document, id: string, options: SignOptions): void {
   if (!NCNAME.test(id)) throw new Error('the element to sign needs an NCName ID');
-  const target = descendantElements(document).filter((e) => e.getAttribute('ID') === id);
-  if (target.length !== 1) throw new Error(`exactly one element with ID ${id} is required`);
+  const targets = descendantElements(document).filter((e) => e.getAttribute('ID') === id);
+  if (targets.length !== 1) throw new Error(`exactly one element with ID ${id} is required`);
+  const target = targets[0]!;
+  if (hasSignature(target)) throw new Error(`the element with ID ${id} is signed already`);
   checkUniqueIds(document);
   const signatureAlgorithm = options.signatureAlgorithm ?? SIGNATURE.rsaSha256;
   const digestAlgorithm = options.digestAlgorithm ?? DIGEST.sha256;
-  const signed = new SignedXml({
-    privateKey: rsaPrivateKey(options.privateKey),
-    publicCert: options.certificate,
-    signatureAlgorithm,
-    canonicalizationAlgorithm: TRANSFORM.excC14n,
-  });
-  signed.SignatureAlgorithms = { [signatureAlgorithm]: signatureAlgorithmClass(signatureAlgorithm) };
-  signed.HashAlgorithms = { [digestAlgorithm]: hashAlgorithmClass(digestAlgorithm) };
-  const self = `//*[@ID='${id}']`;
-  signed.addReference({ xpath: self, transforms: [TRANSFORM.enveloped, TRANSFORM.excC14n], digestAlgorithm });
-  const issuer = childElements(target[0]!, NS.assertion, 'Issuer')[0];
-  const location = issuer
-    ? { reference: `${self}/*[local-name()='Issuer' and namespace-uri()='${NS.assertion}']`, action: 'after' as const }
-    : { reference: self, action: 'prepend' as const };
-  signed.computeSignature(serialize(document), { prefix: 'ds', location });
-  return signed.getSignedXml();
+  const privateKey = rsaPrivateKey(options.privateKey);
+  const certificates = pemBodies(options.certificate);
+  if (!certificates.length) throw new Error('a signing certificate (PEM) is required');
+
+  const digest = createHash(DIGEST_HASH[digestAlgorithm]!).update(canonical(target)).digest('base64');
+  const ds = (parent: Element, name: string, attributes: Record<string, string> = {}, text?: string) => {
+    const element = document.createElementNS(NS.dsig, `ds:${name}`);
+    for (const [attribute, value] of Object.entries(attributes)) element.setAttribute(attribute, value);
+    if (text !== undefined) element.appendChild(document.createTextNode(text));
+    parent.appendChild(element);
+    return element;
+  };
+  const signature = document.createElementNS(NS.dsig, 'ds:Signature');
+  signature.setAttributeNS(XMLNS, 'xmlns:ds', NS.dsig);
+  const signedInfo = ds(signature, 'SignedInfo');
+  ds(signedInfo, 'CanonicalizationMethod', { Algorithm: TRANSFORM.excC14n });
+  ds(signedInfo, 'SignatureMethod', { Algorithm: signatureAlgorithm });
+  const reference = ds(signedInfo, 'Reference', { URI: `#${id}` });
+  const transforms = ds(reference, 'Transforms');
+  ds(transforms, 'Transform', { Algorithm: TRANSFORM.enveloped });
+  ds(transforms, 'Transform', { Algorithm: TRANSFORM.excC14n });
+  ds(reference, 'DigestMethod', { Algorithm: digestAlgorithm });
+  ds(reference, 'DigestValue', {}, digest);
+  const issuer = childElements(target, NS.assertion, 'Issuer')[0];
+  target.insertBefore(signature, issuer ? issuer.nextSibling : target.firstChild);
+
+  const value = cryptoSign(SIGNATURE_HASH[signatureAlgorithm], Buffer.from(canonical(signedInfo)), privateKey);
+  ds(signature, 'SignatureValue', {}, value.toString('base64'));
+  const x509 = ds(ds(signature, 'KeyInfo'), 'X509Data');
+  for (const certificate of certificates) ds(x509, 'X509Certificate', {}, certificate);
+}
+
+/** The base64 of each certificate in a PEM text, as KeyInfo publishes it. */
+function pemBodies(pem: string): string[] {
+  return [...pem.matchAll(/-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\s]+?)-----END CERTIFICATE-----/g)].map((m) =>
+    m[1]!.replace(/\s+/g, ''),
+  );
 }
