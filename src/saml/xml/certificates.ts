@@ -2,10 +2,9 @@
 // certificates but cannot create one, so self-signed certificates are made with @peculiar/x509
 // (WebCrypto underneath, node:crypto's own; no install script). Federations expect exactly this: a
 // long-lived self-signed certificate carrying the key, whose validity nobody checks (SAML trusts the
-// key in metadata, not a chain).
+// key in metadata, not a chain). The library is loaded when a certificate is first made (a new
+// key, not every start): loading it was about a tenth of the time from start to ready.
 import { createHash, webcrypto, X509Certificate, type KeyObject } from 'node:crypto';
-import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
 import { rsaPrivateKey, rsaPublicKey, type PrivateKeyInput } from './keys.ts';
 
 export interface SelfSignedOptions {
@@ -21,6 +20,8 @@ const RSA_SHA256 = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as const;
 
 /** A self-signed RSA-SHA256 certificate (PEM) for an RSA key of 2048 bits or more. */
 export async function createSelfSignedCertificate(options: SelfSignedOptions): Promise<string> {
+  await import('reflect-metadata');
+  const x509 = await import('@peculiar/x509');
   const privateKey = rsaPrivateKey(options.privateKey);
   const publicKey = rsaPublicKey(privateKey);
   // node:crypto's CryptoKey and the DOM one @peculiar/x509 is typed with are the same objects at run time.
