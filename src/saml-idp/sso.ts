@@ -12,7 +12,7 @@ import type { ProviderHolder } from '../oauth/plugin.ts';
 import { ROUTES } from '../oauth/provider.ts';
 import { ACR_VALUES } from '../oauth/authentication-context.ts';
 import { releasedGroups } from '../directory/attribute-release.ts';
-import { findUserBySub, type User } from '../store/directory.ts';
+import { findUserBySub, type User, type UserAccount } from '../store/directory.ts';
 import { recordSessionSp } from '../store/saml-sso.ts';
 import { recordAudit, userActor } from '../audit/index.ts';
 import {
@@ -74,6 +74,8 @@ interface SignIn {
   sid: string;
   sessionUid: string;
   scopes: string[];
+  /** the user, when the sign-in was read with them (the fast path reads them to check the account) */
+  user?: UserAccount;
 }
 
 /** The classes of ours an exact RequestedAuthnContext names; others cannot be met. */
@@ -111,7 +113,7 @@ async function sessionSignIn(deps: SsoDeps, session: BrowserSession, sp: Service
   // The session of a user who may no longer sign in (their organization disabled since) is no
   // sign-in: on to the sign-in pages, which say why.
   const user = await findUserBySub(deps.store.db, signIn.sub);
-  return user && !accountDisabled(user) ? signIn : undefined;
+  return user && !accountDisabled(user) ? { ...signIn, user } : undefined;
 }
 
 /**
@@ -256,7 +258,7 @@ async function sendAssertion(
   pending: Pending,
   signIn: SignIn,
 ) {
-  const user = await findUserBySub(deps.store.db, signIn.sub);
+  const user = signIn.user ?? (await findUserBySub(deps.store.db, signIn.sub));
   if (!user || accountDisabled(user)) throw new SamlRefusal('user', 'the account cannot sign in', 403);
   const now = deps.now();
   const nameId = await nameIdFor(deps.store, sp, user, now);
