@@ -50,13 +50,28 @@ export async function encryptAssertion(
   return container;
 }
 
+/** Certificates read before, by their PEM: an SP's certificate is read once, not for every assertion. */
+const recipients = new Map<string, { rsa_pub: string; pem: string }>();
+const MAX_RECIPIENTS = 1000;
+
+/** The public key (an RSA key of the accepted size, else it throws) and certificate xml-encryption wants. */
+function recipientOf(pem: string): { rsa_pub: string; pem: string } {
+  const known = recipients.get(pem);
+  if (known) return known;
+  const certificate = new X509Certificate(pem);
+  rsaPublicKey(certificate);
+  const rsaPub = certificate.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const recipient = { rsa_pub: rsaPub, pem: certificate.toString() };
+  if (recipients.size >= MAX_RECIPIENTS) recipients.clear();
+  recipients.set(pem, recipient);
+  return recipient;
+}
+
 /** An xenc:EncryptedData of the element (Type Element), with the content key in its KeyInfo. */
 export async function encryptElement(element: Element, options: EncryptOptions): Promise<Element> {
-  const certificate = new X509Certificate(options.certificate);
-  rsaPublicKey(certificate);
+  const recipient = recipientOf(options.certificate);
   const encrypted = await encrypt(serialize(element), {
-    rsa_pub: certificate.publicKey.export({ type: 'spki', format: 'pem' }),
-    pem: certificate.toString(),
+    ...recipient,
     encryptionAlgorithm: options.encryptionAlgorithm ?? ENCRYPTION.aes256Gcm,
     keyEncryptionAlgorithm: options.keyTransport ?? KEY_TRANSPORT.rsaOaepMgf1p,
     keyEncryptionDigest: 'sha1',
