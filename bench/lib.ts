@@ -1,4 +1,5 @@
 // Benchmark helpers: a service in a child process, the Fastify constant-JSON floor, autocannon runs.
+import { connect } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -156,6 +157,21 @@ async function untilReady(child: ChildProcess, url: string, started: number): Pr
 }
 
 /**
+ * Throws when something already listens on the port: the readiness check would otherwise take
+ * that server (another benchmark's service, say) for the one just started, and measure it.
+ */
+export async function assertPortFree(port: number): Promise<void> {
+  const taken = await new Promise<boolean>((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+  if (taken) throw new Error(`port ${port} is in use by another process (another benchmark?): stop it first`);
+}
+
+/**
  * Starts the compiled service as `npm start` does (`node <flags> dist/src/main.js serve`, built by
  * `npm run bench` before it runs; other Node flags when given: flags on the command line win over
  * NODE_OPTIONS) in a child process, and waits for /readyz.
@@ -165,6 +181,7 @@ export async function startService(
   port: number,
   flags: string[] = startFlags(),
 ): Promise<Service> {
+  await assertPortFree(port);
   const started = performance.now();
   const child = spawn(process.execPath, [...flags, 'dist/src/main.js', 'serve'], {
     env: serviceEnv(env, port),
@@ -209,6 +226,7 @@ export async function startService(
 export async function npmStartReadyMs(env: Record<string, string>, port: number, runs: number): Promise<number[]> {
   const times: number[] = [];
   for (let i = 0; i <= runs; i++) {
+    await assertPortFree(port);
     const started = performance.now();
     const child = spawn('npm', ['start'], {
       env: serviceEnv(env, port),
