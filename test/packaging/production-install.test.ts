@@ -6,6 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
 import { SourceMap } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -102,7 +103,7 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
     assert.equal(entry.originalLine, declared);
   });
 
-  it('loads the WebAuthn server library and sharp on first use only: neither is in what start-up loads', () => {
+  it('loads the WebAuthn server library, the certificate library and sharp on first use only: none is in what start-up loads', () => {
     const dir = join(app, 'src');
     const read = (file: string) => readFileSync(join(dir, file), 'utf8');
     const staticImports = (file: string) =>
@@ -127,6 +128,7 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
     );
     for (const file of loaded) {
       assert.ok(!read(file).includes(library), `${file} holds the WebAuthn server library`);
+      assert.ok(!read(file).includes('// node_modules/@peculiar/x509/'), `${file} holds the certificate library`);
       assert.doesNotMatch(read(file), /^import[^;]*?"sharp";$/m, `${file} imports sharp`);
     }
   });
@@ -153,6 +155,18 @@ describe('production install: the built directory, npm ci --omit=dev, npm start'
     const discovery = (await res.json()) as Record<string, unknown>;
     assert.equal(discovery.issuer, url);
     assert.equal(discovery.token_endpoint, `${url}/oauth/token`);
+  });
+
+  it('serves the SAML metadata, its keys certified by the bundled certificate library on first use', async () => {
+    const res = await fetch(`${url}/saml2/idp/metadata`);
+    assert.equal(res.status, 200);
+    const xml = await res.text();
+    const certificates = [...xml.matchAll(/<ds:X509Certificate>([A-Za-z0-9+/=\s]+)<\/ds:X509Certificate>/g)];
+    assert.ok(certificates.length >= 2, 'signing and encryption certificates');
+    for (const [, base64] of certificates) {
+      const certificate = new X509Certificate(Buffer.from(base64!.replace(/\s+/g, ''), 'base64'));
+      assert.ok(certificate.verify(certificate.publicKey), 'self-signed with its own key');
+    }
   });
 
   it('serves the files shipped beside the code: page assets, the console script, the API docs, the version', async () => {

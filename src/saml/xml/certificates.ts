@@ -5,6 +5,7 @@
 // key in metadata, not a chain). The library is loaded when a certificate is first made (a new
 // key, not every start): loading it was about a tenth of the time from start to ready.
 import { createHash, webcrypto, X509Certificate, type KeyObject } from 'node:crypto';
+import type * as X509 from '@peculiar/x509';
 import { rsaPrivateKey, rsaPublicKey, type PrivateKeyInput } from './keys.ts';
 
 export interface SelfSignedOptions {
@@ -21,7 +22,8 @@ const RSA_SHA256 = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as const;
 /** A self-signed RSA-SHA256 certificate (PEM) for an RSA key of 2048 bits or more. */
 export async function createSelfSignedCertificate(options: SelfSignedOptions): Promise<string> {
   await import('reflect-metadata');
-  const x509 = await import('@peculiar/x509');
+  // its CommonJS build, whose exports are the default export both for Node and in the bundle
+  const { default: x509 } = (await import('@peculiar/x509')) as unknown as { default: typeof X509 };
   const privateKey = rsaPrivateKey(options.privateKey);
   const publicKey = rsaPublicKey(privateKey);
   // node:crypto's CryptoKey and the DOM one @peculiar/x509 is typed with are the same objects at run time.
