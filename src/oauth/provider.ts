@@ -1,4 +1,5 @@
 // The OAuth 2.0 / OpenID Connect authorization server: oidc-provider configured for this service.
+import { cookieSigner } from './cookie-signer.ts';
 import { auditClientAuthFailures } from './client-auth-audit.ts';
 import { countIssuedTokens } from './metrics.ts';
 import Provider, {
@@ -227,7 +228,8 @@ export function createProvider(
     adapter: adapterFactory(store, config.publicUrl),
     jwks: { keys: keySet.providerJwks.map((jwk) => (jwk.key_ops ? jwk : new NodeSigningKey(jwk, signing))) },
     cookies: {
-      keys: keys.cookies,
+      // a Keygrip-compatible signer (src/oauth/cookie-signer.ts), which oidc-provider passes on as is
+      keys: cookieSigner(keys.cookies) as unknown as string[],
       names: cookieNames(config.publicUrl),
       long: { ...SESSION_COOKIE },
       short: { httpOnly: true, sameSite: 'lax' },

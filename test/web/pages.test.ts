@@ -115,6 +115,27 @@ for (const dialect of dialects()) {
       assert.match(page.body, /to continue to Course &lt;b&gt;Portal&lt;\/b&gt;/, 'client name escaped');
     });
 
+    it('takes an interaction cookie only with its own signature: a changed or missing .sig is no interaction', async () => {
+      const b = browser(ctx);
+      const start = await b.get(authorizeUrl(rp.clientId));
+      const location = start.headers.location as string;
+      const signature = b.jar.get('__Secure-interaction.sig')!;
+      assert.ok(signature, 'the interaction cookie is signed');
+      const flipped = `${signature.slice(0, -1)}${signature.endsWith('A') ? 'B' : 'A'}`;
+      for (const sig of [flipped, undefined]) {
+        if (sig === undefined) b.jar.delete('__Secure-interaction.sig');
+        else b.jar.set('__Secure-interaction.sig', sig);
+        const page = await b.get(location);
+        assert.doesNotMatch(page.body, /autocomplete="current-password"/, `no sign-in form with .sig ${sig}`);
+        assert.notEqual(page.statusCode, 200);
+      }
+      // the cookie as it was signed opens the sign-in page
+      b.jar.set('__Secure-interaction.sig', signature);
+      const page = await b.get(location);
+      assert.equal(page.statusCode, 200);
+      assert.match(page.body, /autocomplete="current-password"/);
+    });
+
     it('sets the browser cookie HttpOnly, Secure, SameSite=Lax with the __Host- prefix on https', async () => {
       const { page } = await openSignIn(browser(ctx), rp.clientId);
       const c = page.cookies.find((x) => x.name === '__Host-idp_browser')!;
