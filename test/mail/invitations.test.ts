@@ -143,6 +143,9 @@ for (const dialect of dialects()) {
       assert.equal(toBob.lang, 'en');
       assert.match(toBob.subject, /Create your passkey for Example University/);
       assert.equal(toBob.parsed.from?.text, '"Example IdP" <idp@example.test>');
+      // a Message-ID of its own, in the sender's domain
+      for (const m of [toAda, toBob]) assert.match(m.parsed.messageId ?? '', /^<[0-9a-f-]{36}@example\.test>$/);
+      assert.notEqual(toAda.parsed.messageId, toBob.parsed.messageId);
       const link = linkIn(toBob.text);
       assert.ok(toBob.html.includes(link), 'the HTML part has the link too');
       assert.doesNotMatch(toBob.html, /(src|href)="http(?!s:\/\/idp\.example\.test\/recover\/)/, 'nothing external');
