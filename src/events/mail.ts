@@ -12,13 +12,11 @@ import type { Config } from '../config.ts';
 import type { Keyring } from '../crypto.ts';
 import { errorText } from '../errors.ts';
 import type { Store } from '../store/index.ts';
-import { findOrganization, findUserByEppn } from '../store/directory.ts';
-import { findRecoveryLink } from '../store/recovery-links.ts';
 import { isLocale, type Locale } from '../ui/i18n.ts';
 import { openLink, type LinkMailData, type NoticeMailData } from '../webauthn/mail-links.ts';
 import { RECOVERY_PATH } from '../webauthn/recovery-links.ts';
 import { buildMessage } from './mail-messages.ts';
-import { ACTORS, NOTICES, type ActorLabel, type Notice } from '../store/mail.ts';
+import { ACTORS, findMailContext, NOTICES, type ActorLabel, type Notice } from '../store/mail.ts';
 
 /** Connect, greeting and idle limits: a mail server that stops answering fails the attempt. */
 const CONNECTION_TIMEOUT_MS = 10_000;
@@ -88,16 +86,18 @@ function localeOf(...candidates: (string | null | undefined)[]): Locale {
 export async function sendMail(deps: MailDeps, kind: string, data: string): Promise<MailOutcome> {
   if (!deps.mailer) return { ok: false, error: 'mail is not configured (SMTP_URL is not set)' };
   const d = JSON.parse(data) as LinkMailData & NoticeMailData;
-  const user = await findUserByEppn(deps.store.db, d.eppn);
-  if (!user) return { gone: 'the user no longer exists' };
+  const withLink = kind === 'invitation' || kind === 'reminder' || kind === 'recovery';
+  const linkId = withLink && Number.isSafeInteger(d.link_id) ? d.link_id : undefined;
+  const context = await findMailContext(deps.store.db, d.eppn, linkId);
+  if (!context) return { gone: 'the user no longer exists' };
+  const { user, org, link } = context;
   // a notice of an address changed goes to the old address, which the service wrote itself
   const to = kind === 'notification' && typeof d.to === 'string' && d.to ? d.to : user.email;
   if (!to) return { gone: 'the user has no e-mail address' };
-  const org = await findOrganization(deps.store.db, user.org_id);
   const common = {
     locale: localeOf(d.lang, user.language),
-    brand: { ...deps.brand, ...parseStoredBrand(org?.branding ?? null) },
-    orgName: org?.name ?? '',
+    brand: { ...deps.brand, ...parseStoredBrand(org.branding) },
+    orgName: org.name,
     eppn: user.eppn,
     email: to,
   };
@@ -106,9 +106,8 @@ export async function sendMail(deps: MailDeps, kind: string, data: string): Prom
     if (!NOTICES.includes(d.notice as Notice)) return { gone: `unknown notice '${d.notice}'` };
     const by = ACTORS.includes(d.by as ActorLabel) ? (d.by as ActorLabel) : 'system';
     message = buildMessage({ ...common, kind, notice: d.notice as Notice, by, at: d.at });
-  } else if (kind === 'invitation' || kind === 'reminder' || kind === 'recovery') {
+  } else if (withLink) {
     if (user.disabled_at !== null) return { gone: 'the user is disabled' };
-    const link = await findRecoveryLink(deps.store.db, d.link_id);
     if (!link || link.user_id !== user.id || link.used_at !== null || link.revoked_at !== null)
       return { gone: 'the link was used or revoked' };
     if (link.expires_at <= Date.now()) return { gone: 'the link expired before it could be sent' };

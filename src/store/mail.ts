@@ -201,3 +201,46 @@ export async function invitationLinks(db: Q, userId: number): Promise<number[]> 
     .execute();
   return rows.map((r) => Number(r.recovery_link_id));
 }
+
+/** What a queued message is written from: its user, their organization's name and look, and the link it carries. */
+export interface MailContext {
+  user: { id: number; eppn: string; email: string | null; language: string | null; disabled_at: number | null };
+  org: { name: string; branding: string | null };
+  /** undefined when the message carries no link, or the link is gone */
+  link?: { user_id: number; used_at: number | null; revoked_at: number | null; expires_at: number };
+}
+
+/**
+ * The user a message is for (by eppn), their organization and, for a message that carries one, the
+ * link, in one query: the delivery job writes hundreds of messages a second, and on PostgreSQL each
+ * query is a round trip.
+ */
+export async function findMailContext(db: Q, eppn: string, linkId?: number): Promise<MailContext | undefined> {
+  const row = await db
+    .selectFrom('users as u')
+    .innerJoin('organizations as o', 'o.id', 'u.org_id')
+    // no link has a null id: without one, the join finds nothing
+    .leftJoin('recovery_links as l', (join) => join.on('l.id', '=', linkId ?? null))
+    .select(['u.id', 'u.eppn', 'u.email', 'u.language', 'u.disabled_at', 'o.name as org_name', 'o.branding'])
+    .select(['l.user_id', 'l.used_at', 'l.revoked_at', 'l.expires_at'])
+    .where('u.eppn', '=', eppn)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const user = {
+    id: Number(row.id),
+    eppn: row.eppn,
+    email: row.email,
+    language: row.language,
+    disabled_at: row.disabled_at === null ? null : Number(row.disabled_at),
+  };
+  const link =
+    row.user_id === null || row.expires_at === null
+      ? undefined
+      : {
+          user_id: Number(row.user_id),
+          used_at: row.used_at === null ? null : Number(row.used_at),
+          revoked_at: row.revoked_at === null ? null : Number(row.revoked_at),
+          expires_at: Number(row.expires_at),
+        };
+  return { user, org: { name: row.org_name, branding: row.branding }, link };
+}
