@@ -225,7 +225,8 @@ for (const dialect of dialects()) {
     });
 
     it('a user written meanwhile fails the write together: rolled back, the entries written one at a time', async (t) => {
-      if (dialect !== 'postgres') return t.skip('SQLite has one writer: no one writes between the check and the write');
+      // SQLite's transactions take the write lock as they begin: no one writes between the check and the write
+      if (dialect !== 'postgres') return t.skip('PostgreSQL only');
       const id = await fresh();
       const other = await openStore(db.url);
       try {
@@ -272,6 +273,36 @@ for (const dialect of dialects()) {
         assert.equal(new Set(entries.map((e) => e.user_id)).size, COUNT - 1);
       } finally {
         await other.close();
+        await close();
+      }
+    });
+
+    it('a write together that the database refuses is rolled back, the entries written one at a time', async (t) => {
+      if (dialect !== 'sqlite') return t.skip('SQLite only (a temporary trigger of the connection)');
+      const id = await fresh();
+      try {
+        // a user with the eppn appears in the statement that writes user00030: the write fails on the unique eppn
+        await sql`create temp trigger meanwhile before insert on users when new.eppn = 'user00030@example.org'
+          begin
+            insert into users (sub, org_id, eppn, name, created_at, updated_at)
+              values ('meanwhile', 1, new.eppn, 'Meanwhile', 1, 1);
+          end`.execute(store.db);
+        const s = await syncLdapDirectory(store, keys, id);
+        await sql`drop trigger temp.meanwhile`.execute(store.db);
+        assert.equal(s.created, COUNT - 1);
+        assert.deepEqual(s.rejections, [
+          { dn: `uid=user00030,${PEOPLE}`, error: "user 'user00030@example.org' already exists" },
+        ]);
+        const w = await written(store);
+        assert.equal(w.users.length, COUNT - 1);
+        assert.equal(w.audit.filter((a) => a.kind === 'user.add').length, COUNT - 1);
+        assert.equal(new Set(w.audit.map((a) => a.eppn)).size, COUNT - 1);
+        assert.equal(w.events.length, COUNT - 1);
+        assert.equal(w.deliveries.length, COUNT - 1);
+        const entries = await listLdapEntries(store.db, id);
+        assert.equal(entries.length, COUNT - 1);
+        assert.equal(new Set(entries.map((e) => e.user_id)).size, COUNT - 1);
+      } finally {
         await close();
       }
     });
