@@ -5,7 +5,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../store/schema.ts';
 import { findUserByEppn } from '../store/directory.ts';
-import { insertEvent } from '../store/events.ts';
+import { insertEvent, insertEvents, type NewEvent } from '../store/events.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 
@@ -119,31 +119,46 @@ function eventsOf(entry: AuditedChange): { type: EventType; id?: number; change?
   }
 }
 
-/** Writes the events of one audited change; call it with the change's transaction (recordAudit does). */
-export async function recordEvents(db: Q, entry: AuditedChange): Promise<number> {
+/** The events of one audited change, as the outbox stores them. */
+async function newEvents(db: Q, entry: AuditedChange): Promise<NewEvent[]> {
   const events = eventsOf(entry);
-  if (events.length === 0 || !entry.eppn) return 0;
+  if (events.length === 0 || !entry.eppn) return [];
+  const eppn = entry.eppn;
   // A removed user is gone from the directory by the time the removal is recorded: it names its sub.
   const named = entry.sub ?? (typeof entry.details?.sub === 'string' ? entry.details.sub : undefined);
-  const sub = named ?? (await findUserByEppn(db, entry.eppn))?.sub ?? null;
-  for (const event of events) {
+  const sub = named ?? (await findUserByEppn(db, eppn))?.sub ?? null;
+  return events.map((event) => {
     const data: EventData = {
-      eppn: entry.eppn,
+      eppn,
       org_id: entry.orgId ?? null,
       sub,
       ...(event.id === undefined ? {} : { id: event.id }),
       ...(event.change === undefined ? {} : { change: event.change }),
       actor: { type: entry.actor.type, id: entry.actor.id },
     };
-    await insertEvent(db, {
+    return {
       at: entry.at,
       type: event.type,
       orgId: entry.orgId ?? null,
-      subject: entry.eppn,
+      subject: eppn,
       sub,
       ssfType: SSF_TYPE_OF[event.type] ?? null,
       data,
-    });
-  }
+    };
+  });
+}
+
+/** Writes the events of one audited change; call it with the change's transaction (recordAudit does). */
+export async function recordEvents(db: Q, entry: AuditedChange): Promise<number> {
+  const events = await newEvents(db, entry);
+  for (const event of events) await insertEvent(db, event);
+  return events.length;
+}
+
+/** Writes the events of many audited changes, in their order, with multi-row statements (recordAudits). */
+export async function recordEventsOf(db: Q, entries: AuditedChange[]): Promise<number> {
+  const events: NewEvent[] = [];
+  for (const entry of entries) events.push(...(await newEvents(db, entry)));
+  await insertEvents(db, events);
   return events.length;
 }

@@ -6,10 +6,10 @@ import { userInfo } from 'node:os';
 import ipaddr from 'ipaddr.js';
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../store/schema.ts';
-import { insertAuditEvent, type AuditRow } from '../store/audit.ts';
+import { insertAuditEvent, insertAuditEvents, type AuditEvent, type AuditRow } from '../store/audit.ts';
 import { iso } from '../time.ts';
 import { countAudit } from '../http/metrics.ts';
-import { recordEvents, type EmailChange } from './events.ts';
+import { recordEvents, recordEventsOf, type EmailChange } from './events.ts';
 import { recordNotification } from './notifications.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
@@ -171,9 +171,9 @@ export function operator(env: NodeJS.ProcessEnv = process.env): Actor {
   return { type: 'operator', id: login ? `cli:${login}` : 'cli' };
 }
 
-/** Writes one record; call it with the transaction of the change. */
-export async function recordAudit(db: Q, entry: AuditEntry): Promise<void> {
-  await insertAuditEvent(db, {
+/** The trail's row of an entry. */
+function auditEvent(entry: AuditEntry): AuditEvent {
+  return {
     at: entry.at,
     kind: entry.action,
     actorType: entry.actor.type,
@@ -186,10 +186,27 @@ export async function recordAudit(db: Q, entry: AuditEntry): Promise<void> {
     passkeyIds: entry.passkeyIds ?? [],
     requestId: entry.actor.requestId ?? null,
     details: entry.details ?? {},
-  });
+  };
+}
+
+/** Writes one record; call it with the transaction of the change. */
+export async function recordAudit(db: Q, entry: AuditEntry): Promise<void> {
+  await insertAuditEvent(db, auditEvent(entry));
   await recordEvents(db, entry);
   await recordNotification(db, entry);
   countAudit(entry.action, entry.details);
+}
+
+/**
+ * Writes many records as recordAudit writes each (the same rows, events and notifications, in the
+ * same order), with multi-row statements: the changes of a batch (the LDAP sync's new users).
+ */
+export async function recordAudits(db: Q, entries: AuditEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  await insertAuditEvents(db, entries.map(auditEvent));
+  await recordEventsOf(db, entries);
+  for (const entry of entries) await recordNotification(db, entry);
+  for (const entry of entries) countAudit(entry.action, entry.details);
 }
 
 /** A signed-in user acting in a request. */

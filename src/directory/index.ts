@@ -5,13 +5,13 @@ import type { Store } from '../store/index.ts';
 import { isUniqueViolation, transact } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
 import { setImportedPasswords } from '../store/user-import.ts';
-import type { Transaction } from 'kysely';
-import type { DB } from '../store/schema.ts';
+import type { Insertable, Transaction } from 'kysely';
+import type { DB, UsersTable } from '../store/schema.ts';
 import { publish } from '../store/invalidation.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { hashPassword, passwordHashProblem, validatePassword } from './passwords.ts';
 import { SECONDARY_NAMESPACES } from '../vocabulary.ts';
-import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
+import { recordAudit, recordAudits, SYSTEM, type AuditEntry, type Change } from '../audit/index.ts';
 import { parseStoredBrand, storedBrand, type Brand } from '../brand.ts';
 
 export type { Organization, User, UserAccount } from '../store/directory.ts';
@@ -153,13 +153,11 @@ export interface NewUser {
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,253}$/;
 const NIN = /^\d{11}$/;
 
-export async function addUser(
-  store: Store,
-  input: NewUser,
-  { actor = SYSTEM, now = Date.now() }: Change = {},
-): Promise<dir.User> {
-  const org = await dir.findOrganization(store.db, input.orgId);
-  if (!org) throw notFound(`organization ${input.orgId} does not exist`);
+/**
+ * A new user of the organization checked as every surface checks one, the password too (addUser
+ * hashes it afterwards): their eppn and name as stored. Throws a 400 naming the first problem.
+ */
+export function checkNewUser(org: dir.Organization, input: NewUser): { eppn: string; name: string } {
   const eppn = normalizeEppn(input.eppn);
   const problem = eppnProblem(eppn);
   if (problem) throw badRequest(`eppn '${input.eppn}' ${problem}`);
@@ -170,43 +168,73 @@ export async function addUser(
   if (input.email !== undefined && !EMAIL.test(input.email))
     throw badRequest(`email '${input.email}' is not a valid address`);
   if (input.nin !== undefined && !NIN.test(input.nin)) throw badRequest('national id number must be 11 digits');
-  let passwordHash: string | null = null;
   if (input.password !== undefined) {
     const weak = validatePassword(input.password);
     if (weak) throw badRequest(weak);
-    passwordHash = await hashPassword(input.password);
   } else if (input.passwordHash !== undefined) {
     const problem = passwordHashProblem(input.passwordHash);
     if (problem) throw badRequest(`password hash ${problem}`);
-    passwordHash = input.passwordHash;
   }
+  return { eppn, name };
+}
+
+/** The row of a new user checked by checkNewUser(), with the hash of their password (or the imported one). */
+export function newUserRow(
+  org: dir.Organization,
+  input: NewUser,
+  checked: { eppn: string; name: string },
+  passwordHash: string | null,
+  now: number,
+): Insertable<UsersTable> & { sub: string } {
+  return {
+    sub: randomUUID(),
+    org_id: org.id,
+    eppn: checked.eppn,
+    name: checked.name,
+    email: input.email === undefined ? null : normalizeEmail(input.email),
+    nin: input.nin ?? null,
+    password_hash: passwordHash,
+    photo_handle: null,
+    created_at: now,
+    updated_at: now,
+    ...input.directory,
+  };
+}
+
+/** The audit records of a user's creation, in order: `user.add`, and `password.set` when they have a password. */
+export function userAddedAudit(
+  user: Pick<dir.User, 'sub' | 'eppn' | 'org_id' | 'password_hash'>,
+  input: NewUser,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): AuditEntry[] {
+  const fields = Object.keys(input.directory ?? {}).sort();
+  const details = fields.length ? { details: { fields } } : {};
+  const entry = { actor, at: now, orgId: user.org_id, eppn: user.eppn, sub: user.sub };
+  const records: AuditEntry[] = [{ action: 'user.add', ...entry, ...details }];
+  if (user.password_hash !== null) {
+    const imported = input.password === undefined ? { details: { imported: true } } : {};
+    records.push({ action: 'password.set', ...entry, ...imported });
+  }
+  return records;
+}
+
+export async function addUser(
+  store: Store,
+  input: NewUser,
+  { actor = SYSTEM, now = Date.now() }: Change = {},
+): Promise<dir.User> {
+  const org = await dir.findOrganization(store.db, input.orgId);
+  if (!org) throw notFound(`organization ${input.orgId} does not exist`);
+  const checked = checkNewUser(org, input);
+  const passwordHash = input.password !== undefined ? await hashPassword(input.password) : (input.passwordHash ?? null);
   try {
     return await transact(store.db, async (trx) => {
-      const user = await dir.insertUser(trx, {
-        sub: randomUUID(),
-        org_id: org.id,
-        eppn,
-        name,
-        email: input.email === undefined ? null : normalizeEmail(input.email),
-        nin: input.nin ?? null,
-        password_hash: passwordHash,
-        photo_handle: null,
-        created_at: now,
-        updated_at: now,
-        ...input.directory,
-      });
-      const fields = Object.keys(input.directory ?? {}).sort();
-      const details = fields.length ? { details: { fields } } : {};
-      const entry = { actor, at: now, orgId: org.id, eppn, sub: user.sub };
-      await recordAudit(trx, { action: 'user.add', ...entry, ...details });
-      if (passwordHash !== null) {
-        const imported = input.password === undefined ? { details: { imported: true } } : {};
-        await recordAudit(trx, { action: 'password.set', ...entry, ...imported });
-      }
+      const user = await dir.insertUser(trx, newUserRow(org, input, checked, passwordHash, now));
+      await recordAudits(trx, userAddedAudit(user, input, { actor, now }));
       return user;
     });
   } catch (err) {
-    if (isUniqueViolation(err)) throw conflict(`user '${eppn}' already exists`);
+    if (isUniqueViolation(err)) throw conflict(`user '${checked.eppn}' already exists`);
     throw err;
   }
 }

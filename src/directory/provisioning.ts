@@ -9,10 +9,13 @@ import { isUniqueViolation, transact } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
 import * as prov from '../store/provisioning.ts';
 import { publish } from '../store/invalidation.ts';
-import { recordAudit, SYSTEM, type Change } from '../audit/index.ts';
+import { recordAudit, recordAudits, SYSTEM, type Change } from '../audit/index.ts';
 import { AppError, badRequest, conflict, notFound } from '../errors.ts';
 import { iso } from '../time.ts';
-import { addUser, importPasswordHash } from './index.ts';
+import { addUser, checkNewUser, importPasswordHash, newUserRow, userAddedAudit, type NewUser } from './index.ts';
+import { findImportMatches } from '../store/user-import.ts';
+import type { Transaction } from 'kysely';
+import type { DB } from '../store/schema.ts';
 import { changedFields, type DirectoryColumns } from './directory-attributes.ts';
 
 // ---- provisioning tokens -----------------------------------------------------------------------
@@ -216,6 +219,78 @@ export async function provisionUser(
   const { name: _name, ...directory } = input.columns;
   const { eppn, name, passwordHash } = input;
   return addUser(store, { orgId, eppn, name, directory, passwordHash }, change);
+}
+
+/** A user to create from the organization's directory: their eppn and name, and their directory attributes. */
+export interface ProvisionedUser {
+  eppn: string;
+  name: string;
+  columns: DirectoryColumns;
+  passwordHash?: string;
+}
+
+/**
+ * Creates many users in the caller's transaction, each as provisionUser creates one (the same checks
+ * and messages, row, audit records and events), with a few multi-row statements: the conflicts of
+ * all with one query each first, then the rows. Each input is decided in order as one at a time
+ * would be: its external id taken (by a user or an input before it), then the checks of addUser,
+ * then its eppn taken. Returns, by input, the user created or the error that refused it alone. A
+ * conflict that arises meanwhile (a concurrent writer) fails the write as a whole (a unique
+ * violation): the caller rolls back and writes the inputs one at a time.
+ */
+export async function provisionUsers(
+  trx: Transaction<DB>,
+  orgId: number,
+  inputs: ProvisionedUser[],
+  change: Change = {},
+): Promise<(dir.User | AppError)[]> {
+  const now = change.now ?? Date.now();
+  const org = await dir.findOrganization(trx, orgId);
+  if (!org) throw notFound(`organization ${orgId} does not exist`);
+  const checked = inputs.map((input) => {
+    // as provisionUser hands it to addUser
+    const { name: _name, ...directory } = input.columns;
+    const user: NewUser = { orgId, eppn: input.eppn, name: input.name, directory, passwordHash: input.passwordHash };
+    try {
+      return { user, ...checkNewUser(org, user) };
+    } catch (err) {
+      if (err instanceof AppError) return err;
+      throw err;
+    }
+  });
+  const externalIds = inputs.map((i) => i.columns.external_id).filter((id): id is string => !!id);
+  const eppns = checked.flatMap((c) => (c instanceof AppError ? [] : [c.eppn]));
+  const found = await findImportMatches(trx, orgId, eppns, externalIds);
+  const takenIds = new Set(found.byExternalId.keys());
+  const takenEppns = new Set(found.byEppn.keys());
+  const results: (dir.User | AppError)[] = [];
+  const rows: { index: number; row: ReturnType<typeof newUserRow>; user: NewUser }[] = [];
+  for (const [i, input] of inputs.entries()) {
+    const externalId = input.columns.external_id;
+    const c = checked[i]!;
+    if (externalId && takenIds.has(externalId))
+      results[i] = conflict(`externalId '${externalId.slice(0, 80)}' already belongs to a user`);
+    else if (c instanceof AppError) results[i] = c;
+    else if (takenEppns.has(c.eppn)) results[i] = conflict(`user '${c.eppn}' already exists`);
+    else {
+      takenEppns.add(c.eppn);
+      if (externalId) takenIds.add(externalId);
+      rows.push({ index: i, row: newUserRow(org, c.user, c, input.passwordHash ?? null, now), user: c.user });
+    }
+  }
+  const inserted = await dir.insertNewUsers(
+    trx,
+    rows.map((r) => r.row),
+  );
+  const written = new Map(inserted.map((u) => [u.sub, u]));
+  const audit = [];
+  for (const { index, row, user } of rows) {
+    const created = written.get(row.sub)!;
+    results[index] = created;
+    audit.push(...userAddedAudit(created, user, { ...change, now }));
+  }
+  await recordAudits(trx, audit);
+  return results;
 }
 
 // ---- groups ------------------------------------------------------------------------------------

@@ -1,12 +1,15 @@
 // One sync of an LDAP directory into its organization (docs/ldap.md). The directory is read in
 // pages; each entry's user is created, changed, renamed, disabled or enabled through the functions
-// every other surface uses (provisioning: provisionUser, changeProvisionedUser; the account
-// lifecycle: disableUser, enableUser, removeUser), each its own transaction with its audit record
-// and events, so a run that stops leaves every user it reached complete and the rest as they were.
+// every other surface uses (provisioning: provisionUser, provisionUsers for a batch's new users,
+// changeProvisionedUser; the account lifecycle: disableUser, enableUser, removeUser) with its audit
+// record and events, in batches of one transaction each, so a run that stops leaves every user of
+// the batches it committed complete and the rest as they were.
 // The first run reads everything; later ones only what changed since the high-water mark, with a
 // full run every FULL_EVERY runs, which is also when users whose entries are gone are found.
 import { createHash, randomUUID } from 'node:crypto';
 import { AndFilter, GreaterThanEqualsFilter, type Client, type Filter } from 'ldapts';
+import type { ControlledTransaction } from 'kysely';
+import type { DB } from '../store/schema.ts';
 import type { Keyring } from '../crypto.ts';
 import type { Store } from '../store/index.ts';
 import * as dir from '../store/directory.ts';
@@ -14,7 +17,8 @@ import { rolesOfUser } from '../store/roles.ts';
 import * as repo from '../store/ldap.ts';
 import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
 import { AppError, conflict, notFound } from '../errors.ts';
-import { changeProvisionedUser, provisionUser } from '../directory/provisioning.ts';
+import { changeProvisionedUser, provisionUser, provisionUsers } from '../directory/provisioning.ts';
+import { normalizeEppn } from '../directory/index.ts';
 import { directoryColumns, type DirectoryColumns } from '../directory/directory-attributes.ts';
 import { directorySettings, loadLdapDirectory } from '../directory/ldap-directories.ts';
 import {
@@ -268,10 +272,73 @@ const COUNTED = [
 ] as const;
 
 /**
- * A batch of entries in one transaction, each entry in a savepoint of its own: an entry that is
- * rejected leaves nothing behind (its refusal recorded, as recordingRefusals would), the others are
- * written, each through the same function (and audit record) as one at a time. Its counts reach
- * the run when it is committed; a failure of the database rolls the batch back and throws.
+ * The entries of a batch that are new users, created together: not linked, no user with their eppn
+ * (adoptable() has nothing to decide), an eppn no other entry of the batch has, not disabled (a
+ * disabled entry's user is created and disabled one at a time), with a name.
+ */
+function newcomers(records: DirectoryRecord[], k: Known) {
+  const eppns = new Map<string, number>();
+  for (const r of records) {
+    const eppn = normalizeEppn(r.eppn);
+    eppns.set(eppn, (eppns.get(eppn) ?? 0) + 1);
+  }
+  const found: { record: DirectoryRecord; columns: DirectoryColumns }[] = [];
+  for (const record of records) {
+    if (k.linked.has(record.externalId) || k.byEppn.has(record.eppn) || record.disabled) continue;
+    if (eppns.get(normalizeEppn(record.eppn))! > 1) continue;
+    let columns: DirectoryColumns;
+    try {
+      columns = directoryColumns(record.attributes);
+    } catch {
+      continue; // rejected one at a time, with its message
+    }
+    if (columns.name) found.push({ record, columns });
+  }
+  return found;
+}
+
+/**
+ * Creates the batch's new users as createUser does one by one (provisionUsers: the same rows, audit
+ * records and events), with multi-row statements, in a savepoint: when that write fails (a user
+ * written meanwhile by someone else), it is rolled back and every entry is written one at a time.
+ * Returns how each entry it took was decided: created, or the error that rejects it.
+ */
+async function createTogether(trx: ControlledTransaction<DB>, run: Run, records: DirectoryRecord[], k: Known) {
+  const outcome = new Map<DirectoryRecord, true | AppError>();
+  const found = newcomers(records, k);
+  if (found.length === 0) return outcome;
+  const sp = await trx.savepoint('together').execute();
+  try {
+    const inputs = found.map(({ record, columns }) => ({ eppn: record.eppn, name: columns.name!, columns }));
+    const results = await provisionUsers(sp, Number(run.org.id), inputs, run.change);
+    const links: repo.LdapEntry[] = [];
+    for (const [i, { record }] of found.entries()) {
+      const user = results[i]!;
+      outcome.set(record, user instanceof AppError ? user : true);
+      if (user instanceof AppError) continue;
+      const link = { directory_id: Number(run.directory.id), external_id: record.externalId, user_id: Number(user.id) };
+      links.push({
+        ...link,
+        dn: record.dn,
+        disabled_by_directory: 0,
+        digest: digestOf(record, Number(user.updated_at)),
+      });
+    }
+    await repo.saveLdapEntries(sp, links);
+    await sp.releaseSavepoint('together').execute();
+    return outcome;
+  } catch {
+    await sp.rollbackToSavepoint('together').execute();
+    return new Map<DirectoryRecord, true | AppError>();
+  }
+}
+
+/**
+ * A batch of entries in one transaction: its new users first, together (createTogether), then each
+ * other entry in a savepoint of its own: an entry that is rejected leaves nothing behind (its
+ * refusal recorded, as recordingRefusals would), the others are written, each through the same
+ * function (and audit record) as one at a time. Its counts reach the run when it is committed; a
+ * failure of the database rolls the batch back and throws.
  */
 async function syncBatch(store: Store, parent: Run, records: DirectoryRecord[]) {
   const run = batchRun(parent);
@@ -287,7 +354,12 @@ async function syncBatch(store: Store, parent: Run, records: DirectoryRecord[]) 
   const trx = await store.db.startTransaction().execute();
   try {
     const k = await known(trx, run, records);
+    const together = await createTogether(trx, run, records, k);
     for (const record of records) {
+      const decided = together.get(record);
+      if (decided === true) run.summary.created++;
+      else if (decided) refuse(record, decided);
+      if (decided !== undefined) continue;
       const counts = { ...run.summary };
       const sp = await trx.savepoint('entry').execute();
       try {

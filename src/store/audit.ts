@@ -1,6 +1,7 @@
 // Audit events: written in the same transaction as the change they record.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { AuditEventsTable, DB } from './schema.ts';
+import { chunks } from './chunks.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
 export type AuditRow = Selectable<AuditEventsTable>;
@@ -20,24 +21,30 @@ export interface AuditEvent {
   source?: string | null;
 }
 
+function auditRow(e: AuditEvent) {
+  return {
+    at: e.at,
+    kind: e.kind,
+    client_id: e.clientId ?? null,
+    org_id: e.orgId ?? null,
+    eppn: e.eppn ?? null,
+    passkey_ids: JSON.stringify(e.passkeyIds ?? []),
+    request_id: e.requestId ?? null,
+    details: JSON.stringify(e.details ?? {}),
+    actor_type: e.actorType ?? null,
+    actor: e.actor ?? null,
+    subject: e.subject ?? e.eppn ?? null,
+    source: e.source ?? null,
+  };
+}
+
 export async function insertAuditEvent(db: Q, e: AuditEvent): Promise<void> {
-  await db
-    .insertInto('audit_events')
-    .values({
-      at: e.at,
-      kind: e.kind,
-      client_id: e.clientId ?? null,
-      org_id: e.orgId ?? null,
-      eppn: e.eppn ?? null,
-      passkey_ids: JSON.stringify(e.passkeyIds ?? []),
-      request_id: e.requestId ?? null,
-      details: JSON.stringify(e.details ?? {}),
-      actor_type: e.actorType ?? null,
-      actor: e.actor ?? null,
-      subject: e.subject ?? e.eppn ?? null,
-      source: e.source ?? null,
-    })
-    .execute();
+  await db.insertInto('audit_events').values(auditRow(e)).execute();
+}
+
+/** Many records, each the row insertAuditEvent writes, many to a statement (in their order). */
+export async function insertAuditEvents(db: Q, events: AuditEvent[]): Promise<void> {
+  for (const part of chunks(events)) await db.insertInto('audit_events').values(part.map(auditRow)).execute();
 }
 
 export interface AuditFilter {

@@ -34,76 +34,75 @@ export interface NewEvent {
 
 /** Writes an event and a delivery for every webhook and stream that wants it; returns the event id. */
 export async function insertEvent(db: Q, e: NewEvent): Promise<number> {
-  const { id } = await db
-    .insertInto('events')
-    .values({ at: e.at, type: e.type, org_id: e.orgId, subject: e.subject, data: JSON.stringify(e.data) })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  if (e.orgId === null) return Number(id);
-  const orgId = e.orgId;
-  const webhooks = db
-    .selectFrom('webhooks')
-    .select([
-      sql<number>`cast(${Number(id)} as bigint)`.as('event_id'),
-      sql<string>`'webhook:' || cast(id as text)`.as('destination'),
-      sql<string>`cast(${e.subject} as text)`.as('subject'),
-      sql.lit('pending').as('state'),
-      sql.lit(0).as('attempts'),
-      sql<number | null>`cast(${e.at} as bigint)`.as('next_attempt_at'),
-      sql<number>`cast(${e.at} as bigint)`.as('created_at'),
-    ])
-    .where('org_id', '=', orgId)
-    .where((eb) => eb.or([eb('event_types', '=', ''), eb('event_types', 'like', `% ${e.type} %`)]));
-  // One statement for both kinds of destination: the change's transaction stays short.
-  const destinations =
-    e.ssfType === null
-      ? webhooks
-      : webhooks.unionAll(
-          db
-            .selectFrom('ssf_streams as s')
-            .select([
-              sql<number>`cast(${Number(id)} as bigint)`.as('event_id'),
-              sql<string>`'stream:' || s.id`.as('destination'),
-              sql<string>`cast(${e.subject} as text)`.as('subject'),
-              sql.lit('pending').as('state'),
-              sql.lit(0).as('attempts'),
-              // A poll stream's receiver collects its events; the delivery job leaves them alone.
-              sql<number | null>`case when s.delivery_method = ${PUSH} then cast(${e.at} as bigint) else null end`.as(
-                'next_attempt_at',
-              ),
-              sql<number>`cast(${e.at} as bigint)`.as('created_at'),
-            ])
-            .where('s.status', '<>', 'disabled')
-            .where('s.events_requested', 'like', `%"${e.ssfType}"%`)
-            .where((eb) =>
-              eb.exists(
-                eb
-                  .selectFrom('client_orgs as co')
-                  .select('co.org_id')
-                  .whereRef('co.client_id', '=', 's.client_id')
-                  .where('co.org_id', '=', orgId)
-                  .where('co.kind', '=', 'admin'),
-              ),
-            )
-            .where((eb) =>
-              eb.or([
-                eb('s.all_subjects', '=', 1),
-                eb.exists(
-                  eb
-                    .selectFrom('ssf_stream_subjects as ss')
-                    .select('ss.sub')
-                    .whereRef('ss.stream_id', '=', 's.id')
-                    .where('ss.sub', '=', e.sub ?? ''),
-                ),
-              ]),
-            ),
-        );
-  await db
-    .insertInto('event_deliveries')
-    .columns(['event_id', 'destination', 'subject', 'state', 'attempts', 'next_attempt_at', 'created_at'])
-    .expression(destinations)
-    .execute();
-  return Number(id);
+  return (await insertEvents(db, [e]))[0]!;
+}
+
+/**
+ * Writes events (in their order) and a delivery for every webhook and stream that wants each;
+ * returns their ids. One statement for the events and one for their deliveries per CHUNK events,
+ * so the change's transaction stays short however many it reports.
+ */
+export async function insertEvents(db: Q, events: NewEvent[]): Promise<number[]> {
+  const ids: number[] = [];
+  for (const part of chunks(events)) {
+    const rows = await db
+      .insertInto('events')
+      .values(
+        part.map((e) => ({
+          at: e.at,
+          type: e.type,
+          org_id: e.orgId,
+          subject: e.subject,
+          data: JSON.stringify(e.data),
+        })),
+      )
+      .returning(['id', 'type', 'subject'])
+      .execute();
+    // The rows take their ids in the order they are given (a sequence or rowid, row after row);
+    // the order the database returns them in is its own.
+    const taken = rows.sort((a, b) => Number(a.id) - Number(b.id));
+    const written = part.map((e, i) => {
+      const row = taken[i];
+      if (!row || row.type !== e.type || row.subject !== e.subject) throw new Error('events written out of order');
+      return { ...e, id: Number(row.id) };
+    });
+    await insertDeliveries(db, written);
+    ids.push(...written.map((e) => e.id));
+  }
+  return ids;
+}
+
+/**
+ * The deliveries of written events, in one statement for both kinds of destination: every webhook of
+ * an event's organization that wants its type, and every stream (not disabled) of a client that
+ * administers the organization, that requested its Shared Signals type and covers its user.
+ * Numbered in the order of the events, so deliveries to one destination about one subject go out in order.
+ */
+async function insertDeliveries(db: Q, events: (NewEvent & { id: number })[]): Promise<void> {
+  const owned = events.filter((e) => e.orgId !== null);
+  if (owned.length === 0) return;
+  const values = sql.join(
+    owned.map(
+      (e) =>
+        sql`(cast(${e.id} as bigint), cast(${e.type} as text), cast(${e.subject} as text), cast(${e.sub} as text), cast(${e.ssfType} as text), cast(${e.orgId} as bigint), cast(${e.at} as bigint))`,
+    ),
+  );
+  const webhooks = sql`select e.event_id, 'webhook:' || cast(w.id as text), e.subject, 'pending', 0, e.at, e.at
+    from e join webhooks w on w.org_id = e.org_id
+    where w.event_types = '' or w.event_types like ('% ' || e.type || ' %')`;
+  // A poll stream's receiver collects its events; the delivery job leaves them alone.
+  const streams = sql`select e.event_id, 'stream:' || s.id, e.subject, 'pending', 0,
+      case when s.delivery_method = ${PUSH} then e.at else null end, e.at
+    from e join ssf_streams s on s.status <> 'disabled' and s.events_requested like ('%"' || e.ssf_type || '"%')
+    where e.ssf_type is not null
+      and exists (select co.org_id from client_orgs co
+        where co.client_id = s.client_id and co.org_id = e.org_id and co.kind = 'admin')
+      and (s.all_subjects = 1 or exists (select ss.sub from ssf_stream_subjects ss
+        where ss.stream_id = s.id and ss.sub = coalesce(e.sub, '')))`;
+  const destinations = owned.some((e) => e.ssfType !== null) ? sql`${webhooks} union all ${streams}` : webhooks;
+  await sql`with e (event_id, type, subject, sub, ssf_type, org_id, at) as (values ${values})
+    insert into event_deliveries (event_id, destination, subject, state, attempts, next_attempt_at, created_at)
+    ${destinations} order by 1`.execute(db);
 }
 
 export interface ClaimedDelivery extends DeliveryRow {

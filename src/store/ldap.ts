@@ -235,6 +235,23 @@ export async function saveLdapEntry(db: Q, entry: LdapEntry): Promise<void> {
     .execute();
 }
 
+/** Many entries' links, each as saveLdapEntry writes it, many to a statement. */
+export async function saveLdapEntries(db: Q, entries: LdapEntry[]): Promise<void> {
+  for (const part of chunks(entries))
+    await db
+      .insertInto('ldap_entries')
+      .values(part)
+      .onConflict((oc) =>
+        oc.columns(['directory_id', 'external_id']).doUpdateSet((eb) => ({
+          user_id: eb.ref('excluded.user_id'),
+          dn: eb.ref('excluded.dn'),
+          disabled_by_directory: eb.ref('excluded.disabled_by_directory'),
+          digest: eb.ref('excluded.digest'),
+        })),
+      )
+      .execute();
+}
+
 export async function deleteLdapEntry(db: Q, directoryId: number, externalId: string): Promise<void> {
   await db
     .deleteFrom('ldap_entries')

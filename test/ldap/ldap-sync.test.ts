@@ -9,7 +9,7 @@ import { openStore, type Store } from '../../src/store/index.ts';
 import { keyring } from '../../src/crypto.ts';
 import { addOrganization } from '../../src/directory/index.ts';
 import { findUserByEppn, findUserById } from '../../src/store/directory.ts';
-import { claimLdapLease, listLdapEntries, releaseLdapLease } from '../../src/store/ldap.ts';
+import { claimLdapLease, countLdapEntries, listLdapEntries, releaseLdapLease } from '../../src/store/ldap.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
 import { syncLdapDirectory } from '../../src/ldap/sync.ts';
 import { setDirectoryColumns } from '../../src/directory/provisioning.ts';
@@ -17,6 +17,8 @@ import { formatGuid } from '../../src/directory/ldap-client.ts';
 import { PEOPLE, SERVICE_DN, SERVICE_PASSWORD, startSlapd, testUsers, userLdif, type Slapd } from './slapd.ts';
 
 const USERS = 300;
+/** Entries the directory has when it is killed in the middle of a run. */
+const TOTAL = 3000;
 const keys = keyring(TEST_SECRET);
 
 interface Kit {
@@ -158,10 +160,12 @@ for (const dialect of dialects()) {
     });
 
     it('the directory killed mid-run: a clean failure, recorded; the next run completes', async () => {
-      const more = testUsers(1500).slice(USERS);
+      const more = testUsers(TOTAL).slice(USERS);
       k.slapd.add(more.map(userLdif).join(''));
-      const running = cli(k.db.url, ['ldap', 'sync', String(id), '--json']);
-      await new Promise((r) => setTimeout(r, 300));
+      let done = false;
+      const running = cli(k.db.url, ['ldap', 'sync', String(id), '--json']).finally(() => (done = true));
+      // killed once the run has written its first batch (a fixed delay may outlast the whole run)
+      while (!done && (await countLdapEntries(k.store.db, id)) <= USERS) await new Promise((r) => setTimeout(r, 5));
       k.slapd.kill();
       const r = await running;
       assert.equal(r.code, 1);
@@ -175,7 +179,7 @@ for (const dialect of dialects()) {
       const s = await sync(k, id);
       assert.equal(s.rejected, 1); // the re-added user00004 of the case before
       const total = (await listLdapEntries(k.store.db, id)).length;
-      assert.equal(total, 1500, 'every entry has its user (the first user00004 keeps its link)');
+      assert.equal(total, TOTAL, 'every entry has its user (the first user00004 keeps its link)');
     });
   });
 
