@@ -235,21 +235,10 @@ export async function countLdapEntries(db: Q, directoryId: number): Promise<numb
 
 /** Links a user to the entry (or moves the link to its new DN), in one statement. */
 export async function saveLdapEntry(db: Q, entry: LdapEntry): Promise<void> {
-  await db
-    .insertInto('ldap_entries')
-    .values(entry)
-    .onConflict((oc) =>
-      oc.columns(['directory_id', 'external_id']).doUpdateSet({
-        user_id: entry.user_id,
-        dn: entry.dn,
-        disabled_by_directory: entry.disabled_by_directory,
-        digest: entry.digest,
-      }),
-    )
-    .execute();
+  await saveLdapEntries(db, [entry]);
 }
 
-/** Many entries' links, each as saveLdapEntry writes it, many to a statement. */
+/** Many entries' links (or their moves to new DNs), many to a statement. */
 export async function saveLdapEntries(db: Q, entries: LdapEntry[]): Promise<void> {
   for (const part of chunks(entries))
     await db
