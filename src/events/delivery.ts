@@ -15,7 +15,7 @@ import { countDelivery } from '../http/metrics-events.ts';
 import { post, type Answer, type TargetPolicy } from './targets.ts';
 import { sendToWebhook, webhookBody } from './webhooks.ts';
 import { setForDelivery, type SetSigner } from './sets.ts';
-import { sendMail, type MailDeps } from './mail.ts';
+import { mailContexts, sendMail, type MailContexts, type MailDeps } from './mail.ts';
 import { countMail } from '../http/metrics-events.ts';
 
 /**
@@ -32,6 +32,8 @@ const BATCH = 50;
 const BATCH_WAIT_MS = 500;
 /** Attempts in flight at most (the stragglers of earlier batches count). */
 const MAX_IN_FLIGHT = 200;
+/** Batches under way at once while the outbox holds more than a batch. */
+const LANES = 3;
 /** Between looks at the outbox when the last one found nothing to do. */
 const IDLE_MS = 250;
 const MAX_DELAY_MS = 3600_000;
@@ -82,11 +84,22 @@ function openAuthorization(keys: Keyring, stream: repo.StreamRow): string | unde
   return header.toString('utf8');
 }
 
-/** The webhooks and streams of one batch, each read once. */
-function destinations(o: DeliveryOptions) {
+/** The webhooks and streams of one batch, each read once, and what its messages are written from. */
+function destinations(o: DeliveryOptions, batch: repo.ClaimedDelivery[]) {
   const webhooks = new Map<number, Promise<repo.WebhookRow | undefined>>();
   const streams = new Map<string, Promise<repo.StreamRow | undefined>>();
+  let contexts: Promise<MailContexts> | undefined;
   return {
+    /** read together for every message of the batch, when the first is written */
+    mailContexts(mail: MailDeps) {
+      contexts ??= mailContexts(
+        mail,
+        batch.flatMap((d) =>
+          d.destination.startsWith('mail:') ? [{ kind: d.destination.slice('mail:'.length), data: d.data }] : [],
+        ),
+      );
+      return contexts;
+    },
     webhook(id: number) {
       if (!webhooks.has(id)) webhooks.set(id, repo.findWebhook(o.store.db, id));
       return webhooks.get(id)!;
@@ -135,9 +148,14 @@ async function toStream(
 }
 
 /** A message is written and sent; one that can no longer be (its user, address or link gone) is given up. */
-async function toMail(o: DeliveryOptions, d: repo.ClaimedDelivery, kind: string): Promise<Outcome | Gone> {
+async function toMail(
+  o: DeliveryOptions,
+  known: Destinations,
+  d: repo.ClaimedDelivery,
+  kind: string,
+): Promise<Outcome | Gone> {
   if (!o.mail) return { ok: false, status: null, error: 'mail is not configured (SMTP_URL is not set)' };
-  const result = await sendMail(o.mail, kind, d.data);
+  const result = await sendMail(o.mail, kind, d.data, await known.mailContexts(o.mail));
   if ('gone' in result) return { gone: result.gone };
   return result.ok ? { ok: true, status: 250 } : { ok: false, status: null, error: result.error };
 }
@@ -241,7 +259,7 @@ async function attempt(
   return inSpan(`${kind} delivery`, attributes, async () => {
     let outcome: Outcome | Gone | 'gone' | 'paused';
     try {
-      if (kind === 'mail') outcome = await toMail(o, d, id);
+      if (kind === 'mail') outcome = await toMail(o, known, d, id);
       else if (kind === 'webhook') outcome = await toWebhook(o, known, d, Number(id), at);
       else outcome = await toStream(o, known, d, id, at);
     } catch (err) {
@@ -253,31 +271,55 @@ async function attempt(
 
 export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>; runOnce(): Promise<number> } {
   const now = o.now ?? Date.now;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<number> | undefined;
   /** attempts that outlived their batch's wait, each recorded when it ends */
   const stragglers = new Set<Promise<void>>();
+  /** attempts claimed and not yet ended, and the room that claims under way have taken */
+  let inFlight = 0;
+  let reserved = 0;
 
   async function runBatch(): Promise<number> {
-    const room = Math.min(BATCH, MAX_IN_FLIGHT - stragglers.size);
+    const room = Math.min(BATCH, MAX_IN_FLIGHT - inFlight - reserved);
     if (room <= 0) return 0;
-    const at = now();
-    const batch = await repo.claimDueDeliveries(o.store.db, o.store.dialect, at, at + LEASE_MS, room);
-    const known = destinations(o);
+    reserved += room;
+    let batch: repo.ClaimedDelivery[];
+    try {
+      const at = now();
+      batch = await repo.claimDueDeliveries(o.store.db, o.store.dialect, at, at + LEASE_MS, room);
+    } finally {
+      reserved -= room;
+    }
+    inFlight += batch.length;
+    const known = destinations(o, batch);
     const ended: Attempt[] = [];
-    const attempts = batch.map((d) => attempt(o, now, d, known).then((a) => (ended.push(a), a)));
+    const attempts = batch.map((d) =>
+      attempt(o, now, d, known).then(
+        (a) => (ended.push(a), a),
+        (err: unknown) => {
+          inFlight--;
+          throw err;
+        },
+      ),
+    );
     let waiting: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all(attempts), new Promise((r) => (waiting = setTimeout(r, BATCH_WAIT_MS)))]);
+    await Promise.race([Promise.allSettled(attempts), new Promise((r) => (waiting = setTimeout(r, BATCH_WAIT_MS)))]);
     clearTimeout(waiting);
     const recorded = new Set(ended);
-    await recordOutcomes(o, [...recorded]);
+    // the attempts still under way are recorded as each ends, whatever becomes of this record
     for (const pending of attempts) {
       const late: Promise<void> = pending
-        .then((a) => (recorded.has(a) ? undefined : recordOutcomes(o, [a])))
+        .then((a) => {
+          if (recorded.has(a)) return undefined;
+          inFlight--;
+          return recordOutcomes(o, [a]);
+        })
         .catch((err: unknown) => o.log?.warn({ err }, 'event delivery: an outcome was not recorded'))
         .finally(() => stragglers.delete(late));
       stragglers.add(late);
+    }
+    try {
+      await recordOutcomes(o, [...recorded]);
+    } finally {
+      inFlight -= recorded.size;
     }
     return batch.length;
   }
@@ -289,29 +331,66 @@ export function startEventDelivery(o: DeliveryOptions): { stop(): Promise<void>;
     return n;
   }
 
-  function schedule(ms: number): void {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = runBatch();
-      running.then(
-        (n) => schedule(n === BATCH ? 0 : IDLE_MS),
-        (err: unknown) => {
-          o.log?.warn({ err }, 'event delivery: the outbox could not be read, retrying');
-          schedule(IDLE_MS * 8);
-        },
-      );
-    }, ms);
-    timer.unref();
-  }
-  schedule(0);
-
+  const lanes = startLanes(runBatch, o.log);
   return {
     runOnce,
     async stop() {
+      await lanes.stop();
+      await Promise.allSettled([...stragglers]);
+    },
+  };
+}
+
+/**
+ * Lanes: one looks at the outbox every IDLE_MS; while batches come back full, more lanes claim the
+ * next batches before the earlier ones have been sent, up to LANES at once, so that the database's
+ * and the receivers' waits overlap. Order per subject and destination holds across lanes as across
+ * instances: a delivery is not claimed while an earlier one of its subject to its destination is
+ * pending (claimDueDeliveries).
+ */
+function startLanes(runBatch: () => Promise<number>, log?: FastifyBaseLogger): { stop(): Promise<void> } {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  /** batches between their claim and the record of their outcomes */
+  const running = new Set<Promise<number>>();
+  let lanes = 0;
+  function wait(then: () => void, ms: number): void {
+    if (stopped) return void lanes--;
+    timer = setTimeout(then, ms);
+    timer.unref();
+  }
+  function lane(): void {
+    lanes++;
+    const next = (): void => {
+      if (stopped) return void lanes--;
+      const batch = runBatch();
+      running.add(batch);
+      batch.then(
+        (n) => {
+          running.delete(batch);
+          if (n === BATCH) {
+            if (lanes < LANES) lane();
+            setImmediate(next);
+          } else if (lanes > 1) lanes--;
+          else wait(next, IDLE_MS);
+        },
+        (err: unknown) => {
+          running.delete(batch);
+          if (lanes > 1) return void lanes--;
+          log?.warn({ err }, 'event delivery: the outbox could not be read, retrying');
+          wait(next, IDLE_MS * 8);
+        },
+      );
+    };
+    next();
+  }
+  timer = setTimeout(lane, 0);
+  timer.unref();
+  return {
+    async stop() {
       stopped = true;
       clearTimeout(timer);
-      await running?.catch(() => undefined);
-      await Promise.allSettled([...stragglers]);
+      await Promise.allSettled([...running]);
     },
   };
 }

@@ -16,7 +16,16 @@ import { isLocale, type Locale } from '../ui/i18n.ts';
 import { openLink, type LinkMailData, type NoticeMailData } from '../webauthn/mail-links.ts';
 import { RECOVERY_PATH } from '../webauthn/recovery-links.ts';
 import { buildMessage } from './mail-messages.ts';
-import { ACTORS, findMailContext, NOTICES, type ActorLabel, type Notice } from '../store/mail.ts';
+import {
+  ACTORS,
+  findMailContexts,
+  mailContextKey,
+  NOTICES,
+  type ActorLabel,
+  type MailContext,
+  type MailContextKey,
+  type Notice,
+} from '../store/mail.ts';
 
 /** Connect, greeting and idle limits: a mail server that stops answering fails the attempt. */
 const CONNECTION_TIMEOUT_MS = 10_000;
@@ -82,13 +91,38 @@ function localeOf(...candidates: (string | null | undefined)[]): Locale {
   return candidates.find(isLocale) ?? 'en';
 }
 
-/** Writes and sends one queued message. */
-export async function sendMail(deps: MailDeps, kind: string, data: string): Promise<MailOutcome> {
+type MailData = LinkMailData & NoticeMailData;
+
+/** Whose context a queued message of this kind is written from. */
+function contextKey(kind: string, d: MailData): MailContextKey {
+  return { eppn: d.eppn, linkId: withLink(kind) && Number.isSafeInteger(d.link_id) ? d.link_id : undefined };
+}
+
+const withLink = (kind: string) => kind === 'invitation' || kind === 'reminder' || kind === 'recovery';
+
+/** What a batch of queued messages is written from, read together (src/store/mail.ts). */
+export type MailContexts = Map<string, MailContext>;
+
+export async function mailContexts(deps: MailDeps, messages: { kind: string; data: string }[]): Promise<MailContexts> {
+  const keys = messages.flatMap(({ kind, data }) => {
+    try {
+      const d = JSON.parse(data) as MailData;
+      return typeof d.eppn === 'string' ? [contextKey(kind, d)] : [];
+    } catch {
+      return []; // sendMail gives it up
+    }
+  });
+  return findMailContexts(deps.store.db, keys);
+}
+
+/** Writes and sends one queued message, from its batch's contexts when they were read together. */
+export async function sendMail(deps: MailDeps, kind: string, data: string, batch?: MailContexts): Promise<MailOutcome> {
   if (!deps.mailer) return { ok: false, error: 'mail is not configured (SMTP_URL is not set)' };
-  const d = JSON.parse(data) as LinkMailData & NoticeMailData;
-  const withLink = kind === 'invitation' || kind === 'reminder' || kind === 'recovery';
-  const linkId = withLink && Number.isSafeInteger(d.link_id) ? d.link_id : undefined;
-  const context = await findMailContext(deps.store.db, d.eppn, linkId);
+  const d = JSON.parse(data) as MailData;
+  if (typeof d.eppn !== 'string') return { gone: `a message without its user` };
+  const key = contextKey(kind, d);
+  const contexts = batch ?? (await findMailContexts(deps.store.db, [key]));
+  const context = contexts.get(mailContextKey(key));
   if (!context) return { gone: 'the user no longer exists' };
   const { user, org, link } = context;
   // a notice of an address changed goes to the old address, which the service wrote itself
@@ -106,7 +140,7 @@ export async function sendMail(deps: MailDeps, kind: string, data: string): Prom
     if (!NOTICES.includes(d.notice as Notice)) return { gone: `unknown notice '${d.notice}'` };
     const by = ACTORS.includes(d.by as ActorLabel) ? (d.by as ActorLabel) : 'system';
     message = buildMessage({ ...common, kind, notice: d.notice as Notice, by, at: d.at });
-  } else if (withLink) {
+  } else if (withLink(kind)) {
     if (user.disabled_at !== null) return { gone: 'the user is disabled' };
     if (!link || link.user_id !== user.id || link.used_at !== null || link.revoked_at !== null)
       return { gone: 'the link was used or revoked' };

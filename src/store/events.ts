@@ -147,7 +147,14 @@ export async function claimDueDeliveries(
   const claimed = await db
     .updateTable('event_deliveries')
     .set({ lease_until: leaseUntil })
-    .where('id', 'in', dialect === 'postgres' ? due.forUpdate().skipLocked() : due)
+    // On PostgreSQL the rows are locked as they are chosen, and chosen once: as `id in (...)`, the
+    // planner may run the subquery again for each row it joins, and each run skips what the last
+    // one locked, so that a claim of 50 took every due delivery.
+    .where((eb) =>
+      dialect === 'postgres'
+        ? sql<boolean>`${eb.ref('id')} = any(array(${due.forUpdate().skipLocked()}))`
+        : eb('id', 'in', due),
+    )
     .where('state', '=', 'pending')
     .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
     .returningAll()

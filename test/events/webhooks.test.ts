@@ -12,7 +12,7 @@ import { addWebhook, rotateWebhookSecret } from '../../src/events/webhooks.ts';
 import { targetPolicy } from '../../src/events/targets.ts';
 import { recordAudit, SYSTEM } from '../../src/audit/index.ts';
 import { disableUser, removeUser } from '../../src/oauth/account-lifecycle.ts';
-import { listDeliveries } from '../../src/store/events.ts';
+import { insertEvents, listDeliveries } from '../../src/store/events.ts';
 import { retryDelay } from '../../src/events/delivery.ts';
 
 // The receivers are on loopback over plain http: allowed while PUBLIC_URL is on localhost.
@@ -197,6 +197,50 @@ for (const dialect of dialects()) {
           got.filter((r) => payload(r).data.eppn === eppn).map((r) => payload(r).type),
           ['user.created', 'user.disabled', 'session.revoked'],
           eppn,
+        );
+    });
+
+    it('sends a backlog in overlapping batches, still in order per user', async () => {
+      // 150 users with two events each, written at once: more than a batch (50) is due together
+      const at = Date.now();
+      const events = [1, 2].flatMap((step) =>
+        Array.from({ length: 150 }, (_, i) => ({
+          at,
+          type: `user.step${step}`,
+          orgId: 1,
+          subject: `backlog${i}@example.org`,
+          sub: null,
+          ssfType: null,
+          data: { eppn: `backlog${i}@example.org`, org_id: 1, step },
+        })),
+      );
+      receiver.answer = () => new Promise((r) => setTimeout(() => r(200), 20));
+      await insertEvents(ctx.store.db, events);
+      // deliveries claimed (leased) and not yet recorded, looked at while the backlog goes out
+      let most = 0;
+      let watching = true;
+      const watch = (async () => {
+        while (watching) {
+          const { n } = await ctx.store.db
+            .selectFrom('event_deliveries')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where('subject', 'like', 'backlog%')
+            .where('state', '=', 'pending')
+            .where('lease_until', 'is not', null)
+            .executeTakeFirstOrThrow();
+          most = Math.max(most, Number(n));
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      const mine = (r: Received) => payload(r).data.eppn.startsWith('backlog');
+      const got = await receiver.waitFor(300, mine, 10_000).finally(() => (watching = false));
+      await watch;
+      // a batch is 50: more claimed at once means the next batch was claimed before the last was sent
+      assert.ok(most > 50, `at most ${most} deliveries claimed at once`);
+      for (let i = 0; i < 150; i++)
+        assert.deepEqual(
+          got.filter((r) => payload(r).data.eppn === `backlog${i}@example.org`).map((r) => payload(r).type),
+          ['user.step1', 'user.step2'],
         );
     });
 

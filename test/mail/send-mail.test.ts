@@ -15,7 +15,7 @@ import { keyring } from '../../src/crypto.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { createRecoveryLink } from '../../src/webauthn/recovery-links.ts';
 import { sealLink, type LinkMailData } from '../../src/webauthn/mail-links.ts';
-import { createMailer, sendMail, type MailDeps } from '../../src/events/mail.ts';
+import { createMailer, mailContexts, sendMail, type MailDeps } from '../../src/events/mail.ts';
 import { disableUser } from '../../src/oauth/account-lifecycle.ts';
 import { startSmtp, type TestSmtp } from './smtp.ts';
 
@@ -121,6 +121,39 @@ for (const dialect of dialects()) {
       const { data } = await invitation('dan@example.org');
       await disableUser(store, 'dan@example.org');
       assert.deepEqual(await sendMail(deps, 'invitation', JSON.stringify(data)), { gone: 'the user is disabled' });
+    });
+
+    it('writes a batch from contexts read together, with the outcomes of one message at a time', async () => {
+      const used = await invitation('bob@example.org');
+      await store.db.updateTable('recovery_links').set({ used_at: Date.now() }).where('id', '=', used.id).execute();
+      const messages = [
+        { kind: 'invitation', data: (await invitation('ada@example.org')).data },
+        { kind: 'invitation', data: (await invitation('bob@example.org', 'ada@example.org')).data },
+        { kind: 'invitation', data: used.data },
+        { kind: 'reminder', data: (await invitation('bob@example.org')).data },
+        { kind: 'notification', data: { eppn: 'bob@example.org', notice: 'passkey_removed', by: 'you', at: 1 } },
+        { kind: 'notification', data: { eppn: 'cy@example.org', notice: 'passkey_added' } },
+        { kind: 'notification', data: { eppn: 'nobody@example.org', notice: 'passkey_added' } },
+        { kind: 'invitation', data: { notice: 'no user named' } },
+      ].map(({ kind, data }) => ({ kind, data: JSON.stringify(data) }));
+      const contexts = await mailContexts(deps, [...messages, { kind: 'notification', data: 'not JSON' }]);
+      // ada's, bob's and cy's users; bob's link in ada's message is still read, and refused when written
+      assert.equal(contexts.size, 6);
+      const together = [];
+      for (const m of messages) together.push(await sendMail(deps, m.kind, m.data, contexts));
+      const alone = [];
+      for (const m of messages) alone.push(await sendMail(deps, m.kind, m.data));
+      assert.deepEqual(together, alone);
+      assert.deepEqual(together, [
+        { ok: true },
+        { gone: 'the link was used or revoked' },
+        { gone: 'the link was used or revoked' },
+        { ok: true },
+        { ok: true },
+        { gone: 'the user has no e-mail address' },
+        { gone: 'the user no longer exists' },
+        { gone: 'a message without its user' },
+      ]);
     });
   });
 }

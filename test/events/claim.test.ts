@@ -1,0 +1,61 @@
+// Claiming due deliveries (src/store/events.ts): a claim takes at most what it asks for, the next
+// claim takes the next ones, and of one subject's deliveries to one destination only the oldest
+// pending one can be claimed. Both databases.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { dialects, migratedDatabase, seedOrg, type TestDatabase } from '../helpers.ts';
+import { openStore, type Store } from '../../src/store/index.ts';
+import { claimDueDeliveries, insertEvents, insertWebhook } from '../../src/store/events.ts';
+
+for (const dialect of dialects()) {
+  describe(`claiming deliveries (${dialect})`, () => {
+    let db: TestDatabase;
+    let store: Store;
+
+    before(async () => {
+      db = await migratedDatabase(dialect);
+      store = await openStore(db.url);
+      await seedOrg({ store }, 1, 'example.org');
+      await insertWebhook(store.db, { orgId: 1, url: 'https://hooks.example/x', eventTypes: [], secret: 's', at: 1 });
+    });
+    after(async () => {
+      await store.close();
+      await db.drop();
+    });
+
+    it('takes at most the limit, and the next claim the next ones, the oldest of each subject first', async () => {
+      const at = Date.now();
+      // 120 users with two events each: 120 deliveries are due, the second of each waits for the first
+      await insertEvents(
+        store.db,
+        [1, 2].flatMap((step) =>
+          Array.from({ length: 120 }, (_, i) => ({
+            at,
+            type: `user.step${step}`,
+            orgId: 1,
+            subject: `u${i}@example.org`,
+            sub: null,
+            ssfType: null,
+            data: { step },
+          })),
+        ),
+      );
+      const lease = at + 15_000;
+      const first = await claimDueDeliveries(store.db, store.dialect, at, lease, 50);
+      const second = await claimDueDeliveries(store.db, store.dialect, at, lease, 50);
+      const third = await claimDueDeliveries(store.db, store.dialect, at, lease, 50);
+      assert.deepEqual(
+        [first.length, second.length, third.length],
+        [50, 50, 20],
+        'the limit holds, and the later step of a subject waits for the earlier one',
+      );
+      const ids = [...first, ...second, ...third].map((d) => Number(d.id));
+      assert.equal(new Set(ids).size, 120, 'no delivery claimed twice');
+      assert.ok(
+        [...first, ...second, ...third].every((d) => d.type === 'user.step1'),
+        'only the oldest of each subject',
+      );
+      assert.deepEqual(await claimDueDeliveries(store.db, store.dialect, at, lease, 50), [], 'all leased');
+    });
+  });
+}
