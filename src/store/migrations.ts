@@ -13,6 +13,7 @@ import { migration024 } from './migrations-adoption.ts';
 import { migration023, migration027 } from './migrations-ldap.ts';
 import { migration025, migration029, migration030, migration032, migration033 } from './migrations-upstream.ts';
 import { migration026, migration031 } from './migrations-upstream-saml.ts';
+import { migration035 } from './migrations-outbox.ts';
 import { migration034 } from './migrations-organizations.ts';
 
 type Dialect = 'sqlite' | 'postgres';
@@ -197,6 +198,7 @@ function allMigrations(dialect: Dialect): Record<string, Migration> {
     '032_upstream_logos': migration032(dialect),
     '033_upstream_link_requests': migration033(),
     '034_organization_disabled': migration034(),
+    '035_outbox_pending_index': migration035(),
   };
 }
 

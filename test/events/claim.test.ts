@@ -1,11 +1,13 @@
 // Claiming due deliveries (src/store/events.ts): a claim takes at most what it asks for, the next
 // claim takes the next ones, and of one subject's deliveries to one destination only the oldest
-// pending one can be claimed. Both databases.
+// pending one can be claimed; the due ones are found among the pending only, in id order, however
+// many were delivered before or wait behind them. Both databases.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, migratedDatabase, seedOrg, type TestDatabase } from '../helpers.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
 import { claimDueDeliveries, insertEvents, insertWebhook } from '../../src/store/events.ts';
+import { planOf, statementsOf } from '../plans.ts';
 
 for (const dialect of dialects()) {
   describe(`claiming deliveries (${dialect})`, () => {
@@ -56,6 +58,16 @@ for (const dialect of dialects()) {
         'only the oldest of each subject',
       );
       assert.deepEqual(await claimDueDeliveries(store.db, store.dialect, at, lease, 50), [], 'all leased');
+    });
+
+    it('finds the due deliveries in id order among the pending ones, without sorting them all', async () => {
+      const [claim] = await statementsOf(dialect, db.url, async (q) => {
+        await claimDueDeliveries(q, dialect, Date.now(), Date.now() + 15_000, 50);
+      });
+      // PostgreSQL chooses by its statistics; the index must be one it can walk in order
+      const plan = await planOf(dialect, db.url, claim!, ['set enable_seqscan = off', 'set enable_sort = off']);
+      assert.match(plan, /event_deliveries_pending/, plan);
+      assert.doesNotMatch(plan, /TEMP B-TREE FOR ORDER BY|Sort/, plan);
     });
   });
 }

@@ -1,15 +1,12 @@
 import { after, before, describe, it } from 'node:test';
-import type { SQLInputValue } from 'node:sqlite';
 import assert from 'node:assert/strict';
-import { Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
-import { openStore, type Dialect, type Store } from '../../src/store/index.ts';
+import { sql } from 'kysely';
+import { openStore, type Store } from '../../src/store/index.ts';
 import { insertPasskeys, listPasskeysByEppn, listPasskeysOfEppn } from '../../src/store/passkeys.ts';
 import { eppnExists } from '../../src/store/checkuser.ts';
-import { openSqlite, SqliteLimitsInText, sqliteDialect } from '../../src/store/sqlite.ts';
-import type { DB } from '../../src/store/schema.ts';
 import { dialects, migratedDatabase, seedOrg, seedUser, type TestDatabase } from '../helpers.ts';
 import { passkeyRow } from './fixtures.ts';
+import { planOf, statementsOf, type Statement } from '../plans.ts';
 
 // Lookups of one user by eppn: the user is found by the unique eppn index and the organization is
 // checked on that row, so the plan does not depend on statistics. On PostgreSQL without statistics
@@ -17,58 +14,6 @@ import { passkeyRow } from './fixtures.ts';
 // scan of the organization's users by an org_id index, filtered by eppn.
 
 const USERS_PER_ORG = 300;
-
-interface Statement {
-  sql: string;
-  parameters: readonly unknown[];
-}
-
-/** The statements `run` sends, as the store's queries send them, on a connection of the test's own. */
-async function statementsOf(
-  dialect: Dialect,
-  url: string,
-  run: (db: Kysely<DB>) => Promise<void>,
-): Promise<Statement[]> {
-  const statements: Statement[] = [];
-  const log = (event: { query: Statement }) => void statements.push(event.query);
-  const db =
-    dialect === 'sqlite'
-      ? new Kysely<DB>({ dialect: sqliteDialect(url), plugins: [new SqliteLimitsInText()], log })
-      : new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }), log });
-  try {
-    await run(db);
-  } finally {
-    await db.destroy();
-  }
-  return statements;
-}
-
-/** A statement's plan, one line per step: SQLite's EXPLAIN QUERY PLAN, or PostgreSQL's EXPLAIN after `setup`. */
-async function planOf(dialect: Dialect, url: string, statement: Statement, setup: string[] = []): Promise<string> {
-  if (dialect === 'sqlite') {
-    const raw = openSqlite(url);
-    try {
-      return raw
-        .prepare(`explain query plan ${statement.sql}`)
-        .all(...(statement.parameters as SQLInputValue[]))
-        .map((r) => String(r.detail))
-        .join('\n');
-    } finally {
-      raw.close();
-    }
-  }
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    for (const command of setup) await client.query(command);
-    const { rows } = await client.query<{ 'QUERY PLAN': string }>(`explain ${statement.sql}`, [
-      ...statement.parameters,
-    ]);
-    return rows.map((r) => r['QUERY PLAN']).join('\n');
-  } finally {
-    await client.end();
-  }
-}
 
 for (const dialect of dialects()) {
   describe(`one user by eppn (${dialect})`, () => {
