@@ -33,7 +33,12 @@ export async function statementsOf(
 }
 
 /** A statement's plan, one line per step: SQLite's EXPLAIN QUERY PLAN, or PostgreSQL's EXPLAIN after `setup`. */
-export async function planOf(dialect: Dialect, url: string, statement: Statement, setup: string[] = []): Promise<string> {
+export async function planOf(
+  dialect: Dialect,
+  url: string,
+  statement: Statement,
+  setup: string[] = [],
+): Promise<string> {
   if (dialect === 'sqlite') {
     const raw = openSqlite(url);
     try {
