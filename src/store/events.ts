@@ -144,21 +144,32 @@ export async function claimDueDeliveries(
     )
     .orderBy('d.id')
     .limit(limit);
-  const claimed = await db
-    .updateTable('event_deliveries')
-    .set({ lease_until: leaseUntil })
-    // On PostgreSQL the rows are locked as they are chosen, and chosen once: as `id in (...)`, the
-    // planner may run the subquery again for each row it joins, and each run skips what the last
-    // one locked, so that a claim of 50 took every due delivery.
-    .where((eb) =>
-      dialect === 'postgres'
-        ? sql<boolean>`${eb.ref('id')} = any(array(${due.forUpdate().skipLocked()}))`
-        : eb('id', 'in', due),
-    )
-    .where('state', '=', 'pending')
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
-    .returningAll()
-    .execute();
+  const claim = (q: Q) =>
+    q
+      .updateTable('event_deliveries')
+      .set({ lease_until: leaseUntil })
+      // On PostgreSQL the rows are locked as they are chosen, and chosen once: as `id in (...)`, the
+      // planner may run the subquery again for each row it joins, and each run skips what the last
+      // one locked, so that a claim of 50 took every due delivery.
+      .where((eb) =>
+        dialect === 'postgres'
+          ? sql<boolean>`${eb.ref('id')} = any(array(${due.forUpdate().skipLocked()}))`
+          : eb('id', 'in', due),
+      )
+      .where('state', '=', 'pending')
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
+      .returningAll()
+      .execute();
+  // Planned without statistics (a table just filled, before ANALYZE), PostgreSQL took the due
+  // deliveries as few and chose to read them all and sort them: 0.5 s a claim with 100,000 queued.
+  // Walking the pending index in id order costs the same at any depth, so it is the plan, always.
+  const claimed =
+    dialect === 'postgres'
+      ? await db.transaction().execute(async (trx) => {
+          await sql`select set_config('enable_sort', 'off', true)`.execute(trx);
+          return claim(trx);
+        })
+      : await claim(db);
   if (claimed.length === 0) return [];
   const events = await db
     .selectFrom('events')
