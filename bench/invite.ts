@@ -205,7 +205,14 @@ async function measure(database: string, url: string, port: number, o: Options):
 
 function table(figures: Figures[]): string {
   return [
-    row(['database', 'queued (invite)', 'delivered', 'delivery rate', 'goal', 'passkey API p50 / p99 / max ms, failed']),
+    row([
+      'database',
+      'queued (invite)',
+      'delivered',
+      'delivery rate',
+      'goal',
+      'passkey API p50 / p99 / max ms, failed',
+    ]),
     row(['---', '---', '---', '---', '---', '---']),
     ...figures.map((f) =>
       row([
