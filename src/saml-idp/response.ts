@@ -10,7 +10,7 @@ import {
   KEY_TRANSPORT,
   NS,
   serialize,
-  signElement,
+  signElementInPool,
   type ContentEncryption,
   type Document,
   type Element,
@@ -245,13 +245,13 @@ export async function finishResponse(
   const signing = { privateKey: key.privateKey, certificate: key.certificate };
   const signatures = signaturesFor(sp);
   const document = built.document;
-  if (built.assertionId && signatures.assertion) signElement(document, built.assertionId, signing);
+  if (built.assertionId && signatures.assertion) await signElementInPool(document, built.assertionId, signing);
   const encryption = built.assertionId ? encryptionFor(sp) : undefined;
   if (encryption) {
     const assertion = childElements(document.documentElement!, NS.assertion, 'Assertion')[0]!;
     await encryptAssertion(document, assertion, encryption);
   }
   // A Response without an assertion (a status) is always signed: nothing else in it is.
-  if (signatures.response || !built.assertionId) signElement(document, built.responseId, signing);
+  if (signatures.response || !built.assertionId) await signElementInPool(document, built.responseId, signing);
   return serialize(document);
 }

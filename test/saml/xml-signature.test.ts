@@ -9,6 +9,7 @@ import {
   NS,
   parseXml,
   serialize,
+  signElementInPool,
   signEnveloped,
   SIGNATURE,
   textOf,
@@ -162,6 +163,19 @@ describe('the signer against xml-crypto', () => {
       { keys: [sp.certificate] },
     );
     assert.match(serialize(verified.element), /Ada &amp; &lt;Lovelace&gt;/);
+  });
+
+  it('makes the same signature on the thread pool as on the event loop', async () => {
+    const xml = response('_r2', assertion('_a2'));
+    const inPool = parseXml(xml).document;
+    await signElementInPool(inPool, '_a2', { privateKey: sp.privateKey, certificate: sp.certificate });
+    // RSA PKCS#1 v1.5 signatures are deterministic: the same key and SignedInfo give the same value
+    assert.equal(serialize(inPool), sign(xml, '_a2'));
+    const parsed = parseXml(serialize(inPool));
+    const verified = verifyEnvelopedSignature(parsed, first(parsed.root, ASSERTION, 'Assertion'), {
+      keys: [sp.certificate],
+    });
+    assert.equal(verified.element.getAttribute('ID'), '_a2');
   });
 
   it('refuses to sign an element that carries a signature already', () => {

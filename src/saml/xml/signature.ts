@@ -8,6 +8,7 @@
 // element's ID; IDs unique in the whole document; transforms enveloped-signature and exclusive
 // canonicalization only; algorithms from an allow-list; the key only from the caller.
 import { createHash, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
 import { ExclusiveCanonicalization, SignedXml, type HashAlgorithm, type SignatureAlgorithm } from 'xml-crypto';
 import {
   acceptedDigestAlgorithms,
@@ -274,6 +275,27 @@ function canonical(element: Element): string {
  * the SignedInfo, canonicalized the same way, is signed with node:crypto.
  */
 export function signElement(document: Document, id: string, options: SignOptions): void {
+  const pending = unsignedSignature(document, id, options);
+  pending.finish(cryptoSign(pending.hash, pending.signedInfo, pending.privateKey));
+}
+
+/**
+ * signElement with the RSA signature made on libuv's thread pool: the event loop goes on with other
+ * requests meanwhile (an RSA-3072 signature is about a millisecond of CPU). For the documents made
+ * per request (Responses); the document is not to be touched until the promise settles.
+ */
+export async function signElementInPool(document: Document, id: string, options: SignOptions): Promise<void> {
+  const pending = unsignedSignature(document, id, options);
+  pending.finish(await signInPool(pending.hash, pending.signedInfo, pending.privateKey));
+}
+
+const signInPool = promisify(
+  (algorithm: string, data: Buffer, key: KeyObject, done: (err: Error | null, value: Buffer) => void) =>
+    cryptoSign(algorithm, data, key, done),
+);
+
+/** The Signature element in place with its SignedInfo, and what its SignatureValue is made from. */
+function unsignedSignature(document: Document, id: string, options: SignOptions) {
   if (!NCNAME.test(id)) throw new Error('the element to sign needs an NCName ID');
   const targets = descendantElements(document).filter((e) => e.getAttribute('ID') === id);
   if (targets.length !== 1) throw new Error(`exactly one element with ID ${id} is required`);
@@ -307,11 +329,16 @@ export function signElement(document: Document, id: string, options: SignOptions
   ds(reference, 'DigestValue', {}, digest);
   const issuer = childElements(target, NS.assertion, 'Issuer')[0];
   target.insertBefore(signature, issuer ? issuer.nextSibling : target.firstChild);
-
-  const value = cryptoSign(SIGNATURE_HASH[signatureAlgorithm], Buffer.from(canonical(signedInfo)), privateKey);
-  ds(signature, 'SignatureValue', {}, value.toString('base64'));
-  const x509 = ds(ds(signature, 'KeyInfo'), 'X509Data');
-  for (const certificate of certificates) ds(x509, 'X509Certificate', {}, certificate);
+  return {
+    hash: SIGNATURE_HASH[signatureAlgorithm]!,
+    signedInfo: Buffer.from(canonical(signedInfo)),
+    privateKey,
+    finish(value: Buffer) {
+      ds(signature, 'SignatureValue', {}, value.toString('base64'));
+      const x509 = ds(ds(signature, 'KeyInfo'), 'X509Data');
+      for (const certificate of certificates) ds(x509, 'X509Certificate', {}, certificate);
+    },
+  };
 }
 
 /** The base64 of each certificate in a PEM text, as KeyInfo publishes it. */
