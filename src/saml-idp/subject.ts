@@ -34,7 +34,7 @@ export async function nameIdFor(
   switch (sp.nameId) {
     case 'persistent':
       return {
-        value: await persistentNameId(store.db, user.id, sp.entityId, opaque(), now),
+        value: await persistentNameId(store.db, user.id, sp.entityId, opaque, now),
         format: NAMEID_FORMAT.persistent,
       };
     case 'transient':
@@ -66,7 +66,7 @@ export async function targetedIdAttribute(
   const value =
     nameId?.format === NAMEID_FORMAT.persistent
       ? nameId.value
-      : await persistentNameId(store.db, user.id, sp.entityId, opaque(), now);
+      : await persistentNameId(store.db, user.id, sp.entityId, opaque, now);
   return {
     name: EPTID,
     friendlyName: 'eduPersonTargetedID',

@@ -20,26 +20,33 @@ export async function recordRequestId(db: Q, id: string, expiresAt: number, now:
   return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
 }
 
-/** The user's persistent NameID at the SP: the one on record, or `candidate` stored as it (first use). */
+/**
+ * The user's persistent NameID at the SP: the one on record, or a new one (`candidate()`) stored as
+ * it on first use. Read first: after the first sign-in it is one read, not a write; two first
+ * sign-ins at once both end with the one stored.
+ */
 export async function persistentNameId(
   db: Q,
   userId: number,
   entityId: string,
-  candidate: string,
+  candidate: () => string,
   now: number,
 ): Promise<string> {
+  const stored = () =>
+    db
+      .selectFrom('saml_persistent_ids')
+      .select('name_id')
+      .where('user_id', '=', userId)
+      .where('entity_id', '=', entityId)
+      .executeTakeFirst();
+  const known = await stored();
+  if (known) return known.name_id;
   await db
     .insertInto('saml_persistent_ids')
-    .values({ user_id: userId, entity_id: entityId, name_id: candidate, created_at: now })
+    .values({ user_id: userId, entity_id: entityId, name_id: candidate(), created_at: now })
     .onConflict((oc) => oc.columns(['user_id', 'entity_id']).doNothing())
     .execute();
-  const row = await db
-    .selectFrom('saml_persistent_ids')
-    .select('name_id')
-    .where('user_id', '=', userId)
-    .where('entity_id', '=', entityId)
-    .executeTakeFirstOrThrow();
-  return row.name_id;
+  return (await stored())!.name_id;
 }
 
 /** The user a persistent NameID at an SP stands for. */

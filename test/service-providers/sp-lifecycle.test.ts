@@ -71,7 +71,7 @@ async function signedInTo(ctx: TestContext, user: User, entityId: string) {
   await payload('Grant', grant, { clientId, accountId: user.sub }, grant);
   await payload('AccessToken', token, { clientId, accountId: user.sub, grantId: grant }, grant);
   await saveConsent(ctx.store.db, user.id, clientId, ['openid', 'email'], now);
-  const nameId = await persistentNameId(ctx.store.db, user.id, entityId, randomBytes(24).toString('base64url'), now);
+  const nameId = await persistentNameId(ctx.store.db, user.id, entityId, () => randomBytes(24).toString('base64url'), now);
   await recordSessionSp(ctx.store.db, {
     session_uid: session,
     entity_id: entityId,
@@ -141,7 +141,7 @@ for (const dialect of dialects()) {
 
       await setServiceProviderEnabled(ctx.store, sp.entityId, true);
       assert.equal((await sso(sp.entityId, sp.acs)).statusCode, 303);
-      const again = await persistentNameId(ctx.store.db, user.id, sp.entityId, 'another-candidate', Date.now());
+      const again = await persistentNameId(ctx.store.db, user.id, sp.entityId, () => 'another-candidate', Date.now());
       assert.equal(again, mine.nameId, 'the same NameID after enabling');
     });
 
@@ -160,7 +160,7 @@ for (const dialect of dialects()) {
       assert.ok(Number(record?.details.persistent_ids) >= 2, JSON.stringify(record?.details));
       // registered again, it starts afresh
       await addServiceProvider(ctx.store, { metadata: sp.metadata, groups: ['userid-idp', 'email'] });
-      const fresh = await persistentNameId(ctx.store.db, user.id, sp.entityId, 'a-new-candidate', Date.now());
+      const fresh = await persistentNameId(ctx.store.db, user.id, sp.entityId, () => 'a-new-candidate', Date.now());
       assert.equal(fresh, 'a-new-candidate');
     });
 
