@@ -71,7 +71,13 @@ async function signedInTo(ctx: TestContext, user: User, entityId: string) {
   await payload('Grant', grant, { clientId, accountId: user.sub }, grant);
   await payload('AccessToken', token, { clientId, accountId: user.sub, grantId: grant }, grant);
   await saveConsent(ctx.store.db, user.id, clientId, ['openid', 'email'], now);
-  const nameId = await persistentNameId(ctx.store.db, user.id, entityId, () => randomBytes(24).toString('base64url'), now);
+  const nameId = await persistentNameId(
+    ctx.store.db,
+    user.id,
+    entityId,
+    () => randomBytes(24).toString('base64url'),
+    now,
+  );
   await recordSessionSp(ctx.store.db, {
     session_uid: session,
     entity_id: entityId,
