@@ -119,7 +119,7 @@ export async function mailContexts(deps: MailDeps, messages: { kind: string; dat
 export async function sendMail(deps: MailDeps, kind: string, data: string, batch?: MailContexts): Promise<MailOutcome> {
   if (!deps.mailer) return { ok: false, error: 'mail is not configured (SMTP_URL is not set)' };
   const d = JSON.parse(data) as MailData;
-  if (typeof d.eppn !== 'string') return { gone: `a message without its user` };
+  if (typeof d.eppn !== 'string') return { gone: 'a message without its user' };
   const key = contextKey(kind, d);
   const contexts = batch ?? (await findMailContexts(deps.store.db, [key]));
   const context = contexts.get(mailContextKey(key));
