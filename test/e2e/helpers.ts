@@ -336,13 +336,24 @@ export async function passwordSignInThroughRelyingParty(
   const begun = await rp.begin(params);
   await page.goto(begun.url);
   await submitPassword(page, username, password);
-  if (page.url().includes('/interaction/') && (await page.locator('button[name=decision][value=allow]').count())) {
-    await Promise.all([
-      page.waitForURL((u) => u.href.startsWith(rp.redirectUri)),
-      page.click('button[name=decision][value=allow]'),
-    ]);
-  }
-  await page.waitForURL((u) => u.href.startsWith(rp.redirectUri));
+  // After the password: the consent page (when asked) or the application, told apart by what the
+  // page shows, not by load events: a load event seen after the password may be an earlier
+  // document's, with the consent page still on its way (seen under load in CI).
+  const allow = page.locator('button[name=decision][value=allow]');
+  const atApplication = (u: URL) => u.href.startsWith(rp.redirectUri);
+  const reached = await Promise.race([
+    allow.waitFor().then(
+      () => 'consent' as const,
+      () => undefined,
+    ),
+    page.waitForURL(atApplication, { waitUntil: 'commit' }).then(
+      () => 'application' as const,
+      () => undefined,
+    ),
+  ]);
+  if (!reached) throw new Error(`after the password: neither the consent page nor the application (${page.url()})`);
+  if (reached === 'consent')
+    await Promise.all([page.waitForURL(atApplication, { waitUntil: 'commit' }), allow.click()]);
   return rp.finish(page.url(), begun);
 }
 
