@@ -337,8 +337,9 @@ export async function passwordSignInThroughRelyingParty(
   await page.goto(begun.url);
   await submitPassword(page, username, password);
   // After the password: the consent page (when asked) or the application, told apart by what the
-  // page shows, not by load events: a load event seen after the password may be an earlier
-  // document's, with the consent page still on its way (seen under load in CI).
+  // page shows, not by the load event submitPassword waited for. For a user with passkeys, in a
+  // browser with the WebAuthn Signal API, that load is the short signals page's, which then goes on
+  // by script: read at once, the page was not the consent page yet (a 30 s timeout, under load).
   const allow = page.locator('button[name=decision][value=allow]');
   const atApplication = (u: URL) => u.href.startsWith(rp.redirectUri);
   const reached = await Promise.race([
