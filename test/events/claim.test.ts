@@ -8,6 +8,7 @@ import { dialects, migratedDatabase, seedOrg, type TestDatabase } from '../helpe
 import { openStore, type Store } from '../../src/store/index.ts';
 import { claimDueDeliveries, insertEvents, insertWebhook } from '../../src/store/events.ts';
 import { planOf, statementsOf } from '../plans.ts';
+import { twoStepBacklog } from './backlog.ts';
 
 for (const dialect of dialects()) {
   describe(`claiming deliveries (${dialect})`, () => {
@@ -28,20 +29,7 @@ for (const dialect of dialects()) {
     it('takes at most the limit, and the next claim the next ones, the oldest of each subject first', async () => {
       const at = Date.now();
       // 120 users with two events each: 120 deliveries are due, the second of each waits for the first
-      await insertEvents(
-        store.db,
-        [1, 2].flatMap((step) =>
-          Array.from({ length: 120 }, (_, i) => ({
-            at,
-            type: `user.step${step}`,
-            orgId: 1,
-            subject: `u${i}@example.org`,
-            sub: null,
-            ssfType: null,
-            data: { step },
-          })),
-        ),
-      );
+      await insertEvents(store.db, twoStepBacklog('u', 120, at));
       const lease = at + 15_000;
       const first = await claimDueDeliveries(store.db, store.dialect, at, lease, 50);
       const second = await claimDueDeliveries(store.db, store.dialect, at, lease, 50);

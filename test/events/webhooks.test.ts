@@ -8,6 +8,7 @@ import { dialects, startTestApp, seedOrg, seedUser, seedClient, clientToken, cli
 import type { TestContext } from '../helpers.ts';
 import { seedPasskeys } from '../passkey-admin/fixtures.ts';
 import { startReceiver, type Receiver, type Received } from './receiver.ts';
+import { twoStepBacklog } from './backlog.ts';
 import { addWebhook, rotateWebhookSecret } from '../../src/events/webhooks.ts';
 import { targetPolicy } from '../../src/events/targets.ts';
 import { recordAudit, SYSTEM } from '../../src/audit/index.ts';
@@ -202,18 +203,7 @@ for (const dialect of dialects()) {
 
     it('sends a backlog in overlapping batches, still in order per user', async () => {
       // 150 users with two events each, written at once: more than a batch (50) is due together
-      const at = Date.now();
-      const events = [1, 2].flatMap((step) =>
-        Array.from({ length: 150 }, (_, i) => ({
-          at,
-          type: `user.step${step}`,
-          orgId: 1,
-          subject: `backlog${i}@example.org`,
-          sub: null,
-          ssfType: null,
-          data: { eppn: `backlog${i}@example.org`, org_id: 1, step },
-        })),
-      );
+      const events = twoStepBacklog('backlog', 150);
       receiver.answer = () => new Promise((r) => setTimeout(() => r(200), 20));
       await insertEvents(ctx.store.db, events);
       // deliveries claimed (leased) and not yet recorded, looked at while the backlog goes out
