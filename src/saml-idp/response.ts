@@ -249,7 +249,7 @@ export async function finishResponse(
   const encryption = built.assertionId ? encryptionFor(sp) : undefined;
   if (encryption) {
     const assertion = childElements(document.documentElement!, NS.assertion, 'Assertion')[0]!;
-    await encryptAssertion(document, assertion, encryption);
+    encryptAssertion(document, assertion, encryption);
   }
   // A Response without an assertion (a status) is always signed: nothing else in it is.
   if (signatures.response || !built.assertionId) await signElementInPool(document, built.responseId, signing);

@@ -1,6 +1,7 @@
 // Assertion encryption: xmlsec1 decrypts what we encrypt and we decrypt what xmlsec1 encrypts;
 // the algorithm allow-list on decryption.
 import { before, describe, it } from 'node:test';
+import { X509Certificate } from 'node:crypto';
 import assert from 'node:assert/strict';
 import {
   decryptElement,
@@ -38,7 +39,7 @@ const first = (root: Element, ns: string, name: string) => root.getElementsByTag
 /** A Response whose assertion is encrypted for the SP. */
 async function encryptedResponse(options: Partial<Parameters<typeof encryptAssertion>[2]> = {}) {
   const parsed = parseXml(response('_resp1', assertion('_as1')));
-  await encryptAssertion(parsed.document, first(parsed.root, ASSERTION, 'Assertion'), {
+  encryptAssertion(parsed.document, first(parsed.root, ASSERTION, 'Assertion'), {
     certificate: sp.certificate,
     ...options,
   });
@@ -96,6 +97,29 @@ describe('encrypting assertions', () => {
     assert.equal(decrypted.root.localName, 'Assertion');
     assert.equal(textOf(first(decrypted.root, ASSERTION, 'NameID')), 'admin@evil.com');
     assert.equal(textOf(first(decrypted.root, ASSERTION, 'AttributeValue')), 'Ada & <Lovelace>');
+  });
+
+  it('decrypts its own output for every content algorithm and key transport offered', async () => {
+    for (const encryptionAlgorithm of Object.values(ENCRYPTION)) {
+      for (const keyTransport of Object.values(KEY_TRANSPORT)) {
+        const parsed = await encryptedResponse({ encryptionAlgorithm, keyTransport });
+        const container = first(parsed.root, ASSERTION, 'EncryptedAssertion');
+        const decrypted = await decryptElement(container, { privateKey: sp.privateKey, allowCbc: true });
+        assert.equal(textOf(first(decrypted.root, ASSERTION, 'NameID')), 'admin@evil.com', encryptionAlgorithm);
+      }
+    }
+  });
+
+  it('names the recipient certificate in the EncryptedKey, and a new key and IV each time', async () => {
+    const values: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const parsed = await encryptedResponse();
+      const key = first(parsed.root, NS.xenc, 'EncryptedKey');
+      const certificate = textOf(first(key, NS.dsig, 'X509Certificate'));
+      assert.equal(certificate, new X509Certificate(sp.certificate).raw.toString('base64'));
+      values.push(...Array.from(parsed.root.getElementsByTagNameNS(NS.xenc, 'CipherValue')).map((v) => textOf(v)));
+    }
+    assert.equal(new Set(values).size, 4);
   });
 
   it('xmlsec1 --decrypt reads what we encrypt (GCM by default, CBC when asked)', async () => {

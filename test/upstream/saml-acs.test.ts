@@ -130,7 +130,7 @@ for (const dialect of dialects()) {
       const nameId = parseXml(
         `<saml:NameID xmlns:saml="${NS.assertion}" Format="urn:oasis:names:tc:SAML:2.0:nameid-format:persistent">sealed-subject-9</saml:NameID>`,
       ).root;
-      const data = await encryptElement(nameId, { certificate: sp.encryptionCertificates[0]! });
+      const data = encryptElement(nameId, { certificate: sp.encryptionCertificates[0]! });
       const edit = (document: Document) => {
         const plain = document.getElementsByTagNameNS(NS.assertion, 'NameID')[0]!;
         const container = document.createElementNS(NS.assertion, 'saml:EncryptedID');

@@ -216,7 +216,7 @@ async function encryptedId(
   const content =
     options.content ??
     `<saml:NameID xmlns:saml="${NS.assertion}" Format="urn:oasis:names:tc:SAML:2.0:nameid-format:persistent">encrypted-subject-7</saml:NameID>`;
-  const data = await encryptElement(parseXml(content).root, {
+  const data = encryptElement(parseXml(content).root, {
     certificate,
     ...(options.algorithm ? { encryptionAlgorithm: options.algorithm } : {}),
   });

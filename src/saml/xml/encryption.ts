@@ -1,20 +1,29 @@
-// XML Encryption of assertions (and the other saml:Encrypted* elements) with xml-encryption.
+// XML Encryption of assertions (and the other saml:Encrypted* elements).
 //
 // Encrypting: AES-256-GCM content, the key transported with rsa-oaep-mgf1p (what xmlsec1 1.2, and
 // so mod_auth_mellon and pysaml2, can unwrap); AES-CBC only when the caller asks for it, for a peer
-// that offers nothing better. Decrypting: the structure (one EncryptedData, one EncryptedKey in its
-// KeyInfo, no RetrievalMethod) and every EncryptionMethod are checked against an allow-list before
-// the library sees the element, RSA PKCS#1 v1.5 key transport is never accepted (Bleichenbacher),
-// and every failure reads the same, so the answer is no padding oracle.
-import { createDecipheriv, X509Certificate, type CipherGCMTypes } from 'node:crypto';
-import { promisify } from 'node:util';
+// that offers nothing better. The xenc:EncryptedData is built here as elements of the message's own
+// document with node:crypto, like every other part of an outgoing message: xml-encryption renders
+// its output from string templates, which would then have to be parsed and copied into the
+// document. Decrypting: the structure (one EncryptedData, one EncryptedKey in its KeyInfo, no
+// RetrievalMethod) and every EncryptionMethod are checked against an allow-list before the library
+// sees the element, RSA PKCS#1 v1.5 key transport is never accepted (Bleichenbacher), and every
+// failure reads the same, so the answer is no padding oracle.
+import {
+  constants,
+  createCipheriv,
+  createDecipheriv,
+  publicEncrypt,
+  randomBytes,
+  X509Certificate,
+  type CipherGCMTypes,
+  type KeyObject,
+} from 'node:crypto';
 import xmlenc from 'xml-encryption';
-import { ENCRYPTION, KEY_TRANSPORT, NS } from './algorithms.ts';
+import { DIGEST, ENCRYPTION, KEY_TRANSPORT, NS } from './algorithms.ts';
 import { refuse } from './errors.ts';
 import { rsaPrivateKey, rsaPublicKey, type PrivateKeyInput } from './keys.ts';
 import { childElements, parseXml, serialize, type Document, type Element, type ParsedXml } from './parse.ts';
-
-const encrypt = promisify(xmlenc.encrypt) as (content: string, options: object) => Promise<string>;
 
 export type ContentEncryption = (typeof ENCRYPTION)[keyof typeof ENCRYPTION];
 export type KeyTransport = (typeof KEY_TRANSPORT)[keyof typeof KEY_TRANSPORT];
@@ -22,6 +31,8 @@ export type KeyTransport = (typeof KEY_TRANSPORT)[keyof typeof KEY_TRANSPORT];
 const CBC: readonly string[] = [ENCRYPTION.aes128Cbc, ENCRYPTION.aes256Cbc];
 const GCM: readonly string[] = [ENCRYPTION.aes128Gcm, ENCRYPTION.aes256Gcm];
 const KEY_TRANSPORTS: readonly string[] = [KEY_TRANSPORT.rsaOaepMgf1p, KEY_TRANSPORT.rsaOaep];
+const XMLNS = 'http://www.w3.org/2000/xmlns/';
+const TYPE_ELEMENT = 'http://www.w3.org/2001/04/xmlenc#Element';
 
 export interface EncryptOptions {
   /** the recipient's encryption certificate (PEM), from its metadata */
@@ -35,50 +46,92 @@ export interface EncryptOptions {
  * Replace `assertion` (a saml:Assertion in `document`) with a saml:EncryptedAssertion holding it
  * encrypted for the recipient, and return the new element.
  */
-export async function encryptAssertion(
-  document: Document,
-  assertion: Element,
-  options: EncryptOptions,
-): Promise<Element> {
+export function encryptAssertion(document: Document, assertion: Element, options: EncryptOptions): Element {
   if (assertion.namespaceURI !== NS.assertion || assertion.localName !== 'Assertion') {
     throw new Error('only a saml:Assertion is encrypted here');
   }
-  const encryptedData = await encryptElement(assertion, options);
+  const encryptedData = encryptElement(assertion, options);
   const container = document.createElementNS(NS.assertion, 'saml:EncryptedAssertion');
-  container.appendChild(document.importNode(encryptedData, true));
   assertion.parentNode!.replaceChild(container, assertion);
+  container.appendChild(encryptedData);
   return container;
 }
 
+interface Recipient {
+  publicKey: KeyObject;
+  /** the certificate's DER in base64, for the EncryptedKey's KeyInfo */
+  certificate: string;
+}
+
 /** Certificates read before, by their PEM: an SP's certificate is read once, not for every assertion. */
-const recipients = new Map<string, { rsa_pub: string; pem: string }>();
+const recipients = new Map<string, Recipient>();
 const MAX_RECIPIENTS = 1000;
 
-/** The public key (an RSA key of the accepted size, else it throws) and certificate xml-encryption wants. */
-function recipientOf(pem: string): { rsa_pub: string; pem: string } {
+/** The recipient's RSA public key (of the accepted size, else it throws) and certificate. */
+function recipientOf(pem: string): Recipient {
   const known = recipients.get(pem);
   if (known) return known;
   const certificate = new X509Certificate(pem);
-  rsaPublicKey(certificate);
-  const rsaPub = certificate.publicKey.export({ type: 'spki', format: 'pem' }).toString();
-  const recipient = { rsa_pub: rsaPub, pem: certificate.toString() };
+  const recipient = { publicKey: rsaPublicKey(certificate), certificate: certificate.raw.toString('base64') };
   if (recipients.size >= MAX_RECIPIENTS) recipients.clear();
   recipients.set(pem, recipient);
   return recipient;
 }
 
-/** An xenc:EncryptedData of the element (Type Element), with the content key in its KeyInfo. */
-export async function encryptElement(element: Element, options: EncryptOptions): Promise<Element> {
+/** The content encrypted with a fresh key: IV, ciphertext and (GCM) tag, as XML Encryption lays them out. */
+function encryptContent(algorithm: string, plaintext: string): { key: Buffer; bytes: Buffer } {
+  const spec = CONTENT[algorithm];
+  if (!spec) throw new Error('the content encryption algorithm is not offered');
+  const key = randomBytes(spec.keyLength);
+  const iv = randomBytes(spec.ivLength);
+  if (spec.gcm) {
+    const cipher = createCipheriv(spec.cipher as CipherGCMTypes, key, iv, { authTagLength: 16 });
+    const body = Buffer.concat([iv, cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    return { key, bytes: body };
+  }
+  // PKCS#7 padding is one of the paddings XML Encryption's CBC allows (the last byte counts them)
+  const cipher = createCipheriv(spec.cipher, key, iv);
+  return { key, bytes: Buffer.concat([iv, cipher.update(plaintext, 'utf8'), cipher.final()]) };
+}
+
+/**
+ * An xenc:EncryptedData of the element (Type Element), in the element's own document, with the
+ * content key in its KeyInfo: RSA-OAEP with SHA-1 and MGF1 with SHA-1 under either transport
+ * identifier (the only digest rsa-oaep-mgf1p has, and xmlenc11#rsa-oaep's default), the
+ * recipient's certificate beside it so that an SP with several keys knows which one to use.
+ */
+export function encryptElement(element: Element, options: EncryptOptions): Element {
   const recipient = recipientOf(options.certificate);
-  const encrypted = await encrypt(serialize(element), {
-    ...recipient,
-    encryptionAlgorithm: options.encryptionAlgorithm ?? ENCRYPTION.aes256Gcm,
-    keyEncryptionAlgorithm: options.keyTransport ?? KEY_TRANSPORT.rsaOaepMgf1p,
-    keyEncryptionDigest: 'sha1',
-    disallowEncryptionWithInsecureAlgorithm: !CBC.includes(options.encryptionAlgorithm ?? ''),
-    warnInsecureAlgorithm: false,
-  });
-  return parseXml(encrypted.trim()).root;
+  const algorithm = options.encryptionAlgorithm ?? ENCRYPTION.aes256Gcm;
+  const transport = options.keyTransport ?? KEY_TRANSPORT.rsaOaepMgf1p;
+  if (!KEY_TRANSPORTS.includes(transport)) throw new Error('the key transport is not offered');
+  const content = encryptContent(algorithm, serialize(element));
+  const wrapped = publicEncrypt(
+    { key: recipient.publicKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha1' },
+    content.key,
+  );
+  const document = element.ownerDocument!;
+  const add = (parent: Element, namespace: string, name: string, text?: string) => {
+    const child = document.createElementNS(namespace, name);
+    if (text !== undefined) child.appendChild(document.createTextNode(text));
+    parent.appendChild(child);
+    return child;
+  };
+  const data = document.createElementNS(NS.xenc, 'xenc:EncryptedData');
+  data.setAttributeNS(XMLNS, 'xmlns:xenc', NS.xenc);
+  data.setAttribute('Type', TYPE_ELEMENT);
+  add(data, NS.xenc, 'xenc:EncryptionMethod').setAttribute('Algorithm', algorithm);
+  const keyInfo = add(data, NS.dsig, 'ds:KeyInfo');
+  keyInfo.setAttributeNS(XMLNS, 'xmlns:ds', NS.dsig);
+  const encryptedKey = add(keyInfo, NS.xenc, 'xenc:EncryptedKey');
+  const method = add(encryptedKey, NS.xenc, 'xenc:EncryptionMethod');
+  method.setAttribute('Algorithm', transport);
+  add(method, NS.dsig, 'ds:DigestMethod').setAttribute('Algorithm', DIGEST.sha1);
+  const certificate = add(add(encryptedKey, NS.dsig, 'ds:KeyInfo'), NS.dsig, 'ds:X509Data');
+  add(certificate, NS.dsig, 'ds:X509Certificate', recipient.certificate);
+  add(add(encryptedKey, NS.xenc, 'xenc:CipherData'), NS.xenc, 'xenc:CipherValue', wrapped.toString('base64'));
+  add(add(data, NS.xenc, 'xenc:CipherData'), NS.xenc, 'xenc:CipherValue', content.bytes.toString('base64'));
+  return data;
 }
 
 export interface DecryptOptions {
