@@ -22,7 +22,7 @@ import {
   verifyEnvelopedSignature,
 } from '../../src/saml/xml/index.ts';
 import { listAuditEvents } from '../../src/store/audit.ts';
-import { dialects, seedOrg, startTestApp, type TestContext } from '../helpers.ts';
+import { cli, dialects, seedOrg, startTestApp, type TestContext } from '../helpers.ts';
 import { party } from '../saml/saml-fixtures.ts';
 import {
   authnRequestXml,
@@ -115,6 +115,36 @@ for (const dialect of dialects()) {
         await setServiceProviderEnabled(ctx.store, shib.entityId, true);
       }
       accepted(await getSso(ctx, redirectQuery(request())));
+    });
+
+    it('keeps an SP between requests, dropped at once by a change here and within a second on another instance', async () => {
+      const sso = (app: TestContext['app']) => getSso({ ...ctx, app }, redirectQuery(request()));
+      const store = await openStore(ctx.config.databaseUrl);
+      const other = await buildApp({ config: ctx.config, store, keys: ctx.keys });
+      await other.app.ready();
+      try {
+        for (const app of [ctx.app, other.app]) accepted(await sso(app));
+        await setServiceProviderEnabled(ctx.store, shib.entityId, false);
+        refused(await sso(ctx.app), 403);
+        await setServiceProviderEnabled(ctx.store, shib.entityId, true);
+        for (const app of [ctx.app, other.app]) accepted(await sso(app));
+        const r = await cli(ctx.config.databaseUrl, ['saml', 'sp', 'disable', shib.entityId]);
+        assert.equal(r.code, 0, r.err);
+        const started = Date.now();
+        let refusedAfter = Infinity;
+        for (let i = 0; i < 30; i++) {
+          if ((await sso(other.app)).statusCode === 403) {
+            refusedAfter = Date.now() - started;
+            break;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        assert.ok(refusedAfter < 1000, `refused after ${refusedAfter} ms`);
+      } finally {
+        assert.equal((await cli(ctx.config.databaseUrl, ['saml', 'sp', 'enable', shib.entityId])).code, 0);
+        await other.app.close();
+        await store.close();
+      }
     });
 
     it('refuses another Destination, and a signed request without one', async () => {
