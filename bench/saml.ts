@@ -5,7 +5,8 @@
 //    its password through the OpenID Connect flow (bench/signin-flow.ts) and once through the SAML
 //    bridge to the SP, then asking again and again. Reports responses per second, p50/p99 and the
 //    service's CPU per response (the PostgreSQL backends' own CPU is not counted).
-// 2. A complete sign-in without a session, with the user's passkey, through each protocol in turn:
+// 2. A complete sign-in without a session, with the user's passkey, through each protocol in turn
+//    (alternating rounds, so that drift over the run falls on both alike):
 //    SAML (AuthnRequest, the sign-in page, the passkey, the Response form) and OpenID Connect (the
 //    authorization request, the sign-in page, the passkey, the code, the token, userinfo). Reports
 //    each one's sign-ins per second and service CPU per sign-in, and the ratio of SAML's to OIDC's.
@@ -214,7 +215,14 @@ async function measured<T extends object>(pid: number, fn: () => Promise<T>): Pr
   return { ...result, cpuMs: ((cpuSeconds(pid) ?? 0) - before) * 1000 };
 }
 
-/** Complete passkey sign-ins without a session: SAML for o.duration seconds, then OpenID Connect. */
+/** The comparison alternates in this many rounds of each protocol, so drift over the run (a growing
+ * database, the heap, the machine's other work) falls on both alike. */
+const ROUNDS = 5;
+
+/**
+ * Complete passkey sign-ins without a session: SAML, then OpenID Connect, in ROUNDS alternating
+ * rounds of o.duration / ROUNDS seconds each; each protocol's CPU and sign-ins summed over its rounds.
+ */
 async function compareSignIns(
   target: Target,
   pid: number,
@@ -224,18 +232,28 @@ async function compareSignIns(
 ): Promise<Comparison> {
   const oidc = (t: Target, user: VirtualUser) => signIn(t, rp, user, 'passkey');
   await drive(target, users, o.warmUp, samlSignIn);
-  const saml = await measured(pid, () => drive(target, users, o.duration, samlSignIn));
   await drive(target, users, o.warmUp, oidc);
-  const openid = await measured(pid, () => drive(target, users, o.duration, oidc));
-  const samlCpuMs = saml.cpuMs / Math.max(1, saml.times.length);
-  const oidcCpuMs = openid.cpuMs / Math.max(1, openid.times.length);
+  const sum = { saml: { count: 0, cpuMs: 0, errors: 0 }, oidc: { count: 0, cpuMs: 0, errors: 0 } };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, flow] of [
+      ['saml', samlSignIn],
+      ['oidc', oidc],
+    ] as const) {
+      const run = await measured(pid, () => drive(target, users, o.duration / ROUNDS, flow));
+      sum[name].count += run.times.length;
+      sum[name].cpuMs += run.cpuMs;
+      sum[name].errors += run.errors;
+    }
+  }
+  const samlCpuMs = sum.saml.cpuMs / Math.max(1, sum.saml.count);
+  const oidcCpuMs = sum.oidc.cpuMs / Math.max(1, sum.oidc.count);
   return {
-    samlPerSecond: round(saml.times.length / o.duration),
-    oidcPerSecond: round(openid.times.length / o.duration),
+    samlPerSecond: round(sum.saml.count / o.duration),
+    oidcPerSecond: round(sum.oidc.count / o.duration),
     samlCpuMs: round(samlCpuMs),
     oidcCpuMs: round(oidcCpuMs),
     ratio: Math.round((samlCpuMs / oidcCpuMs) * 100) / 100,
-    errors: saml.errors + openid.errors,
+    errors: sum.saml.errors + sum.oidc.errors,
   };
 }
 
