@@ -1,5 +1,5 @@
 // npm run bench -- signin [--quick] [--no-write] [--db sqlite|postgres] [--workers 1|2]
-//   [--mode passkey|password] [--users N] [--duration S] [--profile DIR]
+//   [--mode passkey|password] [--users N] [--duration S] [--warm-up S] [--profile DIR]
 // Complete sign-ins per second over HTTP (bench/signin-flow.ts: the authorization request with
 // PKCE, the sign-in page, passkey options and assertion or the password form, the code at the
 // redirect URI, the token endpoint, userinfo), 20 virtual users each with a cookie jar of their
@@ -77,7 +77,7 @@ function parseOptions(args: string[]): Options {
     write: !args.includes('--no-write'),
     users: Number(option(args, 'users') ?? 20),
     duration: Number(option(args, 'duration') ?? (quick ? 3 : 10)),
-    warmUp: quick ? 1 : 3,
+    warmUp: Number(option(args, 'warm-up') ?? (quick ? 1 : 3)),
     dbs: list('db', ['sqlite', 'postgres']),
     workers: list('workers', ['1', '2']).map(Number),
     modes: list('mode', ['passkey', 'password']),
