@@ -77,7 +77,7 @@ function parseOptions(args: string[]): Options {
     write: !args.includes('--no-write'),
     users: Number(option(args, 'users') ?? 20),
     duration: Number(option(args, 'duration') ?? (quick ? 3 : 10)),
-    warmUp: Number(option(args, 'warm-up') ?? (quick ? 1 : 3)),
+    warmUp: Number(option(args, 'warm-up') ?? (quick ? 1 : 15)),
     dbs: list('db', ['sqlite', 'postgres']),
     workers: list('workers', ['1', '2']).map(Number),
     modes: list('mode', ['passkey', 'password']),
