@@ -37,8 +37,10 @@ for (const dialect of dialects()) {
       database = await migratedDatabase(dialect);
       migrated = await openStore(database.url);
       // The background jobs (event delivery, cache invalidation, SAML federation refresh) query on their own
-      // clock: not the request's work. (A job's transaction shows as begin and commit around its statements.)
-      const background = /"event_deliveries"|"invalidations"|"saml_federations"|^(begin( immediate)?|commit|rollback)$/;
+      // clock: not the request's work. (A job's transaction shows as begin and commit around its statements,
+      // and the delivery claim's as its set_config too.)
+      const background =
+        /"event_deliveries"|"invalidations"|"saml_federations"|^select set_config\('enable_sort'|^(begin( immediate)?|commit|rollback)$/;
       const log = (event: { level: string; query: { sql: string } }) =>
         void (background.test(event.query.sql) || statements.push(event.query.sql));
       const pgPool = () => {
