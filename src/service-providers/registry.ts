@@ -127,10 +127,6 @@ function federatedToServiceProvider(found: FederatedServiceProvider, blocked: bo
   };
 }
 
-/**
- * The SP registered under this entityID, enabled or not (the caller refuses a disabled one); else
- * one of a trusted federation whose metadata is in force (federated-providers.ts).
- */
 // Every SAML request looks its SP up (an SSO twice: the request, then the continuation after the
 // sign-in). A registered SP is kept until it changes: every change publishes a 'service-provider'
 // invalidation in its transaction (publishBoth), which drops the entry at once in this process and
@@ -178,7 +174,11 @@ function registeredServiceProvider(store: Store, entityId: string): Registered {
   return lookup;
 }
 
-/** The SP as the SSO sees it (shared by every caller: not to be changed). */
+/**
+ * The SP registered under this entityID, enabled or not (the caller refuses a disabled one); else
+ * one of a trusted federation whose metadata is in force (federated-providers.ts). A registered SP
+ * is the cache's object, shared by every caller: not to be changed.
+ */
 export async function findServiceProvider(store: Store, entityId: string): Promise<ServiceProvider | undefined> {
   if (typeof entityId !== 'string' || entityId.length === 0 || entityId.length > 1024) return undefined;
   const registered = await registeredServiceProvider(store, entityId);
