@@ -21,9 +21,9 @@ type Mode = 'relay' | 'hold-user-binds' | 'silent';
  * everything after it on that connection, so the bind is sent and never answered; `silent` takes
  * connections and passes nothing (the directory is never reached).
  */
-async function relay(to: number): Promise<{ url: string; mode: Mode; close(): Promise<void> }> {
+async function relay(to: number): Promise<{ url: string; mode: Mode; readonly held: number; close(): Promise<void> }> {
   const sockets: Socket[] = [];
-  const state = { mode: 'relay' as Mode };
+  const state = { mode: 'relay' as Mode, held: 0 };
   const server: Server = createServer((client) => {
     sockets.push(client);
     if (state.mode === 'silent') return;
@@ -31,7 +31,10 @@ async function relay(to: number): Promise<{ url: string; mode: Mode; close(): Pr
     sockets.push(upstream);
     let held = false;
     client.on('data', (chunk: Buffer) => {
-      if (state.mode === 'hold-user-binds' && chunk.includes('uid=user')) held = true;
+      if (!held && state.mode === 'hold-user-binds' && chunk.includes('uid=user')) {
+        held = true;
+        state.held++;
+      }
       if (!held) upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => client.write(chunk));
@@ -51,6 +54,10 @@ async function relay(to: number): Promise<{ url: string; mode: Mode; close(): Pr
     },
     set mode(m: Mode) {
       state.mode = m;
+    },
+    /** the binds as a person held so far */
+    get held() {
+      return state.held;
     },
     close: () =>
       new Promise((r) => {
@@ -94,8 +101,22 @@ for (const dialect of dialects()) {
     });
 
     async function signIn(username: string, password: string, remoteAddress: string) {
+      return (await signInForm(username, password, remoteAddress))();
+    }
+
+    /** The sign-in page fetched; the form's submission, to send when the caller chooses. */
+    async function signInForm(username: string, password: string, remoteAddress: string) {
       const b = cookieBrowser(ctx.app);
       const page = await b.get('/account');
+      return () => submit(page, username, password, remoteAddress);
+    }
+
+    async function submit(
+      page: Awaited<ReturnType<ReturnType<typeof cookieBrowser>['get']>>,
+      username: string,
+      password: string,
+      remoteAddress: string,
+    ) {
       const started = Date.now();
       const res = await ctx.app.inject({
         method: 'POST',
@@ -143,18 +164,20 @@ for (const dialect of dialects()) {
 
     it('one check at once and one waiting: beyond, 503 with Retry-After at once; a wait past 2 s too', async () => {
       proxy.mode = 'hold-user-binds';
-      const started = Promise.all([
-        signIn('user00004@example.org', 'guess 4', '192.0.2.4'),
-        (async () => {
-          await new Promise((r) => setTimeout(r, 300));
-          return signIn('user00005@example.org', 'guess 5', '192.0.2.5');
-        })(),
-        (async () => {
-          await new Promise((r) => setTimeout(r, 600));
-          return signIn('user00006@example.org', 'guess 6', '192.0.2.6');
-        })(),
+      // the pages first, then the three submissions in order: the first holds the one place (its
+      // bind reached the directory), the second waits for it, the third finds the line full
+      const forms = await Promise.all([
+        signInForm('user00004@example.org', 'guess 4', '192.0.2.4'),
+        signInForm('user00005@example.org', 'guess 5', '192.0.2.5'),
+        signInForm('user00006@example.org', 'guess 6', '192.0.2.6'),
       ]);
-      const [held, waited, refused] = await started;
+      const heldBefore = proxy.held;
+      const first = forms[0]!();
+      for (let i = 0; i < 200 && proxy.held === heldBefore; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(proxy.held, heldBefore + 1, 'the first bind reached the directory');
+      const second = forms[1]!();
+      await new Promise((r) => setTimeout(r, 500));
+      const [held, waited, refused] = await Promise.all([first, second, forms[2]!()]);
       assert.equal(held.status, 401, 'the one running: its bind went unanswered');
       assert.equal(refused.status, 503, 'the line was full');
       assert.equal(refused.retryAfter, '1');
