@@ -108,27 +108,20 @@ for (const dialect of dialects()) {
     async function signInForm(username: string, password: string, remoteAddress: string) {
       const b = cookieBrowser(ctx.app);
       const page = await b.get('/account');
-      return () => submit(page, username, password, remoteAddress);
-    }
-
-    async function submit(
-      page: Awaited<ReturnType<ReturnType<typeof cookieBrowser>['get']>>,
-      username: string,
-      password: string,
-      remoteAddress: string,
-    ) {
-      const started = Date.now();
-      const res = await ctx.app.inject({
-        method: 'POST',
-        url: '/account/login',
-        remoteAddress,
-        headers: {
-          cookie: page.cookies.map((c) => `${c.name}=${c.value}`).join('; '),
-          'content-type': 'application/x-www-form-urlencoded',
-        },
-        payload: new URLSearchParams({ _csrf: csrfOf(page.body), username, password }).toString(),
-      });
-      return { status: res.statusCode, retryAfter: res.headers['retry-after'], ms: Date.now() - started };
+      return async () => {
+        const started = Date.now();
+        const res = await ctx.app.inject({
+          method: 'POST',
+          url: '/account/login',
+          remoteAddress,
+          headers: {
+            cookie: page.cookies.map((c) => `${c.name}=${c.value}`).join('; '),
+            'content-type': 'application/x-www-form-urlencoded',
+          },
+          payload: new URLSearchParams({ _csrf: csrfOf(page.body), username, password }).toString(),
+        });
+        return { status: res.statusCode, retryAfter: res.headers['retry-after'], ms: Date.now() - started };
+      };
     }
 
     /** What a key has used of a limit: its events less its refunds in the window. */

@@ -86,8 +86,7 @@ function encryptContent(algorithm: string, plaintext: string): { key: Buffer; by
   const iv = randomBytes(spec.ivLength);
   if (spec.gcm) {
     const cipher = createCipheriv(spec.cipher as CipherGCMTypes, key, iv, { authTagLength: 16 });
-    const body = Buffer.concat([iv, cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
-    return { key, bytes: body };
+    return { key, bytes: Buffer.concat([iv, cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]) };
   }
   // PKCS#7 padding is one of the paddings XML Encryption's CBC allows (the last byte counts them)
   const cipher = createCipheriv(spec.cipher, key, iv);
