@@ -25,6 +25,14 @@ import { startLoadedService, underLoad, type LoadedService } from './loaded-serv
 
 const CLI_RUNS = 12;
 const CLI_AT_ONCE = 3;
+/** How long the other process holds the lock in the tests that wait for it. */
+const HOLD_MS = 3000;
+/**
+ * The longest stall that still counts as "went on serving". A wait that blocked the thread would stop
+ * everything for the whole hold; a machine busy with other test files deschedules the process for a few
+ * hundred milliseconds now and then, which is not what these tests are about.
+ */
+const STALL_MS = 1000;
 
 /**
  * Another process that holds SQLite's write lock on the file for `ms` (it waits for the lock first if the
@@ -153,7 +161,7 @@ describe('a lock held by another process (sqlite)', () => {
 
   it('waits for the lock without stopping the process, then deletes', async () => {
     const gaps = eventLoopGaps();
-    const holder = await lockHolder(ctx.config.databaseUrl, 3000);
+    const holder = await lockHolder(ctx.config.databaseUrl, HOLD_MS);
     let done = false;
     const deleting = ctx.app
       .inject({ method: 'DELETE', url: `/2/passkey/1/${passkeys[1]}`, headers: { authorization: `Bearer ${token}` } })
@@ -182,15 +190,15 @@ describe('a lock held by another process (sqlite)', () => {
     const longestGap = gaps.stop();
     const releasedAt = await holder.released;
     assert.equal(res.statusCode, 200, res.body);
-    assert.ok(longestGap < 300, `timers stopped for ${longestGap} ms while the delete waited`);
+    assert.ok(longestGap < STALL_MS, `timers stopped for ${longestGap} ms while the delete waited`);
     const slowest = Math.round(Math.max(...health));
-    assert.ok(slowest < 300, `/healthz took ${slowest} ms while the delete waited`);
+    assert.ok(slowest < STALL_MS, `/healthz took ${slowest} ms while the delete waited`);
     assert.ok(answeredAt >= releasedAt, `deleted ${releasedAt - answeredAt} ms before the lock was released`);
     assert.ok(health.length >= 20, `/healthz answered only ${health.length} times while the delete waited`);
     assert.ok(reads.length >= 2, `only ${reads.length} reads ran while the delete waited`);
     for (const r of reads) {
       assert.equal(r.status, 200);
-      assert.ok(r.ms < 300, `a read took ${Math.round(r.ms)} ms while the delete waited`);
+      assert.ok(r.ms < STALL_MS, `a read took ${Math.round(r.ms)} ms while the delete waited`);
     }
     const left = await ctx.store.db.selectFrom('passkeys').select('id').where('id', '=', passkeys[1]!).execute();
     assert.deepEqual(left, []);
@@ -198,13 +206,13 @@ describe('a lock held by another process (sqlite)', () => {
 
   it('waits for the lock outside a transaction too (an autocommit write), without stopping the process', async () => {
     const gaps = eventLoopGaps();
-    const holder = await lockHolder(ctx.config.databaseUrl, 1500);
+    const holder = await lockHolder(ctx.config.databaseUrl, HOLD_MS);
     const count = await hit(ctx.store.db, 'lock-contention', 1);
     const writtenAt = Date.now();
     const longestGap = gaps.stop();
     const releasedAt = await holder.released;
     assert.equal(count, 1);
-    assert.ok(longestGap < 300, `timers stopped for ${longestGap} ms while the write waited`);
+    assert.ok(longestGap < STALL_MS, `timers stopped for ${longestGap} ms while the write waited`);
     assert.ok(writtenAt >= releasedAt, `written ${releasedAt - writtenAt} ms before the lock was released`);
   });
 
