@@ -1,11 +1,11 @@
 // oidc-provider storage adapter over the store. Clients come from the client registry; every
 // other model is a JSON payload row with an expiry.
-import { LRUCache } from 'lru-cache';
 import Provider, { errors, type Adapter, type AdapterPayload, type Client } from 'oidc-provider';
 import type { Store } from '../store/index.ts';
 import * as payloads from '../store/oidc-payloads.ts';
 import { findClient } from '../store/clients.ts';
 import { recordProof } from '../store/dpop-proofs.ts';
+import { keptLookup } from '../store/invalidation.ts';
 import { INTROSPECTION_METADATA } from './introspection.ts';
 import { FRONTCHANNEL_METADATA } from './frontchannel-logout.ts';
 import { allowedScopes, clientSecretHashes, type ClientRow } from '../clients/index.ts';
@@ -98,14 +98,10 @@ function live(row: payloads.PayloadRow | undefined): AdapterPayload | undefined 
   return payload;
 }
 
-// Every token request looks its client up; the metadata is kept until the client changes. Every
-// change to a client publishes an invalidation (src/clients/index.ts), which drops the entry at once
-// in this process and within a fraction of a second in every other (src/store/invalidation.ts).
-// The time limit is only a safety net for an invalidation lost on its way (see docs/architecture.md);
-// a store without invalidations keeps entries for a second. Unknown ids are not cached (they must
-// not fill memory).
-const CLIENT_CACHE_MS = 60_000;
-const UNINVALIDATED_CLIENT_CACHE_MS = 1000;
+// Every token request looks its client up; the metadata is kept until the client changes (every
+// change to a client publishes a 'client' invalidation, src/clients/index.ts), or until a previous
+// secret's overlap ends. Unknown and disabled ids are not kept.
+const CLIENT_KEEP_MS = 60_000;
 const CLIENT_CACHE_ENTRIES = 1000;
 
 type ClientLookup = (id: string) => Promise<AdapterPayload | undefined>;
@@ -122,36 +118,14 @@ function cachedClients(store: Store, publicUrl: string): ClientLookup {
 }
 
 function newClientCache(store: Store, publicUrl: string): ClientLookup {
-  const cache = new LRUCache<string, Promise<AdapterPayload | undefined>>({
+  const entries = keptLookup(store.invalidations, {
+    topic: 'client',
     max: CLIENT_CACHE_ENTRIES,
-    ttl: store.invalidations ? CLIENT_CACHE_MS : UNINVALIDATED_CLIENT_CACHE_MS,
+    keepMs: CLIENT_KEEP_MS,
+    load: (id) => clientEntry(store, id, publicUrl),
+    until: (entry) => entry.until,
   });
-  store.invalidations?.subscribe((invalidation) => {
-    if (invalidation === null) cache.clear();
-    else if (invalidation.topic === 'client') cache.delete(invalidation.key);
-  });
-  const forget = (id: string, metadata: Promise<AdapterPayload | undefined>) => {
-    if (cache.peek(id) === metadata) cache.delete(id);
-  };
-  return (id: string): Promise<AdapterPayload | undefined> => {
-    const hit = cache.get(id);
-    if (hit) return hit;
-    // Concurrent lookups of one id share the query in flight.
-    const entry = clientEntry(store, id, publicUrl);
-    const metadata = entry.then((found) => found?.metadata);
-    const sequence = store.invalidations?.sequence;
-    cache.set(id, metadata);
-    entry.then(
-      (found) => {
-        // an invalidation that arrived during the lookup may concern what it read
-        if (!found || store.invalidations?.sequence !== sequence) return forget(id, metadata);
-        const left = found.until - Date.now();
-        if (left < CLIENT_CACHE_MS && cache.peek(id) === metadata) cache.set(id, metadata, { ttl: Math.max(left, 1) });
-      },
-      () => forget(id, metadata),
-    );
-    return metadata;
-  };
+  return async (id) => (await entries(id))?.metadata;
 }
 
 /** What oidc-provider answers when it finds an artifact already used (its grant handlers and

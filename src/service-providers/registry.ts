@@ -3,7 +3,6 @@
 // participation and audit of an OpenID Connect client. Every change here changes both rows in one
 // transaction with its audit record, and publishes invalidations so every instance sees it at once.
 import type { Insertable, Transaction } from 'kysely';
-import { LRUCache } from 'lru-cache';
 import type { Store } from '../store/index.ts';
 import type { ClientsTable, DB } from '../store/schema.ts';
 import * as clients from '../store/clients.ts';
@@ -11,7 +10,7 @@ import * as repo from '../store/saml.ts';
 import { deletePersistentIdsOfEntity, deleteSessionSpsOfEntity } from '../store/saml-sso.ts';
 import { isUniqueViolation } from '../store/index.ts';
 import { deleteClientArtifacts } from '../store/oidc-payloads.ts';
-import { publish } from '../store/invalidation.ts';
+import { keptLookup, publish } from '../store/invalidation.ts';
 import { recordAudit, SYSTEM, type Actor, type Change } from '../audit/index.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { checkGroups } from '../clients/index.ts';
@@ -129,49 +128,30 @@ function federatedToServiceProvider(found: FederatedServiceProvider, blocked: bo
 
 // Every SAML request looks its SP up (an SSO twice: the request, then the continuation after the
 // sign-in). A registered SP is kept until it changes: every change publishes a 'service-provider'
-// invalidation in its transaction (publishBoth), which drops the entry at once in this process and
-// within a fraction of a second in every other (src/store/invalidation.ts), as the authorization
-// server's client cache does. The time limit is only a safety net for an invalidation lost on its
-// way; a store without invalidations keeps entries for a second. Unknown entityIDs and federation
-// SPs are not kept here (an Issuer is the sender's to choose; an aggregate is its own cache).
-const SP_CACHE_MS = 60_000;
-const UNINVALIDATED_SP_CACHE_MS = 1000;
+// invalidation in its transaction (publishBoth). Unknown entityIDs and federation SPs are not kept
+// here (an Issuer is the sender's to choose; an aggregate is its own cache).
+const SP_KEEP_MS = 60_000;
 const SP_CACHE_ENTRIES = 1000;
 
-type Registered = Promise<ServiceProvider | undefined>;
-const spCaches = new WeakMap<Store, LRUCache<string, Registered>>();
+type RegisteredLookup = (entityId: string) => Promise<ServiceProvider | undefined>;
+const spCaches = new WeakMap<Store, RegisteredLookup>();
 
-function spCache(store: Store): LRUCache<string, Registered> {
-  const cache = spCaches.get(store);
-  if (cache) return cache;
-  const created = new LRUCache<string, Registered>({
-    max: SP_CACHE_ENTRIES,
-    ttl: store.invalidations ? SP_CACHE_MS : UNINVALIDATED_SP_CACHE_MS,
-  });
-  store.invalidations?.subscribe((invalidation) => {
-    if (invalidation === null) created.clear();
-    else if (invalidation.topic === 'service-provider') created.delete(invalidation.key);
-  });
-  spCaches.set(store, created);
-  return created;
-}
-
-/** A registered (not federated) SP, from the cache or the database; concurrent lookups share one query. */
-function registeredServiceProvider(store: Store, entityId: string): Registered {
-  const cache = spCache(store);
-  const hit = cache.get(entityId);
-  if (hit) return hit;
-  const sequence = store.invalidations?.sequence;
-  const lookup = repo.findServiceProviderRow(store.db, entityId).then((row) => row && toServiceProvider(row));
-  cache.set(entityId, lookup);
-  const forget = () => {
-    if (cache.peek(entityId) === lookup) cache.delete(entityId);
-  };
-  lookup.then((found) => {
-    // an invalidation that arrived during the lookup may concern what it read
-    if (!found || store.invalidations?.sequence !== sequence) forget();
-  }, forget);
-  return lookup;
+/** A registered (not federated) SP, kept or from the database; concurrent lookups share one query. */
+function registeredServiceProvider(store: Store, entityId: string): Promise<ServiceProvider | undefined> {
+  let lookup = spCaches.get(store);
+  if (!lookup) {
+    lookup = keptLookup(store.invalidations, {
+      topic: 'service-provider',
+      max: SP_CACHE_ENTRIES,
+      keepMs: SP_KEEP_MS,
+      load: async (key) => {
+        const row = await repo.findServiceProviderRow(store.db, key);
+        return row && toServiceProvider(row);
+      },
+    });
+    spCaches.set(store, lookup);
+  }
+  return lookup(entityId);
 }
 
 /**

@@ -13,6 +13,7 @@
 // longer than that delivers `null`: drop everything.
 import type pg from 'pg';
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { LRUCache } from 'lru-cache';
 import type { DB } from './schema.ts';
 
 type Q = Kysely<DB> | Transaction<DB>;
@@ -92,6 +93,57 @@ export class Invalidations {
     this.#sequence++;
     for (const listener of this.#listeners) listener(invalidation);
   }
+}
+
+/** Without invalidations (a store that receives none), a kept lookup's entries live only this long. */
+const UNINVALIDATED_KEEP_MS = 1000;
+
+export interface KeptLookupOptions<V> {
+  /** the topic whose invalidation of a key drops that key's entry */
+  topic: Topic;
+  /** the most entries kept; the least recently used goes first */
+  max: number;
+  /** the longest an entry is kept: only a safety net for an invalidation lost on its way */
+  keepMs: number;
+  /** finds a key's value; undefined (unknown) is not kept, so what senders choose cannot fill memory */
+  load: (key: string) => Promise<V | undefined>;
+  /** when a value stops holding by itself (ms since the epoch), if it may be before keepMs is up */
+  until?: (value: V) => number;
+}
+
+/**
+ * Lookups kept until what they read changes: every change to it publishes an invalidation of
+ * (topic, key) in its transaction, which drops the entry at once in the process that made it and
+ * within a fraction of a second in every other. Concurrent lookups of one key share the load in
+ * flight; a value loaded while any invalidation arrived is handed to its callers but not kept.
+ */
+export function keptLookup<V>(
+  invalidations: Invalidations | undefined,
+  options: KeptLookupOptions<V>,
+): (key: string) => Promise<V | undefined> {
+  const { topic, max, keepMs, load, until } = options;
+  const ttl = invalidations ? keepMs : UNINVALIDATED_KEEP_MS;
+  const cache = new LRUCache<string, Promise<V | undefined>>({ max, ttl });
+  invalidations?.subscribe((invalidation) => {
+    if (invalidation === null) cache.clear();
+    else if (invalidation.topic === topic) cache.delete(invalidation.key);
+  });
+  return (key) => {
+    const hit = cache.get(key);
+    if (hit) return hit;
+    const sequence = invalidations?.sequence;
+    const loading = load(key);
+    cache.set(key, loading);
+    const forget = () => {
+      if (cache.peek(key) === loading) cache.delete(key);
+    };
+    loading.then((found) => {
+      if (found === undefined || invalidations?.sequence !== sequence) return forget();
+      const left = until ? until(found) - Date.now() : Infinity;
+      if (left < ttl && cache.peek(key) === loading) cache.set(key, loading, { ttl: Math.max(left, 1) });
+    }, forget);
+    return loading;
+  };
 }
 
 interface Row {
