@@ -1,5 +1,6 @@
 // Browser and relying-party fixtures: a real listening server, headless Chromium with a WebAuthn
 // virtual authenticator, and an openid-client relying party with its own callback server.
+import { after } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createRequire } from 'node:module';
@@ -69,8 +70,53 @@ export async function startServer(
   }
 }
 
-export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+/**
+ * The test file's Chromium, started by the first caller and closed after the file's last test:
+ * starting one costs seconds of CPU, and most files start one per database. Each caller gets its
+ * own view of it, whose close() closes the contexts (and pages) it opened, so what one suite leaves
+ * behind never reaches the next; contexts share nothing (cookies, storage, cache) among themselves.
+ */
+let shared: Promise<Browser> | undefined;
+
+after(async () => {
+  const browser = await shared?.catch(() => undefined);
+  shared = undefined;
+  await browser?.close();
+});
+
+export async function launchBrowser(): Promise<Browser> {
+  shared ??= chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const browser = await shared.catch((err: unknown) => {
+    shared = undefined;
+    throw err;
+  });
+  const opened = new Set<BrowserContext>();
+  const newContext: Browser['newContext'] = async (options) => {
+    const context = await browser.newContext(options);
+    opened.add(context);
+    context.once('close', () => opened.delete(context));
+    return context;
+  };
+  const view: Partial<Browser> = {
+    newContext,
+    // like Browser.newPage: a context of its own, closed with the page
+    newPage: async (options) => {
+      const context = await newContext(options);
+      const page = await context.newPage();
+      page.once('close', () => void context.close().catch(() => {}));
+      return page;
+    },
+    close: async () => {
+      await Promise.all([...opened].map((context) => context.close().catch(() => {})));
+    },
+  };
+  return new Proxy(browser, {
+    get: (target, name) => {
+      if (Object.hasOwn(view, name)) return view[name as keyof Browser];
+      const value: unknown = Reflect.get(target, name, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 export interface VirtualAuthenticator {
